@@ -1,0 +1,120 @@
+"""Fallback attribution, first version: which aten ops and which Triton kernels a forward ran.
+
+A dispatch mode records every aten op the candidate's forward calls (outside its own kernel launches);
+a hook on Triton's launch path records each kernel launched and whether the candidate file defines it.
+Allocation, views, metadata and layout copies are allowed; any other aten op computes, so it is a
+fallback. The device-time attribution on CUDA comes with the profiler (integrity work).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from aka_tui.bench.results import AuditReport
+
+ALLOWED_OPS = frozenset({
+    # allocation and initialisation of buffers
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill", "zero",
+    "scalar_tensor", "arange", "resize", "lift_fresh", "lift_fresh_copy", "lift",
+    # views and metadata
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "t", "transpose", "permute",
+    "expand", "expand_as", "squeeze", "unsqueeze", "select", "slice", "split", "split_with_sizes",
+    "chunk", "unbind", "narrow", "detach", "alias", "view_as", "flatten", "unflatten", "movedim",
+    "diagonal", "view_as_real", "view_as_complex", "unfold", "_local_scalar_dense", "set",
+    "is_same_size", "record_stream", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
+    # copies made for layout
+    "clone", "contiguous", "copy",
+})
+
+
+def _op_name(func: Any) -> str:
+    return func._overloadpacket.__name__.rstrip("_") or func._overloadpacket.__name__
+
+
+class AtenAuditMode(TorchDispatchMode):
+    """Counts aten ops by name, split into allowed and computing ones (dtype-changing copies compute)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.allowed: Counter[str] = Counter()
+        self.compute: Counter[str] = Counter()
+        self.paused = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if not self.paused:
+            name = _op_name(func)
+            if name == "_to_copy":
+                source = args[0] if args else None
+                changes_dtype = "dtype" in kwargs and getattr(source, "dtype", None) != kwargs["dtype"]
+                (self.compute if changes_dtype else self.allowed)[name] += 1
+            elif name in ALLOWED_OPS:
+                self.allowed[name] += 1
+            else:
+                self.compute[name] += 1
+        return func(*args, **kwargs)
+
+
+class TritonLaunchRecorder:
+    """Records Triton kernel launches (compiled and interpreted) by defining module and name."""
+
+    def __init__(self) -> None:
+        self.launches: Counter[tuple[str, str]] = Counter()
+        self.active = False
+        self.audit: AtenAuditMode | None = None
+        self._originals: list[tuple[Any, Any]] = []
+
+    def install(self) -> None:
+        """Wrap the `run` of Triton's launch classes; called once in the worker before any candidate loads."""
+        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.jit import JITFunction
+
+        recorder = self
+        for cls in (JITFunction, InterpretedFunction):
+            original = cls.run
+
+            def run(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                if recorder.active and not kwargs.get("warmup", False):
+                    fn = getattr(self, "fn", None)
+                    recorder.launches[(getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"))] += 1
+                audit = recorder.audit
+                if audit is not None:
+                    audit.paused += 1  # the interpreter's own tensor handling is not the candidate's
+                try:
+                    return _original(self, *args, **kwargs)
+                finally:
+                    if audit is not None:
+                        audit.paused -= 1
+
+            self._originals.append((cls, original))
+            cls.run = run  # type: ignore[method-assign]
+
+    @contextmanager
+    def recording(self, audit: AtenAuditMode | None) -> Iterator[None]:
+        self.launches.clear()
+        self.active, self.audit = True, audit
+        try:
+            yield
+        finally:
+            self.active, self.audit = False, None
+
+
+def build_report(audit: AtenAuditMode, launches: Counter[tuple[str, str]], candidate_module: str) -> AuditReport:
+    """Verdict: real ⇔ at least one own Triton kernel ran, no aten compute, no foreign Triton kernel."""
+    own = {name: n for (module, name), n in launches.items() if module == candidate_module}
+    foreign = {f"{module}.{name}": n for (module, name), n in launches.items() if module != candidate_module}
+    reasons = []
+    if not own:
+        reasons.append("no Triton kernel of the candidate ran")
+    if audit.compute:
+        reasons.append("PyTorch computed: " + ", ".join(f"aten.{k}×{v}" for k, v in sorted(audit.compute.items())))
+    if foreign:
+        reasons.append("foreign Triton kernels: " + ", ".join(sorted(foreign)))
+    return AuditReport(real=not reasons, method="dispatch+triton-launch", own_kernels=own,
+                       foreign_kernels=foreign, compute_ops=dict(audit.compute), allowed_ops=dict(audit.allowed),
+                       reason="; ".join(reasons))

@@ -1,0 +1,42 @@
+"""Dtype names as written in problem files, and the roofline execution path each one runs on."""
+
+from __future__ import annotations
+
+import torch
+
+DTYPE_BY_NAME: dict[str, torch.dtype] = {
+    "float64": torch.float64, "fp64": torch.float64,
+    "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
+    "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
+    "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+    "float8_e4m3fn": torch.float8_e4m3fn, "fp8": torch.float8_e4m3fn, "fp8_e4m3": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2, "fp8_e5m2": torch.float8_e5m2,
+    "int8": torch.int8, "int32": torch.int32, "int64": torch.int64,
+}
+
+# Roofline execution path that FLOPs of a problem with this primary dtype are charged to.
+PATH_BY_DTYPE: dict[torch.dtype, str] = {
+    torch.float64: "fp64",
+    torch.float32: "fp32",
+    torch.float16: "fp16_tc",
+    torch.bfloat16: "bf16_tc",
+    torch.float8_e4m3fn: "fp8_tc",
+    torch.float8_e5m2: "fp8_tc",
+    torch.int8: "int8_tc",
+}
+
+
+def parse_dtype(name: str) -> torch.dtype:
+    """Map a dtype name ('bfloat16', 'bf16', 'torch.float16', ...) to a torch dtype; KeyError if unknown."""
+    key = str(name).strip().lower().removeprefix("torch.")
+    return DTYPE_BY_NAME[key]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """Canonical name of a torch dtype ('bfloat16')."""
+    return str(dtype).removeprefix("torch.")
+
+
+def execution_path(dtype: torch.dtype) -> str:
+    """Roofline path ('bf16_tc', 'fp32', ...) for a primary dtype; integer dtypes have none ('none')."""
+    return PATH_BY_DTYPE.get(dtype, "none")

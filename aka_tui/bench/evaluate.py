@@ -1,0 +1,158 @@
+"""Evaluate one candidate on one problem: the public API of the evaluator."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from aka_tui.bench.hardware import HardwareProfile, detect_profile, get_profile
+from aka_tui.bench.isolation import WorkerLimits, run_job
+from aka_tui.bench.problem import Problem, RooflineEntry
+from aka_tui.bench.results import SCHEMA_VERSION, CandidateResult, ShapeResult
+from aka_tui.bench.roofline import write_cache
+from aka_tui.errors import EvaluationError
+
+
+@dataclass(frozen=True)
+class CandidateSpec:
+    """What to evaluate: a candidate file, or the reference itself as a baseline (eager / torch.compile)."""
+
+    kind: str  # "file" | "eager" | "compile"
+    path: Path | None = None
+
+    @property
+    def label(self) -> str:
+        return str(self.path) if self.kind == "file" else self.kind
+
+    @staticmethod
+    def file(path: str | Path) -> CandidateSpec:
+        resolved = Path(path).resolve()
+        if not resolved.is_file():
+            raise EvaluationError(f"candidate file {path} does not exist")
+        return CandidateSpec("file", resolved)
+
+
+@dataclass
+class EvalOptions:
+    """How to evaluate (device, tier, cases, timing, baselines to time alongside)."""
+
+    device: str = "auto"
+    tier: str | None = None  # None: smoke on the CPU, full on a GPU
+    cases: int = 3
+    input_sets: int = 3
+    timing: bool = True
+    compare_eager: bool = False
+    compare_compile: bool = False
+    hardware: str | None = None
+    measured: bool = False
+    shape_ids: list[str] | None = None
+    fp64_flop_limit: float = 5e11
+    cpu_reps: int = 3
+    limits: WorkerLimits = field(default_factory=WorkerLimits)
+
+
+def resolve_device(device: str) -> str:
+    """'auto' → 'cuda' when torch sees a GPU, else 'cpu'; a CUDA request without a GPU is an error."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise EvaluationError("--device cuda asked for, but torch sees no CUDA device (use --device cpu)")
+    if device not in ("cpu",) and not device.startswith("cuda"):
+        raise EvaluationError(f"unknown device {device!r}: use cpu, cuda or cuda:N")
+    return device
+
+
+def resolve_profile(options: EvalOptions, device: str) -> HardwareProfile:
+    if options.hardware:
+        return get_profile(options.hardware)
+    return detect_profile(device, prefer_measured=options.measured)
+
+
+def resolve_tier(options: EvalOptions, device: str) -> str:
+    return options.tier or ("full" if device.startswith("cuda") else "smoke")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _versions() -> dict[str, str]:
+    import torch
+
+    versions = {"python": platform.python_version(), "torch": torch.__version__}
+    try:
+        import triton
+
+        versions["triton"] = triton.__version__
+    except ImportError:
+        versions["triton"] = "missing"
+    return versions
+
+
+def _device_name(device: str) -> str:
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    return platform.processor() or platform.machine()
+
+
+def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: EvalOptions,
+                       on_shape: Callable[[ShapeResult], None] | None = None,
+                       on_shape_start: Callable[[str], None] | None = None) -> CandidateResult:
+    """Compile → correctness → audit → timing per shape, each candidate in its own worker process."""
+    device = resolve_device(options.device)
+    profile = resolve_profile(options, device)
+    tier = resolve_tier(options, device)
+    shapes = problem.shapes_for(tier)
+    if options.shape_ids:
+        unknown = [s for s in options.shape_ids if s not in problem.shapes]
+        if unknown:
+            raise EvaluationError(f"{problem.name} has no shape(s) {', '.join(unknown)}; "
+                                  f"known: {', '.join(problem.shapes)}")
+        shapes = [problem.shapes[s] for s in options.shape_ids]
+    if not shapes:
+        raise EvaluationError(f"{problem.name} has no {tier!r} shapes (tiers: "
+                              f"{', '.join(sorted({s.tier for s in problem.shapes.values()}))})")
+    job = {
+        "problem_dir": str(problem.directory.resolve()),
+        "candidate": {"kind": candidate.kind, "path": str(candidate.path) if candidate.path else None},
+        "shape_ids": [s.shape_id for s in shapes], "device": device, "cases": options.cases,
+        "input_sets": options.input_sets, "timing": options.timing, "compare_eager": options.compare_eager,
+        "compare_compile": options.compare_compile, "l2_bytes": profile.l2_bytes,
+        "fp64_flop_limit": options.fp64_flop_limit, "cpu_reps": options.cpu_reps,
+    }
+    started = time.time()
+    outcome = run_job(job, options.limits, on_shape, on_shape_start)
+    _cache_new_rooflines(problem, outcome.shapes)
+    provenance = {
+        "schema_version": SCHEMA_VERSION, "problem_hash": problem.content_hash, "tier": tier, "device": device,
+        "device_name": _device_name(device), "hardware_profile": profile.name, "timer":
+        "cuda_events" if device.startswith("cuda") else "perf_counter", "versions": _versions(),
+        "candidate_sha256": _sha256(candidate.path) if candidate.path else None,
+        "started_unix": started, "wall_s": round(time.time() - started, 3),
+    }
+    return CandidateResult(problem.name, candidate.label, outcome.compiled, outcome.shapes, provenance,
+                           outcome.compile_error)
+
+
+def _cache_new_rooflines(problem: Problem, shapes: list[ShapeResult]) -> None:
+    """Rooflines the worker had to compute are kept in the problem's cache file."""
+    added = False
+    for result in shapes:
+        r = result.roofline
+        if r and r.get("computed_now") and result.shape_id not in problem.roofline:
+            problem.roofline[result.shape_id] = RooflineEntry(r["flops"], r["bytes_read"], r["bytes_written"],
+                                                              r["path"], r.get("source", "counted"))
+            added = True
+    if added:
+        try:
+            write_cache(problem)
+        except OSError:
+            pass  # a read-only suite still evaluates; the roofline is recomputed next time

@@ -1,0 +1,193 @@
+"""Run a candidate's evaluation in child processes: timeouts, crash containment, restart for the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from aka_tui.bench.results import ShapeResult, StageError
+
+EXIT_RESTART = 3  # worker.py exits with this after reporting a fatal CUDA error
+
+
+@dataclass
+class WorkerLimits:
+    """Wall-clock limits for one worker (seconds)."""
+
+    startup_s: float = 180.0  # importing torch, loading the problem and compiling the candidate
+    per_shape_s: float = 300.0
+    max_restarts: int = 8
+
+
+@dataclass
+class JobOutcome:
+    compiled: bool
+    compile_error: StageError | None
+    shapes: list[ShapeResult] = field(default_factory=list)
+
+
+def _signal_name(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _log_tail(path: Path, limit: int = 1500) -> str:
+    try:
+        data = path.read_bytes()[-limit:]
+    except OSError:
+        return ""
+    return data.decode(errors="replace").strip()
+
+
+class _Worker:
+    """One child process and the line-oriented message channel from it."""
+
+    def __init__(self, job: dict[str, Any], log_path: Path) -> None:
+        read_fd, write_fd = os.pipe()
+        env = dict(os.environ)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "aka_tui.bench.worker_entry", str(write_fd), str(log_path)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pass_fds=(write_fd,), env=env, start_new_session=True)
+        os.close(write_fd)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(job).encode())
+        self.proc.stdin.close()
+        self.read_fd = read_fd
+        os.set_blocking(read_fd, False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(read_fd, selectors.EVENT_READ)
+        self.buffer = b""
+        self.eof = False
+
+    def next_message(self, timeout_s: float) -> dict[str, Any] | None:
+        """The next message, or None on timeout or when the channel closed (check `eof`)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                return json.loads(line)
+            if self.eof:
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if self.selector.select(remaining):
+                chunk = os.read(self.read_fd, 1 << 16)
+                if chunk:
+                    self.buffer += chunk
+                else:
+                    self.eof = True
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+    def close(self) -> int:
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.returncode
+        self.selector.close()
+        os.close(self.read_fd)
+        return code
+
+
+def run_job(job: dict[str, Any], limits: WorkerLimits,
+            on_shape: Callable[[ShapeResult], None] | None = None,
+            on_shape_start: Callable[[str], None] | None = None) -> JobOutcome:
+    """Evaluate `job['shape_ids']` in worker processes; every shape gets a result, whatever happens."""
+    remaining = list(job["shape_ids"])
+    results: dict[str, ShapeResult] = {}
+    restarts = 0
+    compiled, compile_error = True, None
+
+    def record(result: ShapeResult) -> None:
+        results[result.shape_id] = result
+        if result.shape_id in remaining:
+            remaining.remove(result.shape_id)
+        if on_shape:
+            on_shape(result)
+
+    with tempfile.TemporaryDirectory(prefix="aka-worker-") as tmp:
+        while remaining:
+            log_path = Path(tmp) / f"worker-{restarts}.log"
+            worker = _Worker({**job, "shape_ids": remaining}, log_path)
+            current: str | None = None
+            startup = True
+            failure: tuple[str, str] | None = None
+            while True:
+                message = worker.next_message(limits.startup_s if startup else limits.per_shape_s)
+                if message is None:
+                    if worker.eof:
+                        code = worker.close()
+                        if code == EXIT_RESTART and current is None:
+                            restarts += 1  # a CUDA error was reported; the rest needs a fresh context
+                            break
+                        tail = _log_tail(log_path)
+                        failure = ("crashed", f"worker {_signal_name(code)}" + (f"; log tail: {tail}" if tail else ""))
+                    else:
+                        worker.kill()
+                        worker.close()
+                        limit = limits.startup_s if startup else limits.per_shape_s
+                        what = "compiling/starting" if startup else f"shape {current}"
+                        failure = ("timeout", f"{what} exceeded {limit:.0f} s; worker killed")
+                    break
+                event = message["event"]
+                if event == "compiled":
+                    if not message["ok"]:
+                        error = StageError(**message["error"])
+                        compiled, compile_error = False, error
+                        for shape_id in list(remaining):
+                            record(ShapeResult(shape_id, error.kind, [], error))
+                        worker.close()
+                        break
+                    startup = False
+                elif event == "shape_start":
+                    current = message["shape_id"]
+                    if on_shape_start:
+                        on_shape_start(current)
+                elif event == "shape_result":
+                    record(ShapeResult.from_json(message["result"]))
+                    current = None
+                elif event == "done":
+                    worker.close()
+                    break
+            if failure is None:
+                continue
+            status, text = failure
+            victim = current if current is not None else (remaining[0] if remaining else None)
+            if startup and current is None:
+                # Died or hung before any shape: the candidate cannot be loaded.
+                error = StageError("compile", status, text)
+                compiled, compile_error = False, error
+                for shape_id in list(remaining):
+                    record(ShapeResult(shape_id, status, [], error))
+                break
+            if victim is not None:
+                record(ShapeResult(victim, status, [], StageError("worker", status, text)))
+            restarts += 1
+            if restarts > limits.max_restarts and remaining:
+                error = StageError("worker", "skipped", f"worker restarted {restarts} times; remaining shapes skipped")
+                for shape_id in list(remaining):
+                    record(ShapeResult(shape_id, "skipped", [], error))
+    ordered = [results[s] for s in job["shape_ids"] if s in results]
+    return JobOutcome(compiled, compile_error, ordered)

@@ -1,0 +1,117 @@
+"""Versioned result records of an evaluation (JSON in, JSON out)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# Shape statuses. Only "passed" counts towards S.
+PASSED = "passed"
+STATUSES = (
+    PASSED, "wrong_output", "runtime_error", "compile_error", "timeout", "crashed", "cuda_error",
+    "tampered", "problem_error", "no_candidate", "skipped",
+)
+
+
+@dataclass(frozen=True)
+class StageError:
+    """Why a stage failed; stored as data, never as an exception object."""
+
+    stage: str  # compile | inputs | reference | correctness | audit | timing | worker
+    kind: str  # one of STATUSES
+    message: str
+    traceback_text: str = ""
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Per-call device time of a callable over rotating input sets (milliseconds)."""
+
+    median_ms: float
+    min_ms: float
+    p20_ms: float
+    p80_ms: float
+    reps: int
+    input_sets: int
+    timer: str  # "cuda_events" | "perf_counter"
+    l2_flush_bytes: int
+    wall_ms_per_call: float | None = None
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """Fallback attribution (v1: dispatch-mode audit of aten ops + Triton launch hook)."""
+
+    real: bool
+    method: str
+    own_kernels: dict[str, int] = field(default_factory=dict)
+    foreign_kernels: dict[str, int] = field(default_factory=dict)
+    compute_ops: dict[str, int] = field(default_factory=dict)
+    allowed_ops: dict[str, int] = field(default_factory=dict)
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ShapeResult:
+    """Everything measured for one shape of one candidate."""
+
+    shape_id: str
+    status: str
+    seeds: list[int]
+    error: StageError | None = None
+    reference_precision: str | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    timing: TimingStats | None = None
+    audit: AuditReport | None = None
+    roofline: dict[str, Any] | None = None
+    eager_timing: TimingStats | None = None
+    compile_timing: TimingStats | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    @property
+    def time_ms(self) -> float | None:
+        return self.timing.median_ms if self.timing else None
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> ShapeResult:
+        def timing(key: str) -> TimingStats | None:
+            return TimingStats(**data[key]) if data.get(key) else None
+
+        return ShapeResult(
+            shape_id=data["shape_id"], status=data["status"], seeds=list(data.get("seeds", [])),
+            error=StageError(**data["error"]) if data.get("error") else None,
+            reference_precision=data.get("reference_precision"),
+            max_abs_error=data.get("max_abs_error"), max_rel_error=data.get("max_rel_error"),
+            timing=timing("timing"), audit=AuditReport(**data["audit"]) if data.get("audit") else None,
+            roofline=data.get("roofline"), eager_timing=timing("eager_timing"),
+            compile_timing=timing("compile_timing"),
+        )
+
+
+@dataclass
+class CandidateResult:
+    """One candidate evaluated on one problem."""
+
+    problem: str
+    candidate: str  # label: file path, "eager" or "compile"
+    compiled: bool
+    shapes: list[ShapeResult]
+    provenance: dict[str, Any] = field(default_factory=dict)
+    compile_error: StageError | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> CandidateResult:
+        return CandidateResult(
+            problem=data["problem"], candidate=data["candidate"], compiled=data["compiled"],
+            shapes=[ShapeResult.from_json(s) for s in data["shapes"]], provenance=data.get("provenance", {}),
+            compile_error=StageError(**data["compile_error"]) if data.get("compile_error") else None,
+        )

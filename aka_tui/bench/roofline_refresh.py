@@ -1,0 +1,41 @@
+"""Recompute a problem's cached roofline (W, Q per shape), running the reference once per shape."""
+
+from __future__ import annotations
+
+from aka_tui.bench.inputs import make_inputs
+from aka_tui.bench.module_loading import import_file
+from aka_tui.bench.problem import Problem
+from aka_tui.bench.roofline import measure_entry, write_cache
+from aka_tui.bench.seeds import derive_seed
+from aka_tui.errors import ProblemFormatError
+
+
+def _devices(device: str) -> list[str]:
+    import torch
+
+    if device != "auto":
+        return [device]
+    # Shapes alone decide W and Q for most references: try the meta device (no memory, no compute) first.
+    return ["meta", "cuda" if torch.cuda.is_available() else "cpu"]
+
+
+def refresh(problem: Problem, device: str = "auto", tier: str | None = None) -> None:
+    """Recount every shape of `tier` and rewrite roofline.json."""
+    ref_module = import_file(problem.reference_path, "ref")
+    input_module = import_file(problem.input_path, "inp")
+    for shape in problem.shapes_for(tier):
+        seed = derive_seed(problem.name, shape.shape_id, 0, "roofline")
+        errors = []
+        for dev in _devices(device):
+            try:
+                entry = measure_entry(problem, shape, ref_module,
+                                      lambda dev=dev: make_inputs(problem, input_module, shape, dev, seed),
+                                      lambda dev=dev: ref_module.Model(**shape.init_kwargs).to(dev).eval())
+            except Exception as exc:  # meta cannot run data-dependent references; try the next device
+                errors.append(f"{dev}: {type(exc).__name__}: {str(exc)[:200]}")
+                continue
+            problem.roofline[shape.shape_id] = entry
+            break
+        else:
+            raise ProblemFormatError(f"{problem.name}: roofline of shape {shape.shape_id} failed: " + " | ".join(errors))
+    write_cache(problem)

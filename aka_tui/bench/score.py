@@ -1,0 +1,155 @@
+"""Scores: S per shape (strict, raw, launch-aware), S_op, S_agg, fast_1 and pass rates (design brief §4)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from aka_tui.bench.hardware import HardwareProfile
+from aka_tui.bench.problem import Problem, RooflineEntry
+from aka_tui.bench.results import CandidateResult, ShapeResult
+from aka_tui.bench.roofline import bound
+
+
+@dataclass(frozen=True)
+class ShapeScore:
+    """Scores of one shape; `s` counts only correct *and* real kernels, `s_raw` ignores fallback."""
+
+    shape_id: str
+    weight: float
+    passed: bool
+    real: bool
+    t_sol_ms: float | None
+    time_ms: float | None
+    s: float
+    s_raw: float
+    s_launch: float
+    bottleneck: str | None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+
+    @property
+    def held_for_audit(self) -> bool:
+        """S > 1 beats the speed of light: never accepted silently."""
+        return self.s_raw > 1.0
+
+
+@dataclass(frozen=True)
+class OpScore:
+    """Weighted scores of one problem."""
+
+    problem: str
+    weight: float
+    compiled: bool
+    correct: bool  # every evaluated shape passed
+    real: bool  # every passing shape ran only the candidate's own kernels
+    s_op: float
+    s_raw_op: float
+    s_launch_op: float
+    shapes: list[ShapeScore] = field(default_factory=list)
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+
+    @property
+    def audit_shapes(self) -> list[str]:
+        return [s.shape_id for s in self.shapes if s.held_for_audit]
+
+
+@dataclass(frozen=True)
+class AggregateScore:
+    """Suite-level numbers."""
+
+    s_agg: float  # Σ w·S_op / Σ w
+    s_agg_raw_weight: float  # Σ w·S_op with the suite's weights as given (Atrex-Bench comparable)
+    s_raw_agg: float  # like s_agg, ignoring fallback
+    s_launch_agg: float
+    ops: int
+    compiled_rate: float
+    correct_rate: float
+    correct_and_real_rate: float
+    fast_1_vs_eager: float | None
+    fast_1_vs_compile: float | None
+
+
+def score_shape(result: ShapeResult, weight: float, profile: HardwareProfile, roofline: RooflineEntry | None,
+                launch_floor_s: float | None) -> ShapeScore:
+    """S = T_SOL / T for a passed real kernel, 0 otherwise; S_raw ignores the fallback verdict."""
+    real = bool(result.audit and result.audit.real)
+    if roofline is None and result.roofline:
+        r = result.roofline
+        roofline = RooflineEntry(r["flops"], r["bytes_read"], r["bytes_written"], r["path"], r.get("source", ""))
+    t_sol = bound(roofline, profile).t_sol_s if roofline else None
+    bottleneck = bound(roofline, profile).bottleneck if roofline else None
+    time_s = result.timing.median_ms / 1e3 if result.timing else None
+    s_raw = t_sol / time_s if (result.passed and t_sol is not None and time_s) else 0.0
+    s = s_raw if real else 0.0
+    floor = max(t_sol or 0.0, launch_floor_s or 0.0)
+    s_launch = floor / time_s if (result.passed and real and time_s and t_sol is not None) else 0.0
+
+    def speedup(baseline_ms: float | None) -> float | None:
+        if baseline_ms is None or not result.passed or not result.timing:
+            return None
+        return baseline_ms / result.timing.median_ms
+
+    return ShapeScore(result.shape_id, weight, result.passed, real,
+                      None if t_sol is None else t_sol * 1e3, None if time_s is None else time_s * 1e3,
+                      s, s_raw, s_launch, bottleneck,
+                      speedup(result.eager_timing.median_ms if result.eager_timing else None),
+                      speedup(result.compile_timing.median_ms if result.compile_timing else None))
+
+
+def _weighted_geomean(pairs: list[tuple[float, float | None]]) -> float | None:
+    if not pairs or any(v is None or v <= 0 for _, v in pairs):
+        return None
+    total = sum(w for w, _ in pairs) or float(len(pairs))
+    return math.exp(sum((w or 1.0) * math.log(v) for w, v in pairs if v) / total)  # type: ignore[arg-type]
+
+
+def score_op(problem: Problem, result: CandidateResult, profile: HardwareProfile,
+             launch_floor_s: float | None = None) -> OpScore:
+    """S_op = Σ w_s·S_s / Σ w_s over the evaluated shapes (failures count 0)."""
+    shapes = []
+    for shape_result in result.shapes:
+        shape = problem.shapes[shape_result.shape_id]
+        shapes.append(score_shape(shape_result, shape.weight, profile, problem.roofline.get(shape.shape_id),
+                                  launch_floor_s))
+    total_w = sum(s.weight for s in shapes) or 1.0
+
+    def mean(attr: str) -> float:
+        return sum(s.weight * getattr(s, attr) for s in shapes) / total_w
+
+    correct = bool(shapes) and all(s.passed for s in shapes)
+    real = correct and all(s.real for s in shapes)
+    return OpScore(
+        problem.name, problem.importance, result.compiled, correct, real, mean("s"), mean("s_raw"),
+        mean("s_launch"), shapes,
+        _weighted_geomean([(s.weight, s.speedup_vs_eager) for s in shapes]) if correct else None,
+        _weighted_geomean([(s.weight, s.speedup_vs_compile) for s in shapes]) if correct else None,
+    )
+
+
+def aggregate(ops: list[OpScore]) -> AggregateScore:
+    """S_agg (normalised and raw-weight forms), pass rates, fast_1 against eager and torch.compile."""
+    n = len(ops)
+    total_w = sum(o.weight for o in ops)
+
+    def weighted(attr: str) -> float:
+        if total_w <= 0:
+            return sum(getattr(o, attr) for o in ops) / n if n else 0.0
+        return sum(o.weight * getattr(o, attr) for o in ops) / total_w
+
+    def fast_1(attr: str) -> float | None:
+        measured = [o for o in ops if not o.correct or getattr(o, attr) is not None]
+        if not n or all(getattr(o, attr) is None for o in ops):
+            return None
+        wins = [o for o in measured if o.correct and o.real and (getattr(o, attr) or 0.0) > 1.0]
+        return len(wins) / n
+
+    return AggregateScore(
+        s_agg=weighted("s_op"), s_agg_raw_weight=sum(o.weight * o.s_op for o in ops),
+        s_raw_agg=weighted("s_raw_op"), s_launch_agg=weighted("s_launch_op"), ops=n,
+        compiled_rate=sum(o.compiled for o in ops) / n if n else 0.0,
+        correct_rate=sum(o.correct for o in ops) / n if n else 0.0,
+        correct_and_real_rate=sum(o.correct and o.real for o in ops) / n if n else 0.0,
+        fast_1_vs_eager=fast_1("speedup_vs_eager"), fast_1_vs_compile=fast_1("speedup_vs_compile"),
+    )

@@ -1,0 +1,136 @@
+"""Tolerances per dtype and the output comparison every candidate goes through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Element passes when |candidate - reference| <= atol + rtol * |reference|."""
+
+    atol: float
+    rtol: float
+
+
+# Defaults for problems that give none (Atrex-Bench directories). Chosen as ~4-8 ulps of each format at
+# magnitude 1 for the low-precision types, looser than one rounding of the output but far below an error.
+_DEFAULTS: dict[torch.dtype, Tolerance] = {
+    torch.float64: Tolerance(1e-9, 1e-7),
+    torch.float32: Tolerance(1e-4, 1e-4),
+    torch.float16: Tolerance(5e-3, 5e-3),
+    torch.bfloat16: Tolerance(2e-2, 2e-2),
+    torch.float8_e4m3fn: Tolerance(0.125, 0.125),
+    torch.float8_e5m2: Tolerance(0.25, 0.25),
+}
+
+
+def default_tolerance(dtype: torch.dtype) -> Tolerance:
+    """Default tolerance of an output dtype (exact for integer and bool outputs)."""
+    return _DEFAULTS.get(dtype, Tolerance(0.0, 0.0))
+
+
+def flatten_outputs(value: Any) -> list[tuple[str, Any]]:
+    """A forward result as named leaves: tensor -> [('out', t)], tuple -> out[0].., dict -> out[key]."""
+    if isinstance(value, dict):
+        return [(f"out[{k!r}]", v) for k, v in value.items()]
+    if isinstance(value, (tuple, list)):
+        return [(f"out[{i}]", v) for i, v in enumerate(value)]
+    return [("out", value)]
+
+
+def structure_of(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"dict{sorted(map(str, value))}"
+    if isinstance(value, (tuple, list)):
+        return f"sequence[{len(value)}]"
+    return "tensor"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Outcome of comparing one candidate output against the reference."""
+
+    ok: bool
+    reason: str = ""
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    mismatch_fraction: float | None = None
+
+
+def check_plain_tensor(name: str, value: Any) -> str | None:
+    """Outputs must be plain dense tensors: no subclasses, no sparse or lazy wrappers."""
+    if type(value) is not torch.Tensor:
+        return f"{name} is {type(value).__module__}.{type(value).__qualname__}, not a plain torch.Tensor"
+    if value.layout != torch.strided:
+        return f"{name} has layout {value.layout}, expected a dense strided tensor"
+    return None
+
+
+def compare_outputs(candidate: Any, reference_native: Any, reference_exact: Any,
+                    tolerance_for: Any, max_mismatch_fraction: float) -> Comparison:
+    """Compare candidate outputs with the reference.
+
+    `reference_native` fixes the expected structure, shapes, dtypes and device; `reference_exact` (the
+    float64 run, or the native run when there is none) gives the values.
+    """
+    if structure_of(candidate) != structure_of(reference_native):
+        return Comparison(False, f"output structure {structure_of(candidate)} != reference {structure_of(reference_native)}")
+    worst_abs = 0.0
+    worst_rel = 0.0
+    worst_mismatch = 0.0
+    cand_leaves = flatten_outputs(candidate)
+    for (name, cand), (_, ref_n), (_, ref_x) in zip(cand_leaves, flatten_outputs(reference_native),
+                                                   flatten_outputs(reference_exact)):
+        problem = check_plain_tensor(name, cand)
+        if problem:
+            return Comparison(False, problem)
+        if tuple(cand.shape) != tuple(ref_n.shape):
+            return Comparison(False, f"{name} shape {tuple(cand.shape)} != reference {tuple(ref_n.shape)}")
+        if cand.dtype != ref_n.dtype:
+            return Comparison(False, f"{name} dtype {cand.dtype} != reference {ref_n.dtype}")
+        if cand.device != ref_n.device:
+            return Comparison(False, f"{name} on {cand.device}, reference on {ref_n.device}")
+        if cand.numel() == 0:
+            continue
+        if not (ref_n.is_floating_point() or ref_n.is_complex()):
+            equal = torch.equal(cand, ref_x.to(cand.dtype))
+            if not equal:
+                wrong = (cand != ref_x.to(cand.dtype)).sum().item()
+                return Comparison(False, f"{name}: {wrong} of {cand.numel()} integer elements differ (exact match required)")
+            continue
+        c = cand.detach().to(torch.float64)
+        r = ref_x.detach().to(device=c.device, dtype=torch.float64)
+        ref_finite = torch.isfinite(r)
+        cand_bad = ~torch.isfinite(c) & ref_finite
+        if bool(cand_bad.any()):
+            count = int(cand_bad.sum().item())
+            return Comparison(False, f"{name}: {count} NaN/Inf elements where the reference is finite")
+        if bool((c == 0).all()) and not bool((r == 0).all()):
+            return Comparison(False, f"{name}: all-zero output where the reference is not")
+        tol = tolerance_for(cand.dtype)
+        both_nonfinite_equal = ~ref_finite & ((c == r) | (torch.isnan(c) & torch.isnan(r)))
+        if bool((~ref_finite & ~both_nonfinite_equal).any()):
+            return Comparison(False, f"{name}: non-finite reference values (inf/nan) not reproduced")
+        diff = torch.where(ref_finite, (c - r).abs(), torch.zeros_like(c))
+        bound = tol.atol + tol.rtol * torch.where(ref_finite, r.abs(), torch.zeros_like(r))
+        bad = diff > bound
+        mismatch = float(bad.sum().item()) / cand.numel()
+        finite_diff = diff[ref_finite]
+        max_abs = float(finite_diff.max().item()) if finite_diff.numel() else 0.0
+        rel = (diff / r.abs().clamp_min(tol.atol if tol.atol > 0 else 1e-12))[ref_finite]
+        max_rel = float(rel.max().item()) if rel.numel() else 0.0
+        worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
+        worst_mismatch = max(worst_mismatch, mismatch)
+        if mismatch > max_mismatch_fraction:
+            idx = int(torch.nonzero(bad.flatten())[0].item())
+            return Comparison(
+                False,
+                f"{name}: {mismatch:.2%} of elements outside atol={tol.atol:g} rtol={tol.rtol:g} "
+                f"(max abs err {max_abs:.3g}; first at flat index {idx}: got {c.flatten()[idx].item():.6g}, "
+                f"expected {r.flatten()[idx].item():.6g})",
+                max_abs, max_rel, mismatch)
+    return Comparison(True, "", worst_abs, worst_rel, worst_mismatch)

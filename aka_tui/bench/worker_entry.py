@@ -1,0 +1,42 @@
+"""Entry point of the evaluation worker process (stdlib imports only until the environment is set).
+
+Usage (by `isolation.py`): python -m aka_tui.bench.worker_entry MESSAGE_FD LOG_PATH < job.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def main() -> None:
+    message_fd = int(sys.argv[1])
+    log_path = sys.argv[2]
+    job = json.loads(sys.stdin.read())
+    if not str(job["device"]).startswith("cuda"):
+        os.environ["TRITON_INTERPRET"] = "1"  # before any @triton.jit decorates a kernel
+    # The candidate's prints go to the log, never into the message channel.
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+
+    def emit(message: dict) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            written = os.write(message_fd, view)
+            view = view[written:]
+
+    from aka_tui.bench.worker import run
+
+    code = run(job, emit)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+"""`aka`: the command line. Heavy modules are imported inside the commands that need them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from aka_tui import __version__
+from aka_tui.errors import AkaError
+
+EXIT_ERROR = 2
+
+
+def _suite_dir(args: argparse.Namespace) -> Path:
+    if args.suite:
+        return Path(args.suite)
+    from aka_tui.bench.problem import default_suite_dir
+
+    return default_suite_dir()
+
+
+def _load_suite(args: argparse.Namespace) -> Any:
+    from aka_tui.bench.problem import load_suite
+
+    suite = load_suite(_suite_dir(args))
+    for name, error in suite.errors.items():
+        print(f"warning: skipping problem {name}: {error}", file=sys.stderr)
+    return suite
+
+
+def _problem(args: argparse.Namespace, name: str) -> Any:
+    from aka_tui.bench.problem import is_problem_dir, load_problem
+
+    direct = Path(name)
+    if is_problem_dir(direct):
+        return load_problem(direct)
+    candidate_dir = _suite_dir(args) / name
+    if candidate_dir.is_dir():
+        return load_problem(candidate_dir)
+    from aka_tui.errors import ProblemFormatError
+
+    raise ProblemFormatError(f"no problem named {name!r} in {_suite_dir(args)} (see `aka problems`)")
+
+
+def _eval_options(args: argparse.Namespace) -> Any:
+    from aka_tui.bench.evaluate import EvalOptions
+    from aka_tui.bench.isolation import WorkerLimits
+
+    return EvalOptions(
+        device=args.device, tier=args.tier, cases=args.cases, hardware=args.hardware, measured=args.measured,
+        compare_eager=getattr(args, "compare_eager", False), compare_compile=getattr(args, "compare_compile", False),
+        limits=WorkerLimits(per_shape_s=args.shape_timeout),
+    )
+
+
+class Progress:
+    """A one-line progress display on stderr (a bar when stderr is a terminal, lines otherwise)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = max(total, 1)
+        self.done = 0
+        self.tty = sys.stderr.isatty()
+        self.started = time.monotonic()
+
+    def __call__(self, op: str, event: str, result: Any) -> None:
+        if event == "shape" and result is not None:
+            self.done += 1
+            status = result.status
+            filled = int(30 * self.done / self.total)
+            bar = "#" * filled + "." * (30 - filled)
+            text = (f"[{bar}] {self.done}/{self.total} shapes  {time.monotonic() - self.started:6.1f}s  "
+                    f"{op}:{result.shape_id} {status}")
+            if self.tty:
+                sys.stderr.write("\r" + text[:120].ljust(120))
+            else:
+                sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.tty:
+            sys.stderr.write("\n")
+
+
+def cmd_problems(args: argparse.Namespace) -> int:
+    from aka_tui.bench.dtypes import dtype_name
+    from aka_tui.bench.report import text_table
+
+    suite = _load_suite(args)
+    rows = []
+    for p in sorted(suite.problems.values(), key=lambda p: (-p.importance, p.name)):
+        tiers = {t: len(p.shapes_for(t)) for t in ("smoke", "full")}
+        rows.append([p.name, p.family, dtype_name(p.dtype), f"{p.importance * 100:.1f}",
+                     str(tiers["smoke"]), str(tiers["full"]), p.source_format])
+    print(text_table(rows, ["op", "family", "dtype", "weight %", "smoke", "full", "format"]))
+    print(f"{len(rows)} problems in {suite.directory}")
+    return 0 if not suite.errors else 1
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from aka_tui.bench.evaluate import CandidateSpec, evaluate_candidate, resolve_device, resolve_profile
+    from aka_tui.bench.report import text_table
+    from aka_tui.bench.score import score_op
+    from aka_tui.bench.suite_run import launch_floor_s
+
+    problem = _problem(args, args.problem)
+    options = _eval_options(args)
+    if args.shape:
+        options.shape_ids = args.shape
+    spec = CandidateSpec(args.candidate) if args.candidate in ("eager", "compile") else CandidateSpec.file(args.candidate)
+    device = resolve_device(options.device)
+    profile = resolve_profile(options, device)
+    result = evaluate_candidate(problem, spec, options,
+                                on_shape=lambda r: print(f"  {r.shape_id}: {r.status}", file=sys.stderr))
+    op = score_op(problem, result, profile, launch_floor_s(profile))
+    rows = []
+    for shape_result, s in zip(result.shapes, op.shapes):
+        audit = shape_result.audit
+        verdict = ("real" if audit.real else "fallback") if audit else "-"
+        why = shape_result.error.message if shape_result.error else (audit.reason if audit and not audit.real else "")
+        rows.append([s.shape_id, shape_result.status, verdict, f"{s.time_ms:.4f}" if s.time_ms else "-",
+                     f"{s.t_sol_ms:.4f}" if s.t_sol_ms else "-", f"{s.s:.3f}", f"{s.s_raw:.3f}", why[:100]])
+    print(f"{problem.name}: candidate {spec.label} on {device} (profile {profile.name})")
+    print(text_table(rows, ["shape", "status", "kernel", "T ms", "T_SOL ms", "S", "S_raw", "detail"]))
+    print(f"S_op = {op.s_op:.4f}   S_raw_op = {op.s_raw_op:.4f}   correct={op.correct} real={op.real}")
+    if not profile.representative:
+        print("note: CPU interpreter timings are not representative of any GPU")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_json(), indent=1) + "\n")
+        print(f"wrote {args.json}")
+    failed = [r for r in result.shapes if not r.passed]
+    for r in failed:
+        if r.error and r.error.traceback_text and args.verbose:
+            print(f"--- {r.shape_id} traceback ---\n{r.error.traceback_text}", file=sys.stderr)
+    return 0 if not failed else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from aka_tui.bench.evaluate import resolve_device, resolve_tier
+    from aka_tui.bench.report import render_text, write_reports
+    from aka_tui.bench.suite_run import run_bench
+
+    suite = _load_suite(args)
+    options = _eval_options(args)
+    ops = args.ops.split(",") if args.ops else None
+    tier = resolve_tier(options, resolve_device(options.device))
+    selected = [suite.problems[o] for o in ops if o in suite.problems] if ops else list(suite.problems.values())
+    progress = Progress(sum(len(p.shapes_for(tier)) for p in selected))
+    report = run_bench(suite, options, baseline=args.baseline,
+                       candidates_dir=Path(args.candidates) if args.candidates else None, ops=ops, progress=progress)
+    progress.finish()
+    stem = args.name or (f"bench-{args.baseline}" if args.baseline else "bench-candidates") + f"-{report.tier}"
+    json_path, md_path = write_reports(report, Path(args.out), stem)
+    print(render_text(report))
+    print(f"wrote {json_path} and {md_path}")
+    return 0
+
+
+def cmd_roofline(args: argparse.Namespace) -> int:
+    from aka_tui.bench.hardware import detect_profile, get_profile
+    from aka_tui.bench.report import text_table
+    from aka_tui.bench.roofline import bound
+    from aka_tui.bench.roofline_refresh import refresh
+
+    problem = _problem(args, args.problem)
+    profile = get_profile(args.hardware) if args.hardware else detect_profile("auto")
+    refresh(problem, args.device, args.tier)
+    rows = []
+    for shape in problem.shapes_for(args.tier):
+        entry = problem.roofline.get(shape.shape_id)
+        if entry is None:
+            rows.append([shape.shape_id, "-", "-", "-", "-", "-"])
+            continue
+        b = bound(entry, profile)
+        rows.append([shape.shape_id, f"{entry.flops:.4g}", f"{entry.bytes_total:.4g}", f"{b.arithmetic_intensity:.3g}",
+                     f"{b.t_sol_s * 1e6:.2f}", f"{b.bottleneck} ({entry.path}, {entry.source})"])
+    print(f"{problem.name}: roofline on {profile.name}")
+    print(text_table(rows, ["shape", "W FLOP", "Q bytes", "FLOP/B", "T_SOL us", "bound"]))
+    print(f"cache: {problem.roofline_path}")
+    return 0
+
+
+def cmd_hw(args: argparse.Namespace) -> int:
+    from aka_tui.bench.hardware import all_profiles, detect_profile, save_measured
+    from aka_tui.bench.report import text_table
+
+    if args.hw_command == "list":
+        rows = [[p.name, p.display_name, f"{p.peaks_tflops.get('bf16_tc', 0):.0f}",
+                 f"{p.peaks_tflops.get('fp8_tc', 0):.0f}", f"{p.peaks_tflops.get('fp32', 0):.1f}",
+                 f"{p.hbm_bandwidth_tbps:.2f}", f"{p.l2_bytes >> 20}", "measured" if p.measured else "datasheet"]
+                for p in all_profiles().values()]
+        print(text_table(rows, ["name", "device", "bf16 TF", "fp8 TF", "fp32 TF", "HBM TB/s", "L2 MiB", "source"]))
+        return 0
+    if args.hw_command == "detect":
+        profile = detect_profile(args.device)
+        print(f"{profile.name}: {profile.display_name} ({profile.source})")
+        return 0
+    from aka_tui.bench.calibrate import calibrate
+
+    profile = calibrate(args.device)
+    path = save_measured(profile)
+    m = profile.measurements
+    print(f"{m['device_name']}: copy {m['copy_tbps']:.2f} TB/s; matmul " +
+          ", ".join(f"{k} {v:.1f} TFLOP/s" for k, v in m["matmul_tflops"].items()) +
+          f"; empty launch {m['empty_launch_us']:.2f} us")
+    print("ratio to datasheet: " + ", ".join(f"{k} {v:.0%}" for k, v in m["datasheet_ratio"].items()) +
+          f", copy {m['copy_tbps'] / m['datasheet_hbm_tbps']:.0%} of HBM")
+    print(f"saved {path} (use --hardware {profile.name} or --measured)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(profile.to_json(), indent=2) + "\n")
+    return 0
+
+
+def _add_eval_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", help="suite directory (default: the shipped problems/)")
+    p.add_argument("--tier", choices=["smoke", "full", "all"], help="shape tier (default: smoke on CPU, full on GPU)")
+    p.add_argument("--device", default="auto", help="cpu, cuda or cuda:N (default: cuda if available)")
+    p.add_argument("--hardware", help="roofline profile name (default: detected); see `aka hw list`")
+    p.add_argument("--measured", action="store_true", help="score against the calibrated profile of this GPU")
+    p.add_argument("--cases", type=int, default=3, help="seeded correctness cases per shape (default 3)")
+    p.add_argument("--shape-timeout", type=float, default=300.0, help="seconds allowed per shape before the worker is killed")
+    p.add_argument("--compare-eager", action="store_true", help="also time the eager reference (speed-up, fast_1)")
+    p.add_argument("--compare-compile", action="store_true", help="also time torch.compile of the reference")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aka", description="Turn PyTorch operators into fast GPU kernels, scored against the hardware roofline.")
+    parser.add_argument("--version", action="version", version=f"aka-tui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("problems", help="list the benchmark suite", description="List the problems of a suite.")
+    p.add_argument("--suite", help="suite directory (default: the shipped problems/)")
+    p.set_defaults(func=cmd_problems)
+
+    p = sub.add_parser("eval", help="evaluate one candidate file on one problem",
+                       description="Compile, check, audit for fallback and time CANDIDATE on PROBLEM's shapes, "
+                                   "in a worker process; print S per shape. CANDIDATE may be a .py file, "
+                                   "'eager' or 'compile' (the reference as a baseline).")
+    p.add_argument("candidate", help="candidate .py file (class Model), or eager / compile")
+    p.add_argument("--problem", required=True, help="problem name in the suite, or a problem directory")
+    p.add_argument("--shape", action="append", help="evaluate only this shape id (repeatable)")
+    p.add_argument("--json", help="write the result record (JSON) here")
+    p.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failing shapes")
+    _add_eval_flags(p)
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("bench", help="evaluate a candidate set or a baseline over the suite",
+                       description="Evaluate every problem of the suite and print per-op S and S_agg; "
+                                   "writes JSON and Markdown reports.")
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--baseline", choices=["eager", "compile"], help="score the reference itself (eager or torch.compile)")
+    group.add_argument("--candidates", help="directory with <op>.py or <op>/*.py candidate files")
+    p.add_argument("--ops", help="comma-separated subset of problems")
+    p.add_argument("--out", default="reports", help="directory for the JSON and Markdown reports (default reports/)")
+    p.add_argument("--name", help="report file stem")
+    _add_eval_flags(p)
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("roofline", help="compute and cache W/Q per shape, print T_SOL",
+                       description="Recount the semantic FLOPs and bytes of every shape of PROBLEM (running the "
+                                   "reference once per shape), store them in roofline.json and print T_SOL.")
+    p.add_argument("problem", help="problem name or directory")
+    p.add_argument("--suite", help="suite directory")
+    p.add_argument("--tier", choices=["smoke", "full", "all"], default="all")
+    p.add_argument("--device", default="auto", help="where to run the reference: meta (try first), cpu or cuda")
+    p.add_argument("--hardware", help="profile for T_SOL (default: detected)")
+    p.set_defaults(func=cmd_roofline)
+
+    p = sub.add_parser("hw", help="hardware profiles: list, detect, calibrate",
+                       description="Hardware profiles (datasheet peaks per execution path).")
+    hw = p.add_subparsers(dest="hw_command", metavar="ACTION", required=True)
+    hw.add_parser("list", help="list datasheet and measured profiles",
+                  description="List the shipped datasheet profiles and the measured ones saved by `aka hw calibrate` "
+                              "(in $AKA_HOME/hardware), with their bf16/fp8/fp32 peaks, HBM bandwidth and L2 size.")
+    d = hw.add_parser("detect", help="show the profile of the current device",
+                      description="Show which hardware profile the current device maps to (by the driver's device "
+                                  "name and the profiles' aliases); `cpu` without a GPU.")
+    d.add_argument("--device", default="auto")
+    c = hw.add_parser("calibrate", help="measure copy bandwidth, matmul rates, launch time; save a profile",
+                      description="Measure device copy bandwidth, bf16/fp8/fp32 matmul rates and the empty-launch "
+                                  "time on this GPU and save a '<sku>-measured' profile.")
+    c.add_argument("--device", default="cuda")
+    c.add_argument("--json", help="also write the measured profile here")
+    p.set_defaults(func=cmd_hw)
+    return parser
+
+
+def main(argv: list[str] | None = None, run: Callable[..., int] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args))
+    except AkaError as exc:
+        print(f"{exc.title}: {exc.message}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Rotary position embedding, neox style (rotate-half), with optional partial rotary dimension.
+
+For every token t with position p = positions[t], and every head of q and k:
+
+    cos = cos_sin_cache[p, :R/2],  sin = cos_sin_cache[p, R/2:]        (R = rotary_dim)
+    x1  = x[..., :R/2],            x2  = x[..., R/2:R]
+    out[..., :R/2]  = x1 * cos - x2 * sin
+    out[..., R/2:R] = x2 * cos + x1 * sin
+    out[..., R:]    = x[..., R:]                                       (pass-through when R < head_size)
+
+computed in ``ct = promote_types(q.dtype, float32)`` (the cache values are upcast, not recomputed) and
+rounded to q.dtype once. Returns new tensors; q and k are not mutated.
+
+Inputs:
+    positions:     [num_tokens] int64, 0 <= positions < max_position
+    q:             [num_tokens, num_q_heads, head_size], float dtype
+    k:             [num_tokens, num_kv_heads, head_size], same dtype
+    cos_sin_cache: [max_position, rotary_dim], same dtype; row p = [cos(p * f_i) for i < R/2] ++
+                   [sin(p * f_i) for i < R/2], f_i = base ** (-2 i / R)
+Outputs (tuple):
+    q_out: [num_tokens, num_q_heads, head_size], dtype of q
+    k_out: [num_tokens, num_kv_heads, head_size], dtype of k
+
+Init kwargs: head_size (int), rotary_dim (int, even, <= head_size).
+"""
+
+import torch
+from torch import nn
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_dim: int, ct: torch.dtype) -> torch.Tensor:
+    half = rotary_dim // 2
+    xf = x.to(ct)
+    x1 = xf[..., :half]
+    x2 = xf[..., half:rotary_dim]
+    o1 = x1 * cos - x2 * sin
+    o2 = x2 * cos + x1 * sin
+    out = torch.cat([o1, o2, xf[..., rotary_dim:]], dim=-1)
+    return out.to(x.dtype)
+
+
+class Model(nn.Module):
+    def __init__(self, head_size: int, rotary_dim: int | None = None):
+        super().__init__()
+        rotary_dim = head_size if rotary_dim is None else rotary_dim
+        if rotary_dim % 2 != 0 or rotary_dim > head_size:
+            raise ValueError(f"rotary_dim {rotary_dim} must be even and <= head_size {head_size}")
+        self.head_size = head_size
+        self.rotary_dim = rotary_dim
+
+    def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_sin_cache: torch.Tensor):
+        ct = torch.promote_types(q.dtype, torch.float32)
+        half = self.rotary_dim // 2
+        cs = cos_sin_cache.index_select(0, positions).to(ct)  # [T, R]
+        cos = cs[:, None, :half]  # broadcast over heads
+        sin = cs[:, None, half:]
+        return _rotate(q, cos, sin, self.rotary_dim, ct), _rotate(k, cos, sin, self.rotary_dim, ct)
+
+
+def roofline_flops(inputs, outputs, head_size: int, rotary_dim: int | None = None, **_) -> int:
+    """3 FLOPs (2 mul + 1 add) per rotated element of q and k; pass-through dims are free."""
+    rotary_dim = head_size if rotary_dim is None else rotary_dim
+    t, hq, _ = inputs["q"].shape
+    hk = inputs["k"].shape[1]
+    return 3 * t * (hq + hk) * rotary_dim
+
+
+def roofline_bytes(inputs, outputs, head_size: int, rotary_dim: int | None = None, **_) -> tuple[int, int]:
+    """Read q, k, positions and only the cache rows that are used; write q_out and k_out."""
+    q, k, pos, cache = inputs["q"], inputs["k"], inputs["positions"], inputs["cos_sin_cache"]
+    rows = int(torch.unique(pos).numel())
+    read = (q.numel() * q.element_size() + k.numel() * k.element_size() + pos.numel() * pos.element_size()
+            + rows * cache.shape[1] * cache.element_size())
+    written = sum(o.numel() * o.element_size() for o in outputs)
+    return read, written

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Create .venv and install aka-tui. Reuses a torch the base Python already has (e.g. a CUDA build);
+# otherwise installs torch 2.13.0 — the CPU build on machines without an NVIDIA GPU.
+# Usage: scripts/setup.sh [--test]    (AKA_PYTHON=python3.x to choose the base interpreter)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${AKA_PYTHON:-python3}"
+VENV=.venv
+want_test=0
+[[ "${1:-}" == "--test" ]] && want_test=1
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  if "$PY" -c "import torch" >/dev/null 2>&1; then
+    echo "setup: reusing torch $("$PY" -c 'import torch; print(torch.__version__)') from $PY"
+    "$PY" -m venv --system-site-packages "$VENV"
+  else
+    "$PY" -m venv "$VENV"
+  fi
+fi
+PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
+
+if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    echo "setup: installing torch 2.13.0 (CUDA build) and triton 3.7.1"
+    "${PIP[@]}" "torch==2.13.0" "triton==3.7.1" "numpy"
+  else
+    echo "setup: no GPU; installing the CPU build of torch 2.13.0, triton 3.7.1 (interpreter) and numpy"
+    # '+cpu' can only match a CPU wheel: a local one on pip's find-links, else PyTorch's CPU index.
+    "${PIP[@]}" "torch==2.13.0+cpu" "triton==3.7.1" "numpy" 2>/dev/null \
+      || "${PIP[@]}" "torch==2.13.0+cpu" "triton==3.7.1" "numpy" --extra-index-url https://download.pytorch.org/whl/cpu
+  fi
+fi
+"$VENV/bin/python" -c "import triton" >/dev/null 2>&1 || "${PIP[@]}" "triton==3.7.1"
+"$VENV/bin/python" -c "import numpy" >/dev/null 2>&1 || "${PIP[@]}" "numpy"
+
+"${PIP[@]}" -r requirements.txt
+[[ $want_test == 1 ]] && "${PIP[@]}" -r requirements-test.txt
+# No build isolation: the build backend (setuptools) comes from the venv, nothing is fetched for it.
+"${PIP[@]}" --no-deps --no-build-isolation -e .
+echo "setup: done ($("$VENV/bin/python" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'))"

@@ -1,0 +1,112 @@
+"""The evaluator end to end on the CPU interpreter: verdicts for correct, wrong, fallback and broken candidates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.hardware import get_profile
+from aka_tui.bench.isolation import WorkerLimits
+from aka_tui.bench.problem import load_problem, load_suite
+from aka_tui.bench.score import score_op
+from aka_tui.bench.suite_run import run_bench
+from tests.conftest import CANDIDATES, DATA, PROBLEMS
+
+CPU = get_profile("cpu")
+FAST = EvalOptions(device="cpu", tier="smoke", cases=2, cpu_reps=1, input_sets=1,
+                   limits=WorkerLimits(startup_s=120, per_shape_s=120))
+CORRECT = sorted(PROBLEMS.glob("*/solutions/correct/*.py"))
+WRONG = sorted(PROBLEMS.glob("*/solutions/wrong/*.py"))
+
+
+def _eval(problem_name: str, candidate: Path, options: EvalOptions = FAST):  # type: ignore[no-untyped-def]
+    problem = load_problem(PROBLEMS / problem_name)
+    result = evaluate_candidate(problem, CandidateSpec.file(candidate), options)
+    return result, score_op(problem, result, CPU)
+
+
+def test_at_least_three_problems_have_correct_triton_candidates() -> None:
+    assert len({p.parents[2].name for p in CORRECT}) >= 3
+
+
+@pytest.mark.parametrize("candidate", CORRECT, ids=lambda p: f"{p.parents[2].name}/{p.stem}")
+def test_correct_candidates_pass_as_real_kernels(candidate: Path) -> None:
+    result, op = _eval(candidate.parents[2].name, candidate)
+    assert result.compiled
+    assert all(s.passed for s in result.shapes), [(s.shape_id, s.error) for s in result.shapes]
+    assert op.correct and op.real, [s.audit for s in result.shapes]
+    assert op.s_op > 0 and all(s.seeds for s in result.shapes)
+    assert result.provenance["candidate_sha256"] and result.provenance["problem_hash"]
+
+
+@pytest.mark.parametrize("candidate", WRONG, ids=lambda p: f"{p.parents[2].name}/{p.stem}")
+def test_wrong_candidates_fail_with_the_reason(candidate: Path) -> None:
+    result, op = _eval(candidate.parents[2].name, candidate)
+    assert result.compiled
+    assert all(s.status == "wrong_output" for s in result.shapes)
+    assert all("outside atol" in s.error.message and "seed" in s.error.message for s in result.shapes if s.error)
+    assert op.s_op == 0.0
+
+
+def test_torch_fallback_is_marked_with_s_zero_and_s_raw_positive() -> None:
+    result, op = _eval("rms_norm", CANDIDATES / "rms_norm_torch_fallback.py")
+    assert all(s.passed for s in result.shapes)
+    assert all(s.audit is not None and not s.audit.real for s in result.shapes)
+    assert "aten." in result.shapes[0].audit.reason and "no Triton kernel" in result.shapes[0].audit.reason
+    assert op.s_op == 0.0 and op.s_raw_op > 0.0
+
+
+def test_eager_baseline_is_a_fallback() -> None:
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    result = evaluate_candidate(problem, CandidateSpec("eager"), FAST)
+    op = score_op(problem, result, CPU)
+    assert op.correct and not op.real and op.s_op == 0.0 and op.s_raw_op > 0
+
+
+def test_crash_on_one_shape_leaves_the_other_shape_evaluated() -> None:
+    result, _ = _eval("rms_norm", CANDIDATES / "rms_norm_crash_on_large.py")
+    by_id = {s.shape_id: s for s in result.shapes}
+    assert by_id["smoke_t7_h1000_fp16"].passed
+    crashed = by_id["smoke_t12_h2880_fp32"]
+    assert crashed.status == "crashed" and "SIGSEGV" in crashed.error.message
+
+
+def test_compile_errors_are_verdicts() -> None:
+    for name, fragment in (("syntax_error.py", "SyntaxError"), ("no_model.py", "does not define class Model")):
+        result, op = _eval("rms_norm", CANDIDATES / name)
+        assert not result.compiled and fragment in result.compile_error.message
+        assert all(s.status == "compile_error" for s in result.shapes) and op.s_op == 0.0
+
+
+def test_segfault_hang_and_raise_each_get_a_verdict_while_the_bench_continues(tmp_path: Path) -> None:
+    candidates = tmp_path / "candidates"
+    candidates.mkdir()
+    for op, source in (("rms_norm", "segfault.py"), ("fused_add_rms_norm", "hang.py"),
+                       ("layer_norm", "raises.py")):
+        (candidates / f"{op}.py").write_text((CANDIDATES / source).read_text())
+    silu = next(p for p in CORRECT if p.parents[2].name == "silu_and_mul")
+    (candidates / "silu_and_mul.py").write_text(silu.read_text())
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1,
+                          limits=WorkerLimits(startup_s=120, per_shape_s=8, max_restarts=4))
+    ops = ["rms_norm", "fused_add_rms_norm", "layer_norm", "silu_and_mul", "rope"]
+    report = run_bench(load_suite(PROBLEMS), options, candidates_dir=candidates, ops=ops)
+    statuses = {r.problem: {s.status for s in r.shapes} for r in report.results}
+    assert statuses["rms_norm"] == {"crashed"}
+    assert statuses["fused_add_rms_norm"] == {"timeout"}
+    assert statuses["layer_norm"] == {"runtime_error"}
+    assert statuses["silu_and_mul"] == {"passed"}
+    assert statuses["rope"] == {"no_candidate"}
+    raised = report.results[2].shapes[0].error
+    assert raised is not None and "invalid grid" in raised.message and "Traceback" in raised.traceback_text
+    assert report.aggregate.correct_rate == pytest.approx(1 / 5)
+
+
+def test_atrex_fixture_evaluates_with_a_triton_candidate() -> None:
+    problem = load_problem(DATA / "atrex_suite" / "swish_scale")
+    options = EvalOptions(device="cpu", tier="full", cases=2, cpu_reps=1, input_sets=1)
+    result = evaluate_candidate(problem, CandidateSpec.file(CANDIDATES / "swish_scale_triton.py"), options)
+    op = score_op(problem, result, CPU)
+    assert op.correct and op.real and op.s_op > 0
+    assert result.shapes[0].roofline["source"] == "atrex"

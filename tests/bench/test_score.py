@@ -1,0 +1,85 @@
+"""Scoring math on hand-made results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from aka_tui.bench.hardware import get_profile
+from aka_tui.bench.problem import Problem, RooflineEntry, Shape
+from aka_tui.bench.results import AuditReport, CandidateResult, ShapeResult, StageError, TimingStats
+from aka_tui.bench.score import aggregate, score_op, score_shape
+
+H200 = get_profile("h200")
+# 4.8e9 bytes at 4.8 TB/s: T_SOL = 1 ms exactly; no FLOPs.
+ONE_MS = RooflineEntry(0.0, 2.4e9, 2.4e9, "bf16_tc", "counted")
+
+
+def _timing(ms: float) -> TimingStats:
+    return TimingStats(ms, ms, ms, ms, 10, 3, "cuda_events", 0)
+
+
+def _result(shape_id: str, ms: float | None, real: bool = True, status: str = "passed",
+            eager_ms: float | None = None) -> ShapeResult:
+    return ShapeResult(shape_id, status, [1], None if status == "passed" else StageError("x", status, "m"),
+                       timing=_timing(ms) if ms else None, audit=AuditReport(real, "test"),
+                       eager_timing=_timing(eager_ms) if eager_ms else None)
+
+
+def _problem(name: str, importance: float, weights: dict[str, float]) -> Problem:
+    total = sum(weights.values())
+    shapes = {k: Shape(k, {}, {}, "full", w / total, torch.bfloat16) for k, w in weights.items()}
+    return Problem(name, Path("."), "norm", torch.bfloat16, importance, shapes, {},
+                   roofline={k: ONE_MS for k in weights})
+
+
+def test_shape_s_is_t_sol_over_t_for_real_kernels_only() -> None:
+    s = score_shape(_result("a", 2.0), 1.0, H200, ONE_MS, None)
+    assert s.s == pytest.approx(0.5) and s.s_raw == pytest.approx(0.5) and s.t_sol_ms == pytest.approx(1.0)
+    fallback = score_shape(_result("a", 2.0, real=False), 1.0, H200, ONE_MS, None)
+    assert fallback.s == 0.0 and fallback.s_raw == pytest.approx(0.5)
+    failed = score_shape(_result("a", None, status="wrong_output"), 1.0, H200, ONE_MS, None)
+    assert failed.s == failed.s_raw == 0.0
+
+
+def test_launch_aware_floor_and_audit_hold() -> None:
+    tiny = RooflineEntry(0.0, 4.8e3, 0.0, "bf16_tc", "counted")  # T_SOL = 1 ns
+    s = score_shape(_result("a", 0.004), 1.0, H200, tiny, launch_floor_s=2e-6)
+    assert s.s == pytest.approx(1e-9 / 4e-6)
+    assert s.s_launch == pytest.approx(2e-6 / 4e-6)
+    faster_than_light = score_shape(_result("a", 0.5), 1.0, H200, ONE_MS, None)
+    assert faster_than_light.s == pytest.approx(2.0) and faster_than_light.held_for_audit
+
+
+def test_op_score_is_shape_weighted_and_failures_count_zero() -> None:
+    problem = _problem("op", 0.1, {"a": 3.0, "b": 1.0})
+    result = CandidateResult("op", "c.py", True, [_result("a", 2.0), _result("b", None, status="timeout")])
+    op = score_op(problem, result, H200)
+    assert op.s_op == pytest.approx(0.75 * 0.5)
+    assert not op.correct and not op.real
+
+
+def test_aggregate_normalised_raw_weight_pass_rates_and_fast_1() -> None:
+    p1, p2, p3 = _problem("p1", 0.30, {"a": 1}), _problem("p2", 0.10, {"a": 1}), _problem("p3", 0.10, {"a": 1})
+    ops = [
+        score_op(p1, CandidateResult("p1", "c", True, [_result("a", 2.0, eager_ms=3.0)]), H200),  # S .5, faster
+        score_op(p2, CandidateResult("p2", "c", True, [_result("a", 1.25, real=False, eager_ms=2.0)]), H200),
+        score_op(p3, CandidateResult("p3", "c", False, [_result("a", None, status="compile_error")]), H200),
+    ]
+    agg = aggregate(ops)
+    assert agg.s_agg == pytest.approx((0.30 * 0.5) / 0.5)
+    assert agg.s_agg_raw_weight == pytest.approx(0.30 * 0.5)
+    assert agg.s_raw_agg == pytest.approx((0.30 * 0.5 + 0.10 * 0.8) / 0.5)
+    assert agg.compiled_rate == pytest.approx(2 / 3)
+    assert agg.correct_rate == pytest.approx(2 / 3)
+    assert agg.correct_and_real_rate == pytest.approx(1 / 3)  # the correctness illusion: 2/3 vs 1/3
+    assert agg.fast_1_vs_eager == pytest.approx(1 / 3)  # p2 is faster than eager but a fallback
+    assert agg.fast_1_vs_compile is None
+
+
+def test_speedup_is_weighted_geomean() -> None:
+    problem = _problem("op", 0.1, {"a": 1.0, "b": 1.0})
+    result = CandidateResult("op", "c", True, [_result("a", 1.0, eager_ms=4.0), _result("b", 1.0, eager_ms=1.0)])
+    assert score_op(problem, result, H200).speedup_vs_eager == pytest.approx(2.0)

@@ -1,0 +1,86 @@
+"""The output comparison: structure, dtype, NaN/Inf, all-zero, integer exactness, mismatch budget."""
+
+from __future__ import annotations
+
+import torch
+
+from aka_tui.bench.tolerance import Tolerance, compare_outputs, default_tolerance
+
+
+def _cmp(cand, ref, tol=Tolerance(1e-3, 1e-3), frac=0.0):  # type: ignore[no-untyped-def]
+    return compare_outputs(cand, ref, ref, lambda d: tol, frac)
+
+
+def test_close_values_pass_and_report_errors() -> None:
+    ref = torch.linspace(-1, 1, 100)
+    result = _cmp(ref + 1e-5, ref)
+    assert result.ok and result.max_abs_error is not None and result.max_abs_error < 2e-5
+
+
+def test_out_of_tolerance_fails_with_location() -> None:
+    ref = torch.ones(10)
+    cand = ref.clone()
+    cand[3] = 1.5
+    result = _cmp(cand, ref)
+    assert not result.ok and "flat index 3" in result.reason and "10.00%" in result.reason
+
+
+def test_mismatch_budget() -> None:
+    ref = torch.ones(1000)
+    cand = ref.clone()
+    cand[:2] = 2.0
+    assert _cmp(cand, ref, frac=0.005).ok
+    assert not _cmp(cand, ref, frac=0.001).ok
+
+
+def test_nan_where_reference_finite_fails() -> None:
+    ref = torch.ones(4)
+    cand = torch.tensor([1.0, float("nan"), 1.0, 1.0])
+    assert "NaN/Inf" in _cmp(cand, ref).reason
+
+
+def test_matching_infinities_pass() -> None:
+    ref = torch.tensor([1.0, float("-inf"), 2.0])
+    assert _cmp(ref.clone(), ref).ok
+    assert not _cmp(torch.tensor([1.0, 0.0, 2.0]), ref).ok
+
+
+def test_all_zero_output_fails_even_within_atol() -> None:
+    ref = torch.full((8,), 1e-4)
+    result = _cmp(torch.zeros(8), ref, tol=Tolerance(1e-3, 0.0))
+    assert not result.ok and "all-zero" in result.reason
+
+
+def test_shape_dtype_structure_mismatches() -> None:
+    ref = torch.ones(2, 3)
+    assert "shape" in _cmp(torch.ones(3, 2), ref).reason
+    assert "dtype" in _cmp(torch.ones(2, 3, dtype=torch.float64), ref).reason
+    assert "structure" in _cmp((ref,), ref).reason
+    assert "structure" in _cmp({"a": ref}, {"b": ref}).reason
+
+
+def test_integer_outputs_must_match_exactly() -> None:
+    ref = torch.arange(10, dtype=torch.int32)
+    cand = ref.clone()
+    cand[9] = 8
+    assert "integer" in _cmp(cand, ref).reason
+
+
+def test_tensor_subclass_rejected() -> None:
+    class Sneaky(torch.Tensor):
+        pass
+
+    ref = torch.ones(3)
+    assert "not a plain torch.Tensor" in _cmp(ref.clone().as_subclass(Sneaky), ref).reason
+
+
+def test_fp64_values_with_native_structure() -> None:
+    native = torch.tensor([1.0, 2.0], dtype=torch.float16)
+    exact = torch.tensor([1.0001, 2.0001], dtype=torch.float64)
+    assert compare_outputs(native.clone(), native, exact, default_tolerance, 0.0).ok
+
+
+def test_tuple_outputs_checked_leaf_by_leaf() -> None:
+    a, b = torch.ones(3), torch.zeros(2, dtype=torch.int64)
+    assert _cmp((a.clone(), b.clone()), (a, b)).ok
+    assert "out[1]" in _cmp((a.clone(), b + 1), (a, b)).reason

@@ -1,0 +1,4 @@
+"""Does not parse."""
+
+class Model(nn.Module)
+    pass

@@ -1,0 +1,26 @@
+"""The core imports in a fresh process without textual, chromadb, anthropic, git or sentence-transformers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+FORBIDDEN = ("textual", "chromadb", "anthropic", "git", "sentence_transformers", "rich")
+CORE_MODULES = (
+    "aka_tui.bench.problem", "aka_tui.bench.evaluate", "aka_tui.bench.suite_run", "aka_tui.bench.report",
+    "aka_tui.bench.score", "aka_tui.bench.roofline_refresh", "aka_tui.bench.worker", "aka_tui.bench.hardware",
+    "aka_tui.bench.check_problem", "aka_tui.cli",
+)
+
+
+def test_core_imports_only_torch_triton_numpy() -> None:
+    code = (
+        "import sys\n"
+        f"for m in {CORE_MODULES!r}: __import__(m)\n"
+        f"bad = sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r}))\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"core pulled in: {out.stdout.strip()}"
