@@ -96,7 +96,12 @@ def cmd_problems(args: argparse.Namespace) -> int:
         tiers = {t: len(p.shapes_for(t)) for t in ("smoke", "full")}
         rows.append([p.name, p.family, dtype_name(p.dtype), f"{p.importance * 100:.1f}",
                      str(tiers["smoke"]), str(tiers["full"]), p.source_format])
-    print(text_table(rows, ["op", "family", "dtype", "weight %", "smoke", "full", "format"]))
+    headers = ["op", "family", "dtype", "weight %", "smoke", "full", "format"]
+    if args.markdown:
+        print("| " + " | ".join(headers) + " |\n|" + "---|" * len(headers))
+        print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+        return 0 if not suite.errors else 1
+    print(text_table(rows, headers))
     print(f"{len(rows)} problems in {suite.directory}")
     return 0 if not suite.errors else 1
 
@@ -150,10 +155,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     tier = resolve_tier(options, resolve_device(options.device))
     selected = [suite.problems[o] for o in ops if o in suite.problems] if ops else list(suite.problems.values())
     progress = Progress(sum(len(p.shapes_for(tier)) for p in selected))
+    stem = args.name or (f"bench-{args.baseline}" if args.baseline else "bench-candidates") + f"-{tier}"
+    partial = Path(args.out) / f"{stem}.partial.json"
+
+    def checkpoint(report_so_far: Any) -> None:
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(report_so_far.to_json()) + "\n")
+
     report = run_bench(suite, options, baseline=args.baseline,
-                       candidates_dir=Path(args.candidates) if args.candidates else None, ops=ops, progress=progress)
+                       candidates_dir=Path(args.candidates) if args.candidates else None, ops=ops, progress=progress,
+                       checkpoint=checkpoint)
     progress.finish()
-    stem = args.name or (f"bench-{args.baseline}" if args.baseline else "bench-candidates") + f"-{report.tier}"
+    partial.unlink(missing_ok=True)
     json_path, md_path = write_reports(report, Path(args.out), stem)
     print(render_text(report))
     print(f"wrote {json_path} and {md_path}")
@@ -166,6 +179,19 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     from aka_tui.bench.roofline import bound
     from aka_tui.bench.roofline_refresh import refresh
 
+    if args.from_report:
+        from aka_tui.bench.roofline_refresh import import_from_report
+
+        suite = _load_suite(args)
+        try:
+            report = json.loads(Path(args.from_report).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            from aka_tui.errors import EvaluationError
+
+            raise EvaluationError(f"cannot read report {args.from_report}: {exc}") from None
+        imported = import_from_report(suite.problems, report)
+        print(", ".join(f"{k}: {v}" for k, v in sorted(imported.items())) or "nothing imported (problem hashes differ?)")
+        return 0
     problem = _problem(args, args.problem)
     profile = get_profile(args.hardware) if args.hardware else detect_profile("auto")
     refresh(problem, args.device, args.tier)
@@ -235,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("problems", help="list the benchmark suite", description="List the problems of a suite.")
     p.add_argument("--suite", help="suite directory (default: the shipped problems/)")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.set_defaults(func=cmd_problems)
 
     p = sub.add_parser("eval", help="evaluate one candidate file on one problem",
@@ -264,8 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("roofline", help="compute and cache W/Q per shape, print T_SOL",
                        description="Recount the semantic FLOPs and bytes of every shape of PROBLEM (running the "
                                    "reference once per shape), store them in roofline.json and print T_SOL.")
-    p.add_argument("problem", help="problem name or directory")
+    p.add_argument("problem", nargs="?", help="problem name or directory")
     p.add_argument("--suite", help="suite directory")
+    p.add_argument("--from-report", help="instead: import W/Q of every shape from an `aka bench` JSON report")
     p.add_argument("--tier", choices=["smoke", "full", "all"], default="all")
     p.add_argument("--device", default="auto", help="where to run the reference: meta (try first), cpu or cuda")
     p.add_argument("--hardware", help="profile for T_SOL (default: detected)")

@@ -12,11 +12,6 @@ from aka_tui.bench.hardware import HardwareProfile, detect_profile, with_measure
 from aka_tui.errors import HardwareProfileError
 
 
-@triton.jit
-def _empty_kernel(x_ptr):  # type: ignore[no-untyped-def]
-    pass
-
-
 def _median_event_ms(fn: Callable[[], Any], reps: int, warmup: int = 3) -> float:
     for _ in range(warmup):
         fn()
@@ -66,17 +61,20 @@ def measure_matmul_tflops(dtype: str, n: int = 8192) -> float:
     return 2 * n**3 / (ms * 1e-3) / 1e12
 
 
-def measure_empty_launch_us() -> float:
-    """Event-timed duration of one launch of an empty Triton kernel (the floor any tiny kernel pays)."""
-    x = torch.empty(1, device="cuda")
-    return _median_event_ms(lambda: _empty_kernel[(1,)](x), reps=200, warmup=10) * 1e3
+def measure_empty_launch_us(l2_bytes: int) -> float:
+    """Empty Triton kernel timed like a candidate (L2 flush before each call, events around it)."""
+    from aka_tui.bench.empty_kernel import measure_empty_launch_ms
+    from aka_tui.bench.timing import Timers
+
+    return measure_empty_launch_ms(Timers.capture(), l2_bytes) * 1e3
 
 
 def calibrate(device: str = "cuda") -> HardwareProfile:
     """Measure this GPU and return a `<sku>-measured` profile (datasheet peaks kept for unmeasured paths)."""
     if not torch.cuda.is_available():
         raise HardwareProfileError("calibration needs a CUDA GPU; torch sees none")
-    torch.cuda.set_device(torch.device(device if device != "auto" else "cuda"))
+    if device.startswith("cuda") and torch.device(device).index is not None:
+        torch.cuda.set_device(torch.device(device))
     base = detect_profile(device if device != "auto" else "cuda")
     copy_tbps = measure_copy_tbps()
     peaks = {"bf16_tc": measure_matmul_tflops("bf16"), "fp32": measure_matmul_tflops("fp32")}
@@ -87,7 +85,7 @@ def calibrate(device: str = "cuda") -> HardwareProfile:
         peaks_note = f"fp8 not measured: {exc}"
     else:
         peaks_note = ""
-    launch_us = measure_empty_launch_us()
+    launch_us = measure_empty_launch_us(base.l2_bytes)
     measurements = {
         "device_name": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
         "copy_tbps": copy_tbps, "datasheet_hbm_tbps": base.hbm_bandwidth_tbps, "matmul_tflops": dict(peaks), "empty_launch_us": launch_us,

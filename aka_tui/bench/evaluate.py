@@ -137,6 +137,7 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
         "cuda_events" if device.startswith("cuda") else "perf_counter", "versions": _versions(),
         "candidate_sha256": _sha256(candidate.path) if candidate.path else None,
         "started_unix": started, "wall_s": round(time.time() - started, 3),
+        "empty_launch_ms": outcome.empty_launch_ms,
     }
     return CandidateResult(problem.name, candidate.label, outcome.compiled, outcome.shapes, provenance,
                            outcome.compile_error)

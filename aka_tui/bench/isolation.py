@@ -33,6 +33,7 @@ class JobOutcome:
     compiled: bool
     compile_error: StageError | None
     shapes: list[ShapeResult] = field(default_factory=list)
+    empty_launch_ms: float | None = None
 
 
 def _signal_name(code: int) -> str:
@@ -119,6 +120,7 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
     results: dict[str, ShapeResult] = {}
     restarts = 0
     compiled, compile_error = True, None
+    empty_launch_ms: float | None = None
 
     def record(result: ShapeResult) -> None:
         results[result.shape_id] = result
@@ -161,6 +163,8 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
                         worker.close()
                         break
                     startup = False
+                    if message.get("empty_launch_ms") is not None:
+                        empty_launch_ms = float(message["empty_launch_ms"])
                 elif event == "shape_start":
                     current = message["shape_id"]
                     if on_shape_start:
@@ -190,4 +194,4 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
                 for shape_id in list(remaining):
                     record(ShapeResult(shape_id, "skipped", [], error))
     ordered = [results[s] for s in job["shape_ids"] if s in results]
-    return JobOutcome(compiled, compile_error, ordered)
+    return JobOutcome(compiled, compile_error, ordered, empty_launch_ms)

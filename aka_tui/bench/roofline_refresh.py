@@ -39,3 +39,32 @@ def refresh(problem: Problem, device: str = "auto", tier: str | None = None) -> 
         else:
             raise ProblemFormatError(f"{problem.name}: roofline of shape {shape.shape_id} failed: " + " | ".join(errors))
     write_cache(problem)
+
+
+def import_from_report(problems: dict[str, Problem], report: dict) -> dict[str, int]:
+    """Fill roofline caches from a bench report (W/Q counted on another machine, e.g. a GPU server).
+
+    Only entries for problems whose reference/inputs/shapes hash matches the report's are taken.
+    Returns the number of shapes imported per problem.
+    """
+    from aka_tui.bench.problem import RooflineEntry
+
+    imported: dict[str, int] = {}
+    for result in report.get("results", []):
+        problem = problems.get(result.get("problem"))
+        if problem is None or problem.source_format != "native":
+            continue
+        if result.get("provenance", {}).get("problem_hash") != problem.content_hash:
+            continue
+        count = 0
+        for shape in result.get("shapes", []):
+            r = shape.get("roofline")
+            if r and shape["shape_id"] in problem.shapes:
+                problem.roofline[shape["shape_id"]] = RooflineEntry(
+                    float(r["flops"]), float(r["bytes_read"]), float(r["bytes_written"]), str(r["path"]),
+                    str(r.get("source", "counted")))
+                count += 1
+        if count:
+            write_cache(problem)
+            imported[problem.name] = count
+    return imported

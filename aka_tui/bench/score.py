@@ -107,7 +107,13 @@ def _weighted_geomean(pairs: list[tuple[float, float | None]]) -> float | None:
 
 def score_op(problem: Problem, result: CandidateResult, profile: HardwareProfile,
              launch_floor_s: float | None = None) -> OpScore:
-    """S_op = Σ w_s·S_s / Σ w_s over the evaluated shapes (failures count 0)."""
+    """S_op = Σ w_s·S_s / Σ w_s over the evaluated shapes (failures count 0).
+
+    The launch floor is the profile's calibrated empty-launch time, else the one the worker measured
+    with the same timing protocol (`provenance.empty_launch_ms`); on the CPU there is none.
+    """
+    if launch_floor_s is None and result.provenance.get("empty_launch_ms"):
+        launch_floor_s = float(result.provenance["empty_launch_ms"]) / 1e3
     shapes = []
     for shape_result in result.shapes:
         shape = problem.shapes[shape_result.shape_id]

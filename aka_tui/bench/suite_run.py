@@ -59,7 +59,8 @@ def launch_floor_s(profile: HardwareProfile) -> float | None:
 
 def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, candidates_dir: Path | None = None,
               ops: list[str] | None = None,
-              progress: Callable[[str, str, ShapeResult | None], None] | None = None) -> BenchReport:
+              progress: Callable[[str, str, ShapeResult | None], None] | None = None,
+              checkpoint: Callable[[BenchReport], None] | None = None) -> BenchReport:
     """Evaluate every selected problem; missing candidates score 0 with status `no_candidate`."""
     if (baseline is None) == (candidates_dir is None):
         raise EvaluationError("give exactly one of --baseline eager|compile or --candidates DIR")
@@ -100,6 +101,11 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
                 on_shape=(lambda r, p=problem.name: progress(p, "shape", r)) if progress else None)
         results.append(result)
         scores.append(score_op(problem, result, profile, launch_floor_s(profile)))
+        if progress:
+            progress(problem.name, "op_done", None)
+            if checkpoint:
+                checkpoint(BenchReport("partial", str(suite.directory), device, tier, profile, list(results),
+                                       list(scores), aggregate(scores), round(time.time() - started, 1)))
     label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
     return BenchReport(label, str(suite.directory), device, tier, profile, results, scores, aggregate(scores),
                        round(time.time() - started, 1), {k: str(v) for k, v in suite.errors.items()})

@@ -255,7 +255,7 @@ def run(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         emit({"event": "compiled", "ok": False, "error": asdict(StageError(
             "compile", "problem_error", f"problem {job['problem_dir']} cannot be loaded: {exc}", _trace(exc)))})
         return 0
-    if job["device"].startswith("cuda"):
+    if job["device"].startswith("cuda") and torch.device(job["device"]).index is not None:
         torch.cuda.set_device(torch.device(job["device"]))
     model_cls, module_name = ref_module.Model, ref_module.__name__
     if job["candidate"]["kind"] == "file":
@@ -268,7 +268,12 @@ def run(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
             emit({"event": "compiled", "ok": False, "error": asdict(StageError(
                 "compile", "compile_error", f"{type(exc).__name__}: {str(exc)[:500]}", _trace(exc)))})
             return 0
-    emit({"event": "compiled", "ok": True})
+    launch_ms = None
+    if job["device"].startswith("cuda"):
+        from aka_tui.bench.empty_kernel import measure_empty_launch_ms
+
+        launch_ms = measure_empty_launch_ms(timers, int(job["l2_bytes"]))
+    emit({"event": "compiled", "ok": True, "empty_launch_ms": launch_ms})
     ctx = WorkerContext(job, problem, ref_module, input_module, model_cls, module_name, timers, recorder)
     for shape_id in job["shape_ids"]:
         emit({"event": "shape_start", "shape_id": shape_id})

@@ -103,3 +103,32 @@ def test_shipped_hooks_override_generic_counts() -> None:
     entry = problem.roofline[shape.shape_id]
     assert entry.source == "hook" and entry.flops > 0
     assert entry.path == "fp16_tc" if shape.dtype == torch.float16 else entry.path in ("fp32", "fp16_tc")
+
+
+def test_rooflines_import_from_a_bench_report_only_for_matching_problems(tmp_path: Path) -> None:
+    from aka_tui.bench.roofline_refresh import import_from_report
+
+    d = _problem(tmp_path, "mm2", (
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, a):\n        return a * 2\n"), (
+        "import torch\ndef _make_inputs(n, device='cpu'):\n    return {'a': torch.randn(n, device=device)}\n"),
+        {"s": {"input_kwargs": {"n": 8}}}, "float32")
+    problem = load_problem(d)
+    entry = {"flops": 8.0, "bytes_read": 32.0, "bytes_written": 32.0, "path": "fp32", "source": "counted"}
+    report = {"results": [{"problem": "mm2", "provenance": {"problem_hash": problem.content_hash},
+                           "shapes": [{"shape_id": "s", "roofline": entry}]},
+                          {"problem": "other", "provenance": {}, "shapes": []}]}
+    assert import_from_report({"mm2": problem}, report) == {"mm2": 1}
+    assert load_problem(d).roofline["s"].bytes_total == 64.0
+    stale = {"results": [{**report["results"][0], "provenance": {"problem_hash": "different"}}]}
+    assert import_from_report({"mm2": load_problem(d)}, stale) == {}
+
+
+def test_cache_written_for_other_contents_is_ignored(tmp_path: Path) -> None:
+    d = _problem(tmp_path, "mm3", (
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, a):\n        return a * 2\n"), (
+        "import torch\ndef _make_inputs(n, device='cpu'):\n    return {'a': torch.randn(n, device=device)}\n"),
+        {"s": {"input_kwargs": {"n": 8}}}, "float32")
+    refresh(load_problem(d), "cpu")
+    assert "s" in load_problem(d).roofline
+    (d / "reference.py").write_text((d / "reference.py").read_text().replace("a * 2", "a * 3 + 1"))
+    assert load_problem(d).roofline == {}

@@ -22,6 +22,9 @@ def test_correct_triton_rms_norm_is_real_and_timed_with_events() -> None:
     for shape in result.shapes:
         assert shape.timing is not None and shape.timing.timer == "cuda_events" and shape.timing.l2_flush_bytes > 0
     assert 0 < op.s_op < 1.5
+    launch_ms = result.provenance["empty_launch_ms"]
+    assert launch_ms is not None and 0 < launch_ms < 0.1
+    assert all(s.s_launch >= s.s for s in op.shapes)
 
 
 def test_illegal_memory_access_is_contained_to_its_shape() -> None:
