@@ -54,7 +54,7 @@ def _eval_options(args: argparse.Namespace) -> Any:
     return EvalOptions(
         device=args.device, tier=args.tier, cases=args.cases, hardware=args.hardware, measured=args.measured,
         compare_eager=getattr(args, "compare_eager", False), compare_compile=getattr(args, "compare_compile", False),
-        limits=WorkerLimits(per_shape_s=args.shape_timeout),
+        limits=WorkerLimits(per_shape_s=args.shape_timeout), own_share_threshold=args.own_share,
     )
 
 
@@ -116,22 +116,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
     options = _eval_options(args)
     if args.shape:
         options.shape_ids = args.shape
+    options.replay_seed = args.replay_seed
+    options.fuzz = args.fuzz
     spec = CandidateSpec(args.candidate) if args.candidate in ("eager", "compile") else CandidateSpec.file(args.candidate)
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
     result = evaluate_candidate(problem, spec, options,
                                 on_shape=lambda r: print(f"  {r.shape_id}: {r.status}", file=sys.stderr))
     op = score_op(problem, result, profile, launch_floor_s(profile))
+    scores = {s.shape_id: s for s in op.shapes}
     rows = []
-    for shape_result, s in zip(result.shapes, op.shapes):
+    for shape_result in result.shapes:
+        s = scores.get(shape_result.shape_id)
         audit = shape_result.audit
-        verdict = ("real" if audit.real else "fallback") if audit else "-"
+        verdict = ("real" if audit.real else "fallback") if audit else ("fuzz" if shape_result.fuzz else "-")
         why = shape_result.error.message if shape_result.error else (audit.reason if audit and not audit.real else "")
-        rows.append([s.shape_id, shape_result.status, verdict, f"{s.time_ms:.4f}" if s.time_ms else "-",
-                     f"{s.t_sol_ms:.4f}" if s.t_sol_ms else "-", f"{s.s:.3f}", f"{s.s_raw:.3f}", why[:100]])
+        share = f"{audit.own_share:.2f}" if audit and audit.own_share is not None else "-"
+        rows.append([shape_result.shape_id, shape_result.status, verdict, share,
+                     f"{s.time_ms:.4f}" if s and s.time_ms else "-", f"{s.t_sol_ms:.4f}" if s and s.t_sol_ms else "-",
+                     f"{s.s:.3f}" if s else "-", f"{s.s_raw:.3f}" if s else "-", why[:160]])
     print(f"{problem.name}: candidate {spec.label} on {device} (profile {profile.name})")
-    print(text_table(rows, ["shape", "status", "kernel", "T ms", "T_SOL ms", "S", "S_raw", "detail"]))
-    print(f"S_op = {op.s_op:.4f}   S_raw_op = {op.s_raw_op:.4f}   correct={op.correct} real={op.real}")
+    print(text_table(rows, ["shape", "status", "kernel", "own", "T ms", "T_SOL ms", "S", "S_raw", "detail"]))
+    print(f"S_op = {op.s_op:.4f}   S_raw_op = {op.s_raw_op:.4f}   correct={op.correct} real={op.real}"
+          + (f"   fuzz failures: {', '.join(op.fuzz_failures)}" if op.fuzz_failures else ""))
+    if result.static_findings:
+        print("static scan (torch calls outside kernels, patches, threads):")
+        for finding in result.static_findings[:20]:
+            print(f"  {finding}")
+    held = op.audit_shapes
+    if held:
+        print("held for audit (S_raw > 1, faster than the roofline allows): " + ", ".join(held))
     if not profile.representative:
         print("note: CPU interpreter timings are not representative of any GPU")
     if args.json:
@@ -251,6 +265,8 @@ def _add_eval_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape-timeout", type=float, default=300.0, help="seconds allowed per shape before the worker is killed")
     p.add_argument("--compare-eager", action="store_true", help="also time the eager reference (speed-up, fast_1)")
     p.add_argument("--compare-compile", action="store_true", help="also time torch.compile of the reference")
+    p.add_argument("--own-share", type=float, default=0.9,
+                   help="device-time share of the candidate's own kernels needed to count as real (GPU; default 0.9)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -273,6 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shape", action="append", help="evaluate only this shape id (repeatable)")
     p.add_argument("--json", help="write the result record (JSON) here")
     p.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failing shapes")
+    p.add_argument("--replay-seed", type=int, help="run exactly this seed (from a failure message) as the only case")
+    p.add_argument("--fuzz", type=int, help="fuzzed shapes to add (default 4 for a candidate file, 0 for baselines)")
     _add_eval_flags(p)
     p.set_defaults(func=cmd_eval)
 

@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from aka_tui.bench.fuzz import fuzz_shapes, resolve_shape
 from aka_tui.bench.hardware import HardwareProfile, detect_profile, get_profile
 from aka_tui.bench.isolation import WorkerLimits, run_job
 from aka_tui.bench.problem import Problem, RooflineEntry
 from aka_tui.bench.results import SCHEMA_VERSION, CandidateResult, ShapeResult
 from aka_tui.bench.roofline import write_cache
+from aka_tui.bench.static_scan import scan_source
 from aka_tui.errors import EvaluationError
 
 
@@ -52,6 +54,9 @@ class EvalOptions:
     shape_ids: list[str] | None = None
     fp64_flop_limit: float = 5e11
     cpu_reps: int = 3
+    fuzz: int | None = None  # fuzzed shapes per candidate (None: 4 for candidate files, 0 for baselines)
+    replay_seed: int | None = None  # run exactly this seed as the only correctness case
+    own_share_threshold: float = 0.9
     limits: WorkerLimits = field(default_factory=WorkerLimits)
 
 
@@ -112,18 +117,24 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
     tier = resolve_tier(options, device)
     shapes = problem.shapes_for(tier)
     if options.shape_ids:
-        unknown = [s for s in options.shape_ids if s not in problem.shapes]
+        resolved = {s: resolve_shape(problem, s) for s in options.shape_ids}
+        unknown = [s for s, shape in resolved.items() if shape is None]
         if unknown:
             raise EvaluationError(f"{problem.name} has no shape(s) {', '.join(unknown)}; "
                                   f"known: {', '.join(problem.shapes)}")
-        shapes = [problem.shapes[s] for s in options.shape_ids]
+        shapes = [shape for shape in resolved.values() if shape is not None]
     if not shapes:
         raise EvaluationError(f"{problem.name} has no {tier!r} shapes (tiers: "
                               f"{', '.join(sorted({s.tier for s in problem.shapes.values()}))})")
+    fuzz_count = options.fuzz if options.fuzz is not None else (4 if candidate.kind == "file" else 0)
+    fuzzed = [] if options.shape_ids else fuzz_shapes(problem, shapes[:2], fuzz_count, cpu=device == "cpu")
+    shape_ids = [s.shape_id for s in shapes] + [s.shape_id for s in fuzzed]
     job = {
         "problem_dir": str(problem.directory.resolve()),
         "candidate": {"kind": candidate.kind, "path": str(candidate.path) if candidate.path else None},
-        "shape_ids": [s.shape_id for s in shapes], "device": device, "cases": options.cases,
+        "shape_ids": shape_ids, "fuzz_shape_ids": [s.shape_id for s in fuzzed], "device": device,
+        "cases": options.cases, "seeds": [options.replay_seed] if options.replay_seed is not None else None,
+        "own_share_threshold": options.own_share_threshold,
         "input_sets": options.input_sets, "timing": options.timing, "compare_eager": options.compare_eager,
         "compare_compile": options.compare_compile, "l2_bytes": profile.l2_bytes,
         "fp64_flop_limit": options.fp64_flop_limit, "cpu_reps": options.cpu_reps,
@@ -139,8 +150,9 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
         "started_unix": started, "wall_s": round(time.time() - started, 3),
         "empty_launch_ms": outcome.empty_launch_ms,
     }
+    findings = [str(f) for f in scan_source(candidate.path.read_text())] if candidate.path else []
     return CandidateResult(problem.name, candidate.label, outcome.compiled, outcome.shapes, provenance,
-                           outcome.compile_error)
+                           outcome.compile_error, findings)
 
 
 def _cache_new_rooflines(problem: Problem, shapes: list[ShapeResult]) -> None:

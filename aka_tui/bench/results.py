@@ -37,7 +37,8 @@ class TimingStats:
     input_sets: int
     timer: str  # "cuda_events" | "perf_counter"
     l2_flush_bytes: int
-    wall_ms_per_call: float | None = None
+    wall_ms_per_call: float | None = None  # synchronised wall time per loop iteration (flush included)
+    flush_ms: float | None = None  # device time of one L2 flush
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class AuditReport:
     compute_ops: dict[str, int] = field(default_factory=dict)
     allowed_ops: dict[str, int] = field(default_factory=dict)
     reason: str = ""
+    own_share: float | None = None  # device-time share of the candidate's kernels (CUDA only)
+    own_device_us: dict[str, float] = field(default_factory=dict)
+    foreign_device_us: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ class ShapeResult:
     roofline: dict[str, Any] | None = None
     eager_timing: TimingStats | None = None
     compile_timing: TimingStats | None = None
+    fuzz: bool = False  # a fuzzed shape: correctness only, weight 0, must pass for the op to count
 
     @property
     def passed(self) -> bool:
@@ -90,7 +95,7 @@ class ShapeResult:
             max_abs_error=data.get("max_abs_error"), max_rel_error=data.get("max_rel_error"),
             timing=timing("timing"), audit=AuditReport(**data["audit"]) if data.get("audit") else None,
             roofline=data.get("roofline"), eager_timing=timing("eager_timing"),
-            compile_timing=timing("compile_timing"),
+            compile_timing=timing("compile_timing"), fuzz=bool(data.get("fuzz", False)),
         )
 
 
@@ -104,6 +109,7 @@ class CandidateResult:
     shapes: list[ShapeResult]
     provenance: dict[str, Any] = field(default_factory=dict)
     compile_error: StageError | None = None
+    static_findings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,4 +120,5 @@ class CandidateResult:
             problem=data["problem"], candidate=data["candidate"], compiled=data["compiled"],
             shapes=[ShapeResult.from_json(s) for s in data["shapes"]], provenance=data.get("provenance", {}),
             compile_error=StageError(**data["compile_error"]) if data.get("compile_error") else None,
+            static_findings=list(data.get("static_findings", [])),
         )

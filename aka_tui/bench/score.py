@@ -47,6 +47,7 @@ class OpScore:
     s_raw_op: float
     s_launch_op: float
     shapes: list[ShapeScore] = field(default_factory=list)
+    fuzz_failures: list[str] = field(default_factory=list)
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
 
@@ -115,20 +116,25 @@ def score_op(problem: Problem, result: CandidateResult, profile: HardwareProfile
     if launch_floor_s is None and result.provenance.get("empty_launch_ms"):
         launch_floor_s = float(result.provenance["empty_launch_ms"]) / 1e3
     shapes = []
+    fuzz_failures = [s.shape_id for s in result.shapes if s.fuzz and s.status not in ("passed", "skipped")]
     for shape_result in result.shapes:
+        if shape_result.fuzz or shape_result.shape_id not in problem.shapes:
+            continue
         shape = problem.shapes[shape_result.shape_id]
         shapes.append(score_shape(shape_result, shape.weight, profile, problem.roofline.get(shape.shape_id),
                                   launch_floor_s))
     total_w = sum(s.weight for s in shapes) or 1.0
 
     def mean(attr: str) -> float:
+        if fuzz_failures:
+            return 0.0  # correct only on the listed shapes is not a general kernel
         return sum(s.weight * getattr(s, attr) for s in shapes) / total_w
 
-    correct = bool(shapes) and all(s.passed for s in shapes)
+    correct = bool(shapes) and all(s.passed for s in shapes) and not fuzz_failures
     real = correct and all(s.real for s in shapes)
     return OpScore(
         problem.name, problem.importance, result.compiled, correct, real, mean("s"), mean("s_raw"),
-        mean("s_launch"), shapes,
+        mean("s_launch"), shapes, fuzz_failures,
         _weighted_geomean([(s.weight, s.speedup_vs_eager) for s in shapes]) if correct else None,
         _weighted_geomean([(s.weight, s.speedup_vs_compile) for s in shapes]) if correct else None,
     )

@@ -39,10 +39,22 @@ def _quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[index]
 
 
-def _stats(times_ms: list[float], sets: int, timer: str, flush_bytes: int, wall: float | None) -> TimingStats:
+def _stats(times_ms: list[float], sets: int, timer: str, flush_bytes: int, wall: float | None,
+           flush_ms: float | None = None) -> TimingStats:
     ordered = sorted(times_ms)
     return TimingStats(statistics.median(ordered), ordered[0], _quantile(ordered, 0.2), _quantile(ordered, 0.8),
-                       len(ordered), sets, timer, flush_bytes, wall)
+                       len(ordered), sets, timer, flush_bytes, wall, flush_ms)
+
+
+def escaped_work(stats: TimingStats, slack_ms: float = 0.05) -> bool:
+    """Synchronised wall time far above event time + flush: work ran outside the timed stream.
+
+    Host launch overhead is hidden behind the flush, so an honest call's wall time per iteration stays
+    near event time + flush time; work on a side stream or a thread shows up only in the wall time.
+    """
+    if stats.wall_ms_per_call is None or stats.flush_ms is None:
+        return False
+    return stats.wall_ms_per_call > 2.0 * (stats.median_ms + stats.flush_ms) + slack_ms
 
 
 def time_cuda(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers, l2_bytes: int,
@@ -76,8 +88,15 @@ def time_cuda(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers,
     sync()
     wall_ms = (timers.perf_counter() - wall_start) * 1e3 / reps
     times = [timers.elapsed_time(s, e) for s, e in zip(starts, ends)]
+    flush_times = []
+    for _ in range(5):
+        timers.record(start)
+        flush.zero_()
+        timers.record(end)
+        sync()
+        flush_times.append(timers.elapsed_time(start, end))
     del flush
-    return _stats(times, len(input_sets), "cuda_events", flush_bytes, wall_ms)
+    return _stats(times, len(input_sets), "cuda_events", flush_bytes, wall_ms, statistics.median(flush_times))
 
 
 def time_cpu(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers, reps: int = 3) -> TimingStats:

@@ -38,6 +38,7 @@ def test_correct_candidates_pass_as_real_kernels(candidate: Path) -> None:
     assert all(s.passed for s in result.shapes), [(s.shape_id, s.error) for s in result.shapes]
     assert op.correct and op.real, [s.audit for s in result.shapes]
     assert op.s_op > 0 and all(s.seeds for s in result.shapes)
+    assert any(s.fuzz for s in result.shapes), "fuzzed shapes are part of every candidate evaluation"
     assert result.provenance["candidate_sha256"] and result.provenance["problem_hash"]
 
 
@@ -45,15 +46,20 @@ def test_correct_candidates_pass_as_real_kernels(candidate: Path) -> None:
 def test_wrong_candidates_fail_with_the_reason(candidate: Path) -> None:
     result, op = _eval(candidate.parents[2].name, candidate)
     assert result.compiled
-    assert all(s.status == "wrong_output" for s in result.shapes)
-    assert all("outside atol" in s.error.message and "seed" in s.error.message for s in result.shapes if s.error)
-    assert op.s_op == 0.0
+    listed = [s for s in result.shapes if not s.fuzz]
+    assert listed and all(s.status == "wrong_output" for s in listed)
+    for shape in listed:
+        assert shape.error is not None and "outside atol" in shape.error.message
+        assert f"--replay-seed {shape.seeds[-1]}" in shape.error.message  # one command replays it
+    assert op.s_op == 0.0 and not op.correct
 
 
 def test_torch_fallback_is_marked_with_s_zero_and_s_raw_positive() -> None:
     result, op = _eval("rms_norm", CANDIDATES / "rms_norm_torch_fallback.py")
     assert all(s.passed for s in result.shapes)
-    assert all(s.audit is not None and not s.audit.real for s in result.shapes)
+    listed = [s for s in result.shapes if not s.fuzz]
+    assert all(s.audit is not None and not s.audit.real for s in listed)
+    assert any("torch-compute" in f and "rsqrt" in f for f in result.static_findings)
     assert "aten." in result.shapes[0].audit.reason and "no Triton kernel" in result.shapes[0].audit.reason
     assert op.s_op == 0.0 and op.s_raw_op > 0.0
 
@@ -88,7 +94,7 @@ def test_segfault_hang_and_raise_each_get_a_verdict_while_the_bench_continues(tm
         (candidates / f"{op}.py").write_text((CANDIDATES / source).read_text())
     silu = next(p for p in CORRECT if p.parents[2].name == "silu_and_mul")
     (candidates / "silu_and_mul.py").write_text(silu.read_text())
-    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1,
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0,
                           limits=WorkerLimits(startup_s=120, per_shape_s=8, max_restarts=4))
     ops = ["rms_norm", "fused_add_rms_norm", "layer_norm", "silu_and_mul", "rope"]
     report = run_bench(load_suite(PROBLEMS), options, candidates_dir=candidates, ops=ops)

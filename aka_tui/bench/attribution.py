@@ -1,0 +1,104 @@
+"""GPU fallback attribution: which device kernels a forward ran, whose they are, and on which stream.
+
+The forward is profiled with torch.profiler (CUDA activity). Each device kernel is attributed to the
+candidate when its name is one of the Triton kernels the candidate's file defines and launched; every
+other kernel (aten, cuBLAS/cuBLASLt, cuDNN, NCCL, memcpy/memset, another library's Triton) is foreign.
+own_share = own device time / total device time; real ⇔ an own kernel ran and own_share ≥ threshold.
+A marker op on the current stream tells which stream the timer watches; candidate work on any other
+stream escaped the timed stream.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+DEFAULT_OWN_SHARE_THRESHOLD = 0.9
+
+
+@dataclass(frozen=True)
+class DeviceKernel:
+    name: str
+    duration_us: float
+    stream: int | None
+
+
+def is_own(name: str, own_names: set[str]) -> bool:
+    """Triton names a CUDA kernel after its JIT function (some versions add a signature suffix)."""
+    return any(name == own or name.startswith(own + "_") for own in own_names)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    own_us: float
+    foreign_us: dict[str, float]
+    own_kernels: dict[str, float]
+    own_share: float
+    escaped_streams: bool
+    kernels_seen: int
+
+    def verdict(self, threshold: float) -> tuple[bool, str]:
+        if not self.own_kernels:
+            return False, "no device kernel of the candidate ran"
+        if self.own_share < threshold:
+            top = ", ".join(f"{k} {v:.1f}us" for k, v in sorted(self.foreign_us.items(), key=lambda kv: -kv[1])[:4])
+            return False, f"own_share {self.own_share:.2f} < {threshold:.2f}; foreign: {top}"
+        return True, ""
+
+
+def attribute(kernels: list[DeviceKernel], own_names: set[str], marker_stream: int | None) -> Attribution:
+    """Split device time into the candidate's kernels and foreign ones (pure; unit-tested on the CPU)."""
+    own: dict[str, float] = defaultdict(float)
+    foreign: dict[str, float] = defaultdict(float)
+    escaped = False
+    for kernel in kernels:
+        if is_own(kernel.name, own_names):
+            own[kernel.name] += kernel.duration_us
+            if marker_stream is not None and kernel.stream is not None and kernel.stream != marker_stream:
+                escaped = True
+        else:
+            foreign[kernel.name[:120]] += kernel.duration_us
+    own_us = sum(own.values())
+    total = own_us + sum(foreign.values())
+    return Attribution(own_us, dict(foreign), dict(own), own_us / total if total > 0 else 0.0, escaped, len(kernels))
+
+
+MARKER_NAME = "aka_stream_marker"
+
+
+def profile_device_kernels(run: Callable[[], Any]) -> tuple[list[DeviceKernel], int | None]:
+    """Device kernels of one call of `run` (after a marker on the current stream) and the marker's stream."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    marker = torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with torch.profiler.record_function(MARKER_NAME):
+            marker.add_(1.0)
+        run()
+        torch.cuda.synchronize()
+    kernels: list[DeviceKernel] = []
+    marker_stream: int | None = None
+    raw = None
+    try:
+        raw = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+    except AttributeError:
+        raw = None
+    if raw is not None:
+        device_types = {torch.autograd.DeviceType.CUDA}
+        ordered = sorted((e for e in raw if e.device_type() in device_types), key=lambda e: e.start_ns())
+        for index, event in enumerate(ordered):
+            stream = int(event.device_resource_id())
+            if index == 0:
+                marker_stream = stream  # the marker's add kernel is the first device event
+                continue
+            kernels.append(DeviceKernel(event.name(), event.duration_ns() / 1e3, stream))
+        return kernels, marker_stream
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    for index, event in enumerate(sorted(events, key=lambda e: e.time_range.start)):
+        if index == 0:
+            continue
+        kernels.append(DeviceKernel(event.name, float(event.time_range.elapsed_us()), None))
+    return kernels, marker_stream

@@ -1,0 +1,123 @@
+"""Seeded shape fuzzing inside a problem's declared domain: tails, non-powers of two, one row, the largest size.
+
+A fuzzed shape changes one integer kwarg of a base shape; its id (`fuzz.<key>=<value>@<base shape>`)
+is enough to rebuild it, so `aka eval --shape <id> --replay-seed <seed>` replays any failure.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import replace
+from typing import Any
+
+from aka_tui.bench.problem import Problem, Shape
+from aka_tui.bench.seeds import derive_seed
+
+FUZZ_ID_RE = re.compile(r"^fuzz\.([A-Za-z_][A-Za-z0-9_]*)=(-?\d+)@(.+)$")
+CPU_GROWTH = 4  # on the interpreter, fuzzed sizes stay within 4x the base shape's
+
+
+def fuzz_shape_id(key: str, value: int, base_id: str) -> str:
+    return f"fuzz.{key}={value}@{base_id}"
+
+
+def is_fuzz_id(shape_id: str) -> bool:
+    return shape_id.startswith("fuzz.")
+
+
+def _with_value(base: Shape, key: str, value: int) -> Shape:
+    init = dict(base.init_kwargs)
+    inputs = dict(base.input_kwargs)
+    if key in init:
+        init[key] = value
+    if key in inputs:
+        inputs[key] = value
+    return replace(base, shape_id=fuzz_shape_id(key, value, base.shape_id), init_kwargs=init, input_kwargs=inputs,
+                   weight=0.0, note=f"fuzzed {key}={value} from {base.shape_id}")
+
+
+def resolve_shape(problem: Problem, shape_id: str) -> Shape | None:
+    """A shape of the problem, or the fuzzed shape a fuzz id describes (None if neither)."""
+    if shape_id in problem.shapes:
+        return problem.shapes[shape_id]
+    match = FUZZ_ID_RE.match(shape_id)
+    if not match:
+        return None
+    key, value, base_id = match.group(1), int(match.group(2)), match.group(3)
+    base = problem.shapes.get(base_id)
+    if base is None or (key not in base.init_kwargs and key not in base.input_kwargs):
+        return None
+    return _with_value(base, key, value)
+
+
+def _base_value(base: Shape, key: str) -> Any:
+    return base.input_kwargs.get(key, base.init_kwargs.get(key))
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def _is_pow2(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def candidate_values(domain: dict[str, Any], base_value: int, cpu: bool, rng: random.Random) -> list[tuple[str, int]]:
+    """(kind, value) pairs inside the domain that differ from the base value."""
+    if "choices" in domain:
+        choices = [int(c) for c in domain["choices"] if isinstance(c, (int, float)) and int(c) != base_value]
+        if cpu:
+            choices = [c for c in choices if c <= max(CPU_GROWTH * base_value, min(choices, default=0))]
+        return [("choice", c) for c in choices]
+    lo, hi = int(domain.get("min", 1)), int(domain.get("max", base_value))
+    multiple = int(domain.get("multiple_of", 1))
+    cap = min(hi, max(CPU_GROWTH * base_value, lo)) if cpu else hi
+    values: list[tuple[str, int]] = []
+    one = _round_up(max(lo, 1), multiple)
+    if one < base_value:
+        values.append(("one", one))
+    tail = _round_up(base_value + 17, multiple)
+    if tail <= cap:
+        values.append(("tail", tail))
+    if cap > lo:
+        for _ in range(8):
+            odd = _round_up(rng.randint(lo, cap), multiple)
+            if odd <= cap and not _is_pow2(odd) and odd != base_value:
+                values.append(("odd", odd))
+                break
+    largest = cap - cap % multiple
+    if largest > base_value and largest >= lo:
+        values.append(("largest", largest))
+    return values
+
+
+def fuzz_shapes(problem: Problem, bases: list[Shape], count: int, cpu: bool) -> list[Shape]:
+    """`count` fuzzed shapes, deterministic for the problem; 'one row' and 'largest' cases come first."""
+    if count <= 0 or not bases or not problem.fuzz:
+        return []
+    rng = random.Random(derive_seed(problem.name, "fuzz", 0))
+    pool: list[tuple[str, str, Shape]] = []  # (kind, key, shape)
+    for base in bases:
+        for key, domain in problem.fuzz.items():
+            value = _base_value(base, key)
+            if not isinstance(value, int) or isinstance(value, bool) or not isinstance(domain, dict):
+                continue
+            for kind, new_value in candidate_values(domain, value, cpu, rng):
+                pool.append((kind, key, _with_value(base, key, new_value)))
+    rng.shuffle(pool)
+    chosen: list[Shape] = []
+    used_keys: set[str] = set()
+    # One shape per kind first (one row, tail, largest, odd size, other choice), spreading over keys.
+    for kind in ("one", "tail", "largest", "odd", "choice"):
+        of_kind = [item for item in pool if item[0] == kind]
+        of_kind.sort(key=lambda item: item[1] in used_keys)
+        if of_kind and len(chosen) < count:
+            chosen.append(of_kind[0][2])
+            used_keys.add(of_kind[0][1])
+    for _, _, shape in pool:
+        if len(chosen) >= count:
+            break
+        if shape not in chosen:
+            chosen.append(shape)
+    return chosen[:count]

@@ -1,0 +1,89 @@
+"""Red-team corpus: every cheat gets the verdict its docstring names; honest kernels pass with no false positive.
+
+Each file's first docstring line is `expected: <verdict>` (`gpu-only <verdict>` for CUDA-only cheats).
+Add every cheat found later here, one per file.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+
+from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.hardware import get_profile
+from aka_tui.bench.isolation import WorkerLimits
+from aka_tui.bench.problem import load_problem
+from aka_tui.bench.score import score_op
+from tests.conftest import PROBLEMS
+
+HERE = Path(__file__).resolve().parent
+CHEATS = sorted((HERE / "candidates").glob("*.py"))
+HONEST = sorted((HERE / "honest").glob("*.py"))
+PROBLEM_OF = {
+    "matmul_in_forward": "gemm_bf16_linear_epilogue",
+    "fused_add_rms_norm_honest": "fused_add_rms_norm",
+    "layer_norm_chunked": "layer_norm",
+    "silu_and_mul_scratch": "silu_and_mul",
+}
+
+
+def expected_verdict(path: Path) -> tuple[str, bool]:
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    first = doc.splitlines()[0] if doc else ""
+    assert first.startswith("expected: "), f"{path.name}: first docstring line must be 'expected: <verdict>'"
+    verdict = first.removeprefix("expected: ").strip()
+    gpu_only = verdict.startswith("gpu-only ")
+    return verdict.removeprefix("gpu-only ").split()[0], gpu_only
+
+
+def _evaluate(path: Path, device: str):  # type: ignore[no-untyped-def]
+    problem = load_problem(PROBLEMS / PROBLEM_OF.get(path.stem, "rms_norm"))
+    tier = "smoke" if device == "cpu" else "full"
+    options = EvalOptions(device=device, tier=tier, cases=2, cpu_reps=1, input_sets=1,
+                          limits=WorkerLimits(startup_s=120, per_shape_s=60))
+    result = evaluate_candidate(problem, CandidateSpec.file(path), options)
+    return result, score_op(problem, result, get_profile("cpu") if device == "cpu" else get_profile("h200"))
+
+
+def _check(path: Path, device: str) -> None:
+    verdict, _ = expected_verdict(path)
+    result, op = _evaluate(path, device)
+    statuses = {s.shape_id: s.status for s in result.shapes}
+    if verdict == "passed":
+        assert op.correct and op.real, {s.shape_id: (s.status, s.error, s.audit) for s in result.shapes}
+        return
+    assert op.s_op == 0.0, f"a cheat scored S_op = {op.s_op}: {statuses}"
+    if verdict == "fallback":
+        listed = [s for s in result.shapes if not s.fuzz]
+        assert all(s.passed for s in listed), statuses
+        assert not op.real and op.s_raw_op > 0
+    elif verdict in ("wrong_output", "tampered", "runtime_error"):
+        assert verdict in statuses.values(), statuses
+        assert not op.correct
+    else:
+        raise AssertionError(f"unknown expected verdict {verdict!r} in {path.name}")
+
+
+def test_corpus_size() -> None:
+    assert len(CHEATS) >= 12 and len(HONEST) >= 5
+
+
+@pytest.mark.parametrize("path", [p for p in CHEATS if not expected_verdict(p)[1]], ids=lambda p: p.stem)
+def test_cheat_is_caught_on_cpu(path: Path) -> None:
+    _check(path, "cpu")
+
+
+@pytest.mark.parametrize("path", HONEST, ids=lambda p: p.stem)
+def test_honest_kernel_passes_on_cpu(path: Path) -> None:
+    _check(path, "cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", CHEATS + HONEST, ids=lambda p: p.stem)
+def test_corpus_on_gpu(path: Path) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    _check(path, "cuda")
