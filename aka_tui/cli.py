@@ -139,6 +139,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print(text_table(rows, ["shape", "status", "kernel", "own", "T ms", "T_SOL ms", "S", "S_raw", "detail"]))
     print(f"S_op = {op.s_op:.4f}   S_raw_op = {op.s_raw_op:.4f}   correct={op.correct} real={op.real}"
           + (f"   fuzz failures: {', '.join(op.fuzz_failures)}" if op.fuzz_failures else ""))
+    failures = [r for r in result.shapes if r.error and r.status != "skipped"]
+    if failures:
+        print("failures:")
+        for r in failures:
+            print(f"  {r.shape_id}: {r.status}: {r.error.message}")
     if result.static_findings:
         print("static scan (torch calls outside kernels, patches, threads):")
         for finding in result.static_findings[:20]:

@@ -68,3 +68,16 @@ def test_eval_and_bench_on_the_atrex_fixture(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "bench-eager-full.json").read_text())
     assert report["aggregate"]["correct_rate"] == 1.0 and report["aggregate"]["correct_and_real_rate"] == 0.0
     assert (tmp_path / "bench-eager-full.md").read_text().startswith("# baseline:eager")
+
+
+def test_a_failure_replays_from_its_seed_with_one_command() -> None:
+    import re
+
+    wrong = str(REPO / "problems/rms_norm/solutions/wrong/triton_rms_norm_no_eps.py")
+    first = aka("eval", wrong, "--problem", "rms_norm", "--cases", "1", "--fuzz", "0")
+    assert first.returncode == 1
+    match = re.search(r"--shape '([^']+)' --replay-seed (\d+)", first.stdout)
+    assert match, first.stdout
+    again = aka("eval", wrong, "--problem", "rms_norm", "--shape", match[1], "--replay-seed", match[2])
+    assert f"seed {match[2]}:" in again.stdout and "wrong_output" in again.stdout
+    assert again.stdout.count("wrong_output") == 2  # the table row and the failure line: one shape, one case

@@ -1,0 +1,118 @@
+"""Pure parts of the integrity work: attribution arithmetic, fuzzing, static scan, tamper and poison checks."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import torch
+
+from aka_tui.bench.attribution import DeviceKernel, attribute
+from aka_tui.bench.fuzz import fuzz_shapes, is_fuzz_id, resolve_shape
+from aka_tui.bench.integrity import IntegritySnapshot, ThreadStartCounter
+from aka_tui.bench.poison import poisoned_allocations
+from aka_tui.bench.problem import load_problem
+from aka_tui.bench.results import TimingStats
+from aka_tui.bench.static_scan import scan_source
+from aka_tui.bench.timing import escaped_work
+from tests.conftest import PROBLEMS
+
+
+def test_own_share_and_foreign_kernels_by_name() -> None:
+    kernels = [DeviceKernel("_rms_norm_kernel", 90.0, 7), DeviceKernel("ampere_bf16_gemm_128x64", 8.0, 7),
+               DeviceKernel("Memcpy DtoD (Device -> Device)", 2.0, 7)]
+    result = attribute(kernels, {"_rms_norm_kernel"}, marker_stream=7)
+    assert result.own_share == 0.9 and not result.escaped_streams
+    assert result.verdict(0.9) == (True, "")
+    real, why = result.verdict(0.95)
+    assert not real and "ampere_bf16_gemm" in why
+
+
+def test_no_own_kernel_is_a_fallback_and_side_streams_are_seen() -> None:
+    assert attribute([DeviceKernel("void at::native::vectorized_elementwise_kernel", 5.0, 7)], {"_k"}, 7).verdict(0.9)[0] is False
+    escaped = attribute([DeviceKernel("_k", 5.0, 13)], {"_k"}, marker_stream=7)
+    assert escaped.escaped_streams
+
+
+def test_escaped_work_from_wall_vs_event_time() -> None:
+    honest = TimingStats(0.010, 0.01, 0.01, 0.01, 100, 3, "cuda_events", 1 << 27, wall_ms_per_call=0.045, flush_ms=0.025)
+    side_stream = TimingStats(0.004, 0.004, 0.004, 0.004, 100, 3, "cuda_events", 1 << 27, wall_ms_per_call=1.2, flush_ms=0.025)
+    assert not escaped_work(honest) and escaped_work(side_stream)
+
+
+def test_fuzz_shapes_are_deterministic_in_domain_and_replayable() -> None:
+    problem = load_problem(PROBLEMS / "rms_norm")
+    bases = problem.shapes_for("smoke")
+    first = fuzz_shapes(problem, bases, 4, cpu=True)
+    assert [s.shape_id for s in first] == [s.shape_id for s in fuzz_shapes(problem, bases, 4, cpu=True)]
+    assert len(first) == 4 and all(is_fuzz_id(s.shape_id) and s.weight == 0 for s in first)
+    for shape in first:
+        rebuilt = resolve_shape(problem, shape.shape_id)
+        assert rebuilt is not None and rebuilt.init_kwargs == shape.init_kwargs
+        assert rebuilt.input_kwargs == shape.input_kwargs
+        hidden = shape.input_kwargs["hidden_size"]
+        assert 64 <= hidden <= 16384 and 1 <= shape.input_kwargs["num_tokens"] <= 16384
+        assert shape.init_kwargs["hidden_size"] == hidden  # keys present in both dicts move together
+    gpu = fuzz_shapes(problem, problem.shapes_for("full"), 6, cpu=False)
+    assert any(s.input_kwargs["num_tokens"] == 16384 or s.input_kwargs["hidden_size"] == 16384 for s in gpu)
+    assert resolve_shape(problem, "fuzz.nope=3@smoke_t7_h1000_fp16") is None
+
+
+def test_static_scan_finds_compute_patches_threads_and_reference_imports() -> None:
+    source = '''
+import threading, time, torch, triton
+import triton.language as tl
+from reference import Model as Ref
+
+@triton.jit
+def _k(x_ptr):
+    x = tl.load(x_ptr)
+    tl.store(x_ptr, tl.exp(x))
+
+time.perf_counter = lambda: 0.0
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        threading.Thread(target=lambda: None).start()
+        return torch.softmax(x, -1) + x.sum()
+'''
+    kinds = {(f.kind, f.text.split("(")[0]) for f in scan_source(source)}
+    assert ("torch-compute", "torch.softmax") in kinds
+    assert ("torch-compute", "x.sum") in kinds
+    assert ("monkeypatch", "time.perf_counter = ...") in kinds
+    assert ("thread", "threading.Thread") in kinds
+    assert ("reference-import", "reference") in kinds
+    assert not any("empty_like" in text or "tl." in text for _, text in kinds)
+
+
+def test_integrity_snapshot_sees_replaced_timers() -> None:
+    snapshot = IntegritySnapshot()
+    original = time.perf_counter
+    try:
+        time.perf_counter = lambda: 0.0  # type: ignore[assignment]
+        assert "time.perf_counter" in snapshot.changed()
+    finally:
+        time.perf_counter = original
+    assert snapshot.changed() == []
+
+
+def test_thread_start_counter_sees_short_lived_threads() -> None:
+    original = threading.Thread.start
+    try:
+        counter = ThreadStartCounter()
+        mark = counter.mark()
+        t = threading.Thread(target=lambda: None, name="sneaky")
+        t.start()
+        t.join()
+        assert counter.since(mark) == ["sneaky"]
+    finally:
+        threading.Thread.start = original  # type: ignore[method-assign]
+
+
+def test_poisoned_allocations_fill_uninitialised_memory() -> None:
+    with poisoned_allocations("cpu"):
+        floats = torch.empty(64)
+        ints = torch.empty(8, dtype=torch.int32)
+    assert torch.isnan(floats).all() and (ints == torch.iinfo(torch.int32).max).all()
+    assert not torch.are_deterministic_algorithms_enabled()
