@@ -338,6 +338,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--device", default="cuda")
     c.add_argument("--json", help="also write the measured profile here")
     p.set_defaults(func=cmd_hw)
+
+    from aka_tui.knowledge.commands import register as register_kb
+
+    register_kb(sub)
     return parser
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from aka_tui.errors import HardwareProfileError
+from aka_tui.paths import aka_home
 
 PROFILE_DIR = Path(__file__).resolve().parent
 PATHS = ("fp8_tc", "int8_tc", "bf16_tc", "fp16_tc", "tf32_tc", "fp32", "fp64")
@@ -72,11 +72,6 @@ def _from_json(data: dict[str, Any], origin: Path) -> HardwareProfile:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise HardwareProfileError(f"{origin}: malformed hardware profile ({exc!r}); fields needed: "
                                    "name, peaks_tflops, hbm_bandwidth_tbps, l2_bytes") from None
-
-
-def aka_home() -> Path:
-    """Per-user state directory (measured profiles, caches); AKA_HOME overrides."""
-    return Path(os.environ.get("AKA_HOME") or Path.home() / ".cache" / "aka-tui")
 
 
 def measured_dir() -> Path:
