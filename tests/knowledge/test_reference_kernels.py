@@ -1,0 +1,55 @@
+"""Every reference kernel of the shipped knowledge base is a correct, real kernel on the CPU interpreter,
+and every family of the suite has at least one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.hardware import get_profile
+from aka_tui.bench.isolation import WorkerLimits
+from aka_tui.bench.problem import load_problem, load_suite
+from aka_tui.bench.score import score_op
+from aka_tui.errors import KbEntryError
+from aka_tui.knowledge.reference_kernels import read_tunables, reference_kernels, with_tunables
+from aka_tui.knowledge.store import default_kb_dir, load_kb
+from tests.conftest import PROBLEMS
+
+KB = load_kb(default_kb_dir())
+KERNELS = reference_kernels(KB)
+CASES = [(k, op) for k in KERNELS for op in k.ops]
+
+
+def test_every_suite_family_has_a_reference_kernel() -> None:
+    families = {p.family for p in load_suite(PROBLEMS).problems.values()}
+    covered = {k.family for k in KERNELS}
+    assert families <= covered, f"families without a reference kernel: {sorted(families - covered)}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel, op", CASES, ids=[f"{k.entry_id}:{op}" for k, op in CASES])
+def test_reference_kernel_is_correct_and_real_on_the_interpreter(kernel, op: str) -> None:  # type: ignore[no-untyped-def]
+    problem = load_problem(PROBLEMS / op)
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=2,
+                          limits=WorkerLimits(startup_s=120, per_shape_s=240))
+    result = evaluate_candidate(problem, CandidateSpec.file(kernel.path), options)
+    op_score = score_op(problem, result, get_profile("cpu"))
+    details = {s.shape_id: (s.status, s.error.message if s.error else "", s.audit.reason if s.audit else "")
+               for s in result.shapes}
+    assert op_score.correct and op_score.real, details
+
+
+def test_tunables_rewrite_only_the_literal(tmp_path: Path) -> None:
+    source = 'import triton\nTUNABLES = {"BLOCK": 256, "num_warps": 4}\nSEARCH_SPACE = {"BLOCK": [256, 512], "num_warps": [4, 8]}\nX = 1\n'
+    path = tmp_path / "k.py"
+    tunables, space = read_tunables(source, path)
+    assert tunables == {"BLOCK": 256, "num_warps": 4}
+    rewritten = with_tunables(source, {"BLOCK": 512}, space, path)
+    assert read_tunables(rewritten, path)[0] == {"BLOCK": 512, "num_warps": 4}
+    assert rewritten.endswith("X = 1\n") and rewritten.startswith("import triton\n")
+    with pytest.raises(KbEntryError, match="outside the search space"):
+        with_tunables(source, {"BLOCK": 1024}, space, path)
+    with pytest.raises(KbEntryError, match="not in SEARCH_SPACE"):
+        read_tunables(source.replace('"BLOCK": 256,', '"BLOCK": 128,'), path)
