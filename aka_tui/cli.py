@@ -118,6 +118,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         options.shape_ids = args.shape
     options.replay_seed = args.replay_seed
     options.fuzz = args.fuzz
+    options.hardening = not args.no_hardening
     spec = CandidateSpec(args.candidate) if args.candidate in ("eager", "compile") else CandidateSpec.file(args.candidate)
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
@@ -163,11 +164,34 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0 if not failed else 1
 
 
+def cmd_illusion(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from aka_tui.bench.illusion import render_illusion, run_illusion
+
+    if not args.candidates:
+        from aka_tui.errors import EvaluationError
+
+        raise EvaluationError("--report illusion needs --candidates DIR")
+    report = run_illusion(_load_suite(args), Path(args.candidates), _eval_options(args),
+                          progress=lambda op, name: print(f"  {op}: {name}", file=sys.stderr))
+    text = render_illusion(report)
+    print(text)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "illusion.json").write_text(json.dumps([asdict(r) for r in report.rows], indent=1) + "\n")
+    (out / "illusion.md").write_text("```\n" + text + "\n```\n")
+    print(f"wrote {out / 'illusion.json'} and {out / 'illusion.md'}")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from aka_tui.bench.evaluate import resolve_device, resolve_tier
     from aka_tui.bench.report import render_text, write_reports
     from aka_tui.bench.suite_run import run_bench
 
+    if args.report == "illusion":
+        return cmd_illusion(args)
     suite = _load_suite(args)
     options = _eval_options(args)
     ops = args.ops.split(",") if args.ops else None
@@ -296,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failing shapes")
     p.add_argument("--replay-seed", type=int, help="run exactly this seed (from a failure message) as the only case")
     p.add_argument("--fuzz", type=int, help="fuzzed shapes to add (default 4 for a candidate file, 0 for baselines)")
+    p.add_argument("--no-hardening", action="store_true",
+                   help="the naive check only (allclose, no poison/fuzz/attribution/tamper checks): to measure their cost")
     _add_eval_flags(p)
     p.set_defaults(func=cmd_eval)
 
@@ -306,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--baseline", choices=["eager", "compile"], help="score the reference itself (eager or torch.compile)")
     group.add_argument("--candidates", help="directory with <op>.py or <op>/*.py candidate files")
     p.add_argument("--ops", help="comma-separated subset of problems")
+    p.add_argument("--report", choices=["scores", "illusion"], default="scores",
+                   help="illusion: with --candidates, pass rates under a naive check vs the hardened one vs real kernels")
     p.add_argument("--out", default="reports", help="directory for the JSON and Markdown reports (default reports/)")
     p.add_argument("--name", help="report file stem")
     _add_eval_flags(p)

@@ -57,6 +57,7 @@ class EvalOptions:
     fuzz: int | None = None  # fuzzed shapes per candidate (None: 4 for candidate files, 0 for baselines)
     replay_seed: int | None = None  # run exactly this seed as the only correctness case
     own_share_threshold: float = 0.9
+    hardening: bool = True  # False: the naive check (one case, allclose, no poison/audit/fuzz/tamper checks)
     limits: WorkerLimits = field(default_factory=WorkerLimits)
 
 
@@ -127,6 +128,8 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
         raise EvaluationError(f"{problem.name} has no {tier!r} shapes (tiers: "
                               f"{', '.join(sorted({s.tier for s in problem.shapes.values()}))})")
     fuzz_count = options.fuzz if options.fuzz is not None else (4 if candidate.kind == "file" else 0)
+    if not options.hardening:
+        fuzz_count = 0
     fuzzed = [] if options.shape_ids else fuzz_shapes(problem, shapes[:2], fuzz_count, cpu=device == "cpu")
     shape_ids = [s.shape_id for s in shapes] + [s.shape_id for s in fuzzed]
     job = {
@@ -134,7 +137,7 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
         "candidate": {"kind": candidate.kind, "path": str(candidate.path) if candidate.path else None},
         "shape_ids": shape_ids, "fuzz_shape_ids": [s.shape_id for s in fuzzed], "device": device,
         "cases": options.cases, "seeds": [options.replay_seed] if options.replay_seed is not None else None,
-        "own_share_threshold": options.own_share_threshold,
+        "own_share_threshold": options.own_share_threshold, "hardening": options.hardening,
         "input_sets": options.input_sets, "timing": options.timing, "compare_eager": options.compare_eager,
         "compare_compile": options.compare_compile, "l2_bytes": profile.l2_bytes,
         "fp64_flop_limit": options.fp64_flop_limit, "cpu_reps": options.cpu_reps,
