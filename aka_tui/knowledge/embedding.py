@@ -46,5 +46,16 @@ def embed(texts: list[str]) -> list[list[float]]:
 
 @functools.lru_cache(maxsize=512)
 def embed_query(text: str) -> tuple[float, ...]:
-    """One query's embedding, cached: retrieval asks the same text once per layer."""
-    return tuple(embed([text])[0])
+    """One query's embedding, cached: retrieval asks the same text once per layer.
+
+    A single short text runs on one intra-op thread: measured on the 2-core machine with the other core
+    busy, 2 threads took a median 408 ms per query (OpenMP threads waiting on each other), 1 thread 15 ms.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return tuple(embed([text])[0])
+    finally:
+        torch.set_num_threads(previous)
