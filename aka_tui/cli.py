@@ -207,7 +207,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     report = run_bench(suite, options, baseline=args.baseline,
                        candidates_dir=Path(args.candidates) if args.candidates else None, ops=ops, progress=progress,
-                       checkpoint=checkpoint)
+                       checkpoint=checkpoint, precompile_workers=args.precompile_workers)
     progress.finish()
     partial.unlink(missing_ok=True)
     json_path, md_path = write_reports(report, Path(args.out), stem)
@@ -332,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--baseline", choices=["eager", "compile"], help="score the reference itself (eager or torch.compile)")
     group.add_argument("--candidates", help="directory with <op>.py or <op>/*.py candidate files")
     p.add_argument("--ops", help="comma-separated subset of problems")
+    p.add_argument("--precompile-workers", type=int, default=0,
+                   help="with --baseline compile: compile every shape first in N parallel processes (warms "
+                        "inductor's caches; nothing is timed meanwhile)")
     p.add_argument("--report", choices=["scores", "illusion"], default="scores",
                    help="illusion: with --candidates, pass rates under a naive check vs the hardened one vs real kernels")
     p.add_argument("--out", default="reports", help="directory for the JSON and Markdown reports (default reports/)")

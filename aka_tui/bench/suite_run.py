@@ -60,7 +60,8 @@ def launch_floor_s(profile: HardwareProfile) -> float | None:
 def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, candidates_dir: Path | None = None,
               ops: list[str] | None = None,
               progress: Callable[[str, str, ShapeResult | None], None] | None = None,
-              checkpoint: Callable[[BenchReport], None] | None = None) -> BenchReport:
+              checkpoint: Callable[[BenchReport], None] | None = None,
+              precompile_workers: int = 0) -> BenchReport:
     """Evaluate every selected problem; missing candidates score 0 with status `no_candidate`."""
     if (baseline is None) == (candidates_dir is None):
         raise EvaluationError("give exactly one of --baseline eager|compile or --candidates DIR")
@@ -78,6 +79,12 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
     profile = resolve_profile(options, device)
     tier = resolve_tier(options, device)
     started = time.time()
+    if baseline == "compile" and precompile_workers > 0:
+        from aka_tui.bench.precompile import precompile
+
+        jobs = [(str(p.directory.resolve()), s.shape_id) for p in problems for s in p.shapes_for(tier)]
+        precompile(jobs, device, precompile_workers,
+                   progress=(lambda op, shape, err: progress(op, "precompiled", None)) if progress else None)
     results: list[CandidateResult] = []
     scores: list[OpScore] = []
     for problem in problems:

@@ -1,0 +1,151 @@
+"""Reference Triton kernel: DeepSeek-V3-style block-scaled fp8 GEMM, out = (a * a_scale) @ (b * b_scale)^T.
+
+a [M, K] e4m3 with one fp32 scale per row and 128-wide K group; b [N, K] e4m3 with one fp32 scale per
+128 x 128 block. One program per [BLOCK_M, BLOCK_N] output tile (x K split when SPLIT_K > 1), GROUP_M
+L2 swizzle. BLOCK_K divides the scale group, so every K step lies inside one group: the step's fp8 x fp8
+tl.dot starts from zero (fp32 result) and is added to the fp32 accumulator times a_scale[m, g] (a
+[BLOCK_M] vector) and b_scale[n // 128, g] (a [BLOCK_N] vector; constant when BLOCK_N <= 128 divides
+128). Promoting every K step also bounds the error of the tensor cores' limited-precision fp8
+accumulation. UPCAST converts the fp8 tiles to fp16 (exact) before the dot, for GPUs without fp8 MMA.
+SPLIT_K > 1 writes fp32 partials to a workspace that a second kernel sums in split order.
+"""
+
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+TUNABLES = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8, "SPLIT_K": 1, "UPCAST": 0,
+            "num_warps": 4, "num_stages": 4}
+SEARCH_SPACE = {
+    "BLOCK_M": [16, 32, 64, 128, 256],
+    "BLOCK_N": [32, 64, 128, 256],
+    "BLOCK_K": [32, 64, 128],
+    "GROUP_M": [1, 4, 8, 16],
+    "SPLIT_K": [1, 2, 4, 8],
+    "UPCAST": [0, 1],
+    "num_warps": [2, 4, 8],
+    "num_stages": [2, 3, 4, 5],
+}
+
+REDUCE_BLOCK = 1024
+SMEM_BUDGET = 200 * 1024  # bytes of operand buffers per program (H100/H200 allow 227 KiB per block)
+
+
+def _fit_smem(stages: int, block_k: int, bytes_per_k: int):
+    """Shrink (num_stages, BLOCK_K) until stages * BLOCK_K * bytes_per_k fits SMEM_BUDGET, so that every
+    point of SEARCH_SPACE launches; bytes_per_k = operand bytes per unit of K (A rows + B columns)."""
+    while stages * block_k * bytes_per_k > SMEM_BUDGET:
+        if stages > 2:
+            stages -= 1
+        elif block_k > 32:
+            block_k //= 2
+        else:
+            return 1, block_k
+    return stages, block_k
+
+
+@triton.jit
+def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M, N, K, k_per_split,
+                                stride_am, stride_asm, stride_bn, stride_bsn, stride_om,
+                                GROUP: tl.constexpr, SPLIT_K: tl.constexpr, UPCAST: tl.constexpr,
+                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    band = GROUP_M * num_pid_n
+    first_m = (pid // band) * GROUP_M
+    band_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % band) % band_m
+    pid_n = (pid % band) // band_m
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = (offs_m % M).to(tl.int64)          # wrapped: no M/N masks on the loads
+    cols = (offs_n % N).to(tl.int64)
+    offs_k = tl.arange(0, BLOCK_K)
+    k_lo = pid_k * k_per_split
+    k_hi = tl.minimum(k_lo + k_per_split, K)
+    a_ptrs = a_ptr + rows[:, None] * stride_am + (k_lo + offs_k)[None, :]
+    b_ptrs = b_ptr + cols[None, :] * stride_bn + (k_lo + offs_k)[:, None]
+    sa_ptrs = as_ptr + rows * stride_asm
+    sb_ptrs = bs_ptr + (cols // GROUP) * stride_bsn
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        k_ok = (k0 + offs_k) < k_hi
+        a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
+        if UPCAST:
+            a = a.to(tl.float16)
+            b = b.to(tl.float16)
+        g = k0 // GROUP
+        sa = tl.load(sa_ptrs + g)
+        sb = tl.load(sb_ptrs + g)
+        acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+
+    mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
+    if SPLIT_K == 1:
+        tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :],
+                 acc.to(out_ptr.dtype.element_ty), mask=mask)
+    else:
+        tl.store(ws_ptr + (pid_k * M + offs_m.to(tl.int64))[:, None] * N + offs_n[None, :], acc, mask=mask)
+
+
+@triton.jit
+def _gemm_fp8_splitk_reduce_kernel(ws_ptr, out_ptr, M, N, stride_om, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offs_n = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs_n < N
+    z = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in range(SPLIT_K):                 # fixed order: deterministic
+        z += tl.load(ws_ptr + (s * M + row) * N + offs_n, mask=mask, other=0.0)
+    tl.store(out_ptr + row * stride_om + offs_n, z.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, out_dtype: torch.dtype, group_size: int = 128,
+                               cfg: dict = TUNABLES):
+    if a.stride(-1) != 1:
+        a = a.contiguous()
+    if b.stride(-1) != 1:
+        b = b.contiguous()
+    if a_scale.stride(-1) != 1:
+        a_scale = a_scale.contiguous()
+    if b_scale.stride(-1) != 1:
+        b_scale = b_scale.contiguous()
+    M, K = a.shape
+    N = b.shape[0]
+    out = torch.empty((M, N), dtype=out_dtype, device=a.device)
+    if M == 0 or N == 0:
+        return out
+    bm, bn, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["SPLIT_K"]
+    elem = 2 if cfg["UPCAST"] else 1
+    stages, bk = _fit_smem(cfg["num_stages"], min(cfg["BLOCK_K"], group_size), (bm + bn) * elem)
+    if group_size % bk != 0:
+        raise ValueError(f"BLOCK_K {bk} must divide the scale group {group_size}")
+    k_per_split = triton.cdiv(triton.cdiv(K, bk), split) * bk
+    ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device) if split > 1 else out
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), split)
+    _gemm_fp8_blockscale_kernel[grid](a, a_scale, b, b_scale, out, ws, M, N, K, k_per_split,
+                                      a.stride(0), a_scale.stride(0), b.stride(0), b_scale.stride(0), out.stride(0),
+                                      GROUP=group_size, SPLIT_K=split, UPCAST=bool(cfg["UPCAST"]),
+                                      BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
+                                      num_warps=cfg["num_warps"], num_stages=stages)
+    if split > 1:
+        rb = min(REDUCE_BLOCK, triton.next_power_of_2(N))
+        _gemm_fp8_splitk_reduce_kernel[(M, triton.cdiv(N, rb))](ws, out, M, N, out.stride(0), SPLIT_K=split,
+                                                               BLOCK=rb, num_warps=4)
+    return out
+
+
+class Model(nn.Module):
+    def __init__(self, out_dtype: str = "bfloat16", group_size: int = 128):
+        super().__init__()
+        self.out_dtype = getattr(torch, out_dtype)
+        self.group_size = int(group_size)
+
+    def forward(self, a, a_scale, b, b_scale):
+        return launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, self.out_dtype, self.group_size)

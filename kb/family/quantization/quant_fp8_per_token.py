@@ -1,0 +1,118 @@
+"""Reference Triton kernel: dynamic per-token FP8 (e4m3fn) quantisation.
+
+Per row t: amax = max(max_j |x[t, j]|, 1e-10), scale = amax / 448, q = clamp(x / scale, +-448) -> e4m3fn.
+One program handles ROWS_PER_PROGRAM rows. ONE_PASS keeps a whole row in registers (BLOCK =
+next_power_of_2(hidden), x read once); otherwise a two-pass loop over BLOCK_N chunks (amax pass, then a
+quantise pass whose re-read mostly hits L2). The fp32 value is rounded to the e4m3 grid (round to nearest
+even, subnormals included) before the final cast, so the cast is exact on GPU and in the CPU interpreter.
+"""
+
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+TUNABLES = {"BLOCK_N": 2048, "ROWS_PER_PROGRAM": 1, "ONE_PASS": 1, "EXACT_DIV": 1, "num_warps": 8,
+            "num_stages": 1}
+SEARCH_SPACE = {
+    "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
+    "ROWS_PER_PROGRAM": [1, 2, 4, 8],
+    "ONE_PASS": [0, 1],
+    "EXACT_DIV": [0, 1],
+    "num_warps": [1, 2, 4, 8, 16],
+    "num_stages": [1, 2, 3],
+}
+
+FP8_MAX = 448.0
+AMAX_FLOOR = 1e-10
+ONE_PASS_MAX_BLOCK = 32768  # above this a row does not fit in registers: fall back to two passes
+
+
+@triton.jit
+def _e4m3_rne(v):
+    """Round fp32 v (|v| <= 448) to the nearest float8_e4m3fn value (ties to even), still in fp32."""
+    a = tl.abs(v)
+    bits = a.to(tl.int32, bitcast=True)
+    # normal range: keep 3 of 23 mantissa bits, round half to even (a carry moves into the exponent)
+    lsb = (bits >> 20) & 1
+    rn = ((bits + 0x7FFFF + lsb) & -1048576).to(tl.float32, bitcast=True)
+    # subnormal range (a < 2^-6): multiples of 2^-9, round half to even with the 1.5 * 2^23 trick
+    rs = ((a * 512.0 + 12582912.0) - 12582912.0) * 0.001953125
+    r = tl.where(a >= 0.015625, rn, rs)
+    sign = v.to(tl.int32, bitcast=True) ^ bits  # only the sign bit of v survives (also for -0.0)
+    return (r.to(tl.int32, bitcast=True) | sign).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _scaled(x, scale, EXACT_DIV: tl.constexpr):
+    """x / scale clamped to +-448: IEEE division (as the reference) or a multiply by the reciprocal
+    (cheaper; one fp8 ulp off where the ratio sits on a rounding midpoint, within the tolerance)."""
+    if EXACT_DIV:
+        v = tl.div_rn(x, scale)
+    else:
+        v = x * tl.div_rn(1.0, scale)
+    return tl.minimum(tl.maximum(v, -448.0), 448.0)
+
+
+@triton.jit
+def _quant_fp8_per_token_kernel(x_ptr, q_ptr, s_ptr, n_rows, n_cols, stride_x, stride_q,
+                                BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ONE_PASS: tl.constexpr,
+                                EXACT_DIV: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    for r in range(ROWS):
+        row = pid * ROWS + r
+        if row < n_rows:
+            row64 = row.to(tl.int64)
+            x_row = x_ptr + row64 * stride_x
+            q_row = q_ptr + row64 * stride_q
+            if ONE_PASS:
+                mask = cols < n_cols
+                x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+                amax = tl.maximum(tl.max(tl.abs(x), axis=0), 1e-10)
+                scale = tl.div_rn(amax, 448.0)  # IEEE division ('/' is div.full.f32 on NVIDIA)
+                q = _e4m3_rne(_scaled(x, scale, EXACT_DIV))
+                tl.store(q_row + cols, q.to(q_ptr.dtype.element_ty), mask=mask)
+            else:
+                run = tl.zeros([BLOCK_N], dtype=tl.float32)
+                for start in range(0, n_cols, BLOCK_N):
+                    c = start + cols
+                    x = tl.load(x_row + c, mask=c < n_cols, other=0.0).to(tl.float32)
+                    run = tl.maximum(run, tl.abs(x))
+                amax = tl.maximum(tl.max(run, axis=0), 1e-10)
+                scale = tl.div_rn(amax, 448.0)  # IEEE division ('/' is div.full.f32 on NVIDIA)
+                for start in range(0, n_cols, BLOCK_N):
+                    c = start + cols
+                    m = c < n_cols
+                    x = tl.load(x_row + c, mask=m, other=0.0).to(tl.float32)
+                    q = _e4m3_rne(_scaled(x, scale, EXACT_DIV))
+                    tl.store(q_row + c, q.to(q_ptr.dtype.element_ty), mask=m)
+            tl.store(s_ptr + row64, scale)
+
+
+def launch_quant_fp8_per_token(x: torch.Tensor, cfg: dict = TUNABLES):
+    n_cols = x.shape[-1]
+    x2 = x.reshape(-1, n_cols)
+    if x2.stride(-1) != 1:
+        x2 = x2.contiguous()
+    n_rows = x2.shape[0]
+    q = torch.empty((n_rows, n_cols), dtype=torch.float8_e4m3fn, device=x.device)
+    scale = torch.empty((n_rows, 1), dtype=torch.float32, device=x.device)
+    full = triton.next_power_of_2(n_cols)
+    one_pass = bool(cfg["ONE_PASS"]) and full <= ONE_PASS_MAX_BLOCK
+    block = full if one_pass else min(cfg["BLOCK_N"], full)
+    rows = cfg["ROWS_PER_PROGRAM"]
+    grid = (triton.cdiv(n_rows, rows),)
+    _quant_fp8_per_token_kernel[grid](x2, q, scale, n_rows, n_cols, x2.stride(0), q.stride(0),
+                                      BLOCK_N=block, ROWS=rows, ONE_PASS=one_pass,
+                                      EXACT_DIV=bool(cfg["EXACT_DIV"]),
+                                      num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    return q.view(x.shape), scale.view(*x.shape[:-1], 1)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor):
+        return launch_quant_fp8_per_token(x)
