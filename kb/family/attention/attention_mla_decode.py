@@ -1,0 +1,192 @@
+"""Reference Triton kernel for attention_mla_decode (absorbed MLA decode over a paged latent cache).
+
+All heads attend over the same latent row c_t = [c_kv (R = kv_lora_rank) ; k_rope (P = rope_dim)], so a
+program takes BLOCK_H heads of one sequence (grid (batch, cdiv(heads, BLOCK_H), splits)) and reads each
+latent row once for all of them: Q is a [BLOCK_H, R] + [BLOCK_H, P] tile (heads padded to >= 16 rows for
+tl.dot, padding rows masked). Per BLOCK_N-token chunk, gathered through the block table,
+
+    s   = q_nope @ c_kv^T + q_rope @ k_rope^T        (c_kv tile loaded once, used transposed)
+    acc = acc * alpha + p @ c_kv                      (online softmax in fp32, exp2)
+
+so the [BLOCK_N, R] c_kv tile feeds both dots. The accumulator is [BLOCK_H, R] fp32 (R = 512).
+
+Tactic SPLIT_KV (flash-decoding): the context is cut into PARTITION-token pieces on grid axis 2; each
+writes (max, sum, acc) partials to an fp32 workspace and _attention_mla_decode_reduce_kernel merges the
+ceil(seq_len / PARTITION) real pieces. SPLIT_KV = 0 is the split-free kernel that writes out directly.
+"""
+
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+TUNABLES = {"BLOCK_H": 16, "BLOCK_N": 32, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 8,
+            "num_warps": 8, "num_stages": 2}
+SEARCH_SPACE = {
+    "BLOCK_H": [16, 32],
+    "BLOCK_N": [16, 32, 64],
+    "SPLIT_KV": [0, 1],
+    "PARTITION": [128, 256, 512, 1024, 2048],
+    "BLOCK_S": [4, 8, 16, 32],
+    "num_warps": [4, 8],
+    "num_stages": [1, 2, 3],
+}
+
+LOG2E = 1.4426950408889634
+
+
+def _cap_stages(requested: int, stage_bytes: int, fixed_bytes: int = 0, budget: int = 160 * 1024) -> int:
+    """Software-pipelining depth capped so that the staged K/V tiles fit in shared memory (H100/H200: 228 KB
+    per SM); keeps every point of the search space compilable."""
+    return max(1, min(requested, (budget - fixed_bytes) // max(stage_bytes, 1)))
+
+
+@triton.jit
+def _attention_mla_decode_kernel(
+    q_ptr, kv_ptr, bt_ptr, sl_ptr, out_ptr, ws_m_ptr, ws_l_ptr, ws_acc_ptr,
+    num_heads, rank, rope_dim, block_size, qk_scale, partition, num_splits,
+    sq_b, sq_h, sq_c, skv_blk, skv_s, skv_c, sbt_b, sbt_n, so_b, so_h, so_c,
+    BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
+    SPLIT_KV: tl.constexpr,
+):
+    b = tl.program_id(0).to(tl.int64)
+    pid_h = tl.program_id(1)
+    split = tl.program_id(2)
+    seq_len = tl.load(sl_ptr + b)
+    if SPLIT_KV:
+        n_start = split * partition
+        n_stop = tl.minimum(n_start + partition, seq_len)
+    else:
+        n_start = 0
+        n_stop = seq_len
+
+    offs_h = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+    offs_c = tl.arange(0, BLOCK_C)
+    offs_r = tl.arange(0, BLOCK_R)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    h_ok = offs_h < num_heads
+    c_ok = offs_c < rank
+    r_ok = offs_r < rope_dim
+    heads = offs_h.to(tl.int64)
+    q_rows = q_ptr + b * sq_b + heads[:, None] * sq_h
+    q_nope = tl.load(q_rows + offs_c[None, :] * sq_c, mask=h_ok[:, None] & c_ok[None, :], other=0.0)
+    q_rope = tl.load(q_rows + (rank + offs_r)[None, :] * sq_c, mask=h_ok[:, None] & r_ok[None, :], other=0.0)
+
+    m_i = tl.full((BLOCK_H,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_H,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_H, BLOCK_C), dtype=tl.float32)
+    bt_row = bt_ptr + b * sbt_b
+    for n0 in range(n_start, n_stop, BLOCK_N):
+        offs_n = n0 + offs_n0
+        n_ok = offs_n < n_stop
+        page = offs_n // block_size
+        slot = (offs_n - page * block_size).to(tl.int64)
+        phys = tl.load(bt_row + page * sbt_n, mask=n_ok, other=0).to(tl.int64)
+        row = kv_ptr + phys * skv_blk + slot * skv_s                       # [BLOCK_N] latent rows
+        ckv = tl.load(row[:, None] + offs_c[None, :] * skv_c, mask=n_ok[:, None] & c_ok[None, :], other=0.0)
+        kr_t = tl.load(row[None, :] + (rank + offs_r)[:, None] * skv_c, mask=n_ok[None, :] & r_ok[:, None],
+                       other=0.0)
+        s = tl.dot(q_nope, tl.trans(ckv), input_precision="ieee")
+        s = tl.dot(q_rope, kr_t, acc=s, input_precision="ieee") * qk_scale
+        s = tl.where(n_ok[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(ckv.dtype), ckv, input_precision="ieee")
+        m_i = m_new
+
+    if SPLIT_KV:
+        if n_start < seq_len:
+            wrow = (b * num_heads + heads) * num_splits + split             # [BLOCK_H]
+            tl.store(ws_m_ptr + wrow, m_i, mask=h_ok)
+            tl.store(ws_l_ptr + wrow, l_i, mask=h_ok)
+            tl.store(ws_acc_ptr + wrow[:, None] * BLOCK_C + offs_c[None, :], acc, mask=h_ok[:, None])
+    else:
+        o = acc / tl.where(h_ok, l_i, 1.0)[:, None]
+        tl.store(out_ptr + b * so_b + heads[:, None] * so_h + offs_c[None, :] * so_c,
+                 o.to(out_ptr.dtype.element_ty), mask=h_ok[:, None] & c_ok[None, :])
+
+
+@triton.jit
+def _attention_mla_decode_reduce_kernel(
+    ws_m_ptr, ws_l_ptr, ws_acc_ptr, sl_ptr, out_ptr,
+    num_heads, rank, partition, num_splits, so_b, so_h, so_c,
+    BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    b = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    seq_len = tl.load(sl_ptr + b)
+    n_used = (seq_len + partition - 1) // partition
+    base = (b * num_heads + h) * num_splits
+    offs_s0 = tl.arange(0, BLOCK_S)
+    offs_c = tl.arange(0, BLOCK_C)
+    m_run = float("-inf")
+    l_run = 0.0
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
+    for s0 in range(0, n_used, BLOCK_S):
+        offs_s = s0 + offs_s0
+        s_ok = offs_s < n_used
+        m_s = tl.load(ws_m_ptr + base + offs_s, mask=s_ok, other=float("-inf"))
+        l_s = tl.load(ws_l_ptr + base + offs_s, mask=s_ok, other=0.0)
+        a_s = tl.load(ws_acc_ptr + (base + offs_s)[:, None] * BLOCK_C + offs_c[None, :],
+                      mask=s_ok[:, None], other=0.0)
+        m_new = tl.maximum(m_run, tl.max(m_s, axis=0))
+        w = tl.where(s_ok, tl.exp2(m_s - m_new), 0.0)
+        alpha = tl.exp2(m_run - m_new)
+        l_run = l_run * alpha + tl.sum(l_s * w, axis=0)
+        acc = acc * alpha + tl.sum(a_s * w[:, None], axis=0)
+        m_run = m_new
+    o = acc / l_run
+    tl.store(out_ptr + b * so_b + h * so_h + offs_c * so_c, o.to(out_ptr.dtype.element_ty), mask=offs_c < rank)
+
+
+def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, kv_lora_rank, rope_dim,
+                                block_size, softmax_scale):
+    batch = q.shape[0]
+    out = torch.empty((batch, num_heads, kv_lora_rank), dtype=q.dtype, device=q.device)
+    if batch == 0:
+        return out
+    block_c = max(16, triton.next_power_of_2(kv_lora_rank))
+    block_r = max(16, triton.next_power_of_2(rope_dim))
+    block_h = TUNABLES["BLOCK_H"]
+    split = bool(TUNABLES["SPLIT_KV"])
+    partition = TUNABLES["PARTITION"]
+    num_splits = max(1, triton.cdiv(block_tables.shape[1] * block_size, partition)) if split else 1
+    if split:
+        ws_m = torch.empty((batch, num_heads, num_splits), dtype=torch.float32, device=q.device)
+        ws_l = torch.empty_like(ws_m)
+        ws_acc = torch.empty((batch, num_heads, num_splits, block_c), dtype=torch.float32, device=q.device)
+    else:
+        ws_m = ws_l = ws_acc = out  # unused
+    _attention_mla_decode_kernel[(batch, triton.cdiv(num_heads, block_h), num_splits)](
+        q, kv_cache, block_tables, seq_lens, out, ws_m, ws_l, ws_acc,
+        num_heads, kv_lora_rank, rope_dim, block_size, softmax_scale * LOG2E, partition, num_splits,
+        *q.stride(), *kv_cache.stride(), *block_tables.stride(), *out.stride(),
+        BLOCK_H=block_h, BLOCK_N=TUNABLES["BLOCK_N"], BLOCK_C=block_c, BLOCK_R=block_r, SPLIT_KV=split,
+        num_warps=TUNABLES["num_warps"],
+        num_stages=_cap_stages(TUNABLES["num_stages"], TUNABLES["BLOCK_N"] * (block_c + block_r) * q.element_size()),
+    )
+    if split:
+        _attention_mla_decode_reduce_kernel[(batch, num_heads)](
+            ws_m, ws_l, ws_acc, seq_lens, out, num_heads, kv_lora_rank, partition, num_splits, *out.stride(),
+            BLOCK_S=TUNABLES["BLOCK_S"], BLOCK_C=block_c, num_warps=4,
+        )
+    return out
+
+
+class Model(nn.Module):
+    def __init__(self, num_heads: int, kv_lora_rank: int, rope_dim: int, block_size: int,
+                 softmax_scale: float | None = None):
+        super().__init__()
+        self.num_heads = num_heads
+        self.kv_lora_rank = kv_lora_rank
+        self.rope_dim = rope_dim
+        self.block_size = block_size
+        self.softmax_scale = (float(softmax_scale) if softmax_scale is not None
+                              else (kv_lora_rank + rope_dim) ** -0.5)
+
+    def forward(self, q, kv_cache, block_tables, seq_lens):
+        return launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, self.num_heads,
+                                           self.kv_lora_rank, self.rope_dim, self.block_size,
+                                           self.softmax_scale)

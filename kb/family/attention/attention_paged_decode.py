@@ -1,0 +1,187 @@
+"""Reference Triton kernel for attention_paged_decode (single-query GQA attention over a paged KV cache).
+
+Grid (batch, num_kv_heads, splits). A program serves all G = num_heads / num_kv_heads query heads of one
+KV head, so every K/V byte is read once per group: Q is a [BLOCK_G, D] tile (G padded to >= 16 rows for
+tl.dot, padding rows masked), and the context is walked in BLOCK_N-token chunks. Each chunk gathers its
+tokens through the block table (token n -> block_tables[b, n // block_size], slot n % block_size), so
+BLOCK_N is independent of the page size. Online softmax in fp32 (exp2, scale folded with log2(e)).
+
+Tactic SPLIT_KV:
+  0  split-free: one program per (sequence, KV head) covers the whole context and writes the output.
+  1  split-KV (flash-decoding): the context is cut into PARTITION-token pieces, grid axis 2 runs one
+     program per piece, each writes its partial (max, sum, unnormalised acc) to an fp32 workspace, and a
+     second kernel (_attention_paged_decode_reduce_kernel) merges the pieces of a sequence (only the
+     ceil(seq_len / PARTITION) real ones) with the usual log-sum-exp rescaling.
+"""
+
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+TUNABLES = {"BLOCK_N": 64, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 16, "num_warps": 4, "num_stages": 2}
+SEARCH_SPACE = {
+    "BLOCK_N": [16, 32, 64, 128],
+    "SPLIT_KV": [0, 1],
+    "PARTITION": [128, 256, 512, 1024, 2048],
+    "BLOCK_S": [4, 8, 16, 32],
+    "num_warps": [2, 4, 8],
+    "num_stages": [1, 2, 3, 4],
+}
+
+LOG2E = 1.4426950408889634
+
+
+def _cap_stages(requested: int, stage_bytes: int, fixed_bytes: int = 0, budget: int = 160 * 1024) -> int:
+    """Software-pipelining depth capped so that the staged K/V tiles fit in shared memory (H100/H200: 228 KB
+    per SM); keeps every point of the search space compilable."""
+    return max(1, min(requested, (budget - fixed_bytes) // max(stage_bytes, 1)))
+
+
+@triton.jit
+def _attention_paged_decode_kernel(
+    q_ptr, kc_ptr, vc_ptr, bt_ptr, sl_ptr, out_ptr, ws_m_ptr, ws_l_ptr, ws_acc_ptr,
+    group, head_dim, block_size, qk_scale, partition, num_splits,
+    sq_b, sq_h, sq_d, sk_blk, sk_s, sk_h, sk_d, sv_blk, sv_s, sv_h, sv_d, sbt_b, sbt_n, so_b, so_h, so_d,
+    num_heads,
+    BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT_KV: tl.constexpr,
+):
+    b = tl.program_id(0).to(tl.int64)
+    kvh = tl.program_id(1)
+    split = tl.program_id(2)
+    seq_len = tl.load(sl_ptr + b)
+    if SPLIT_KV:
+        n_start = split * partition
+        n_stop = tl.minimum(n_start + partition, seq_len)
+    else:
+        n_start = 0
+        n_stop = seq_len
+
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    g_ok = offs_g < group
+    d_ok = offs_d < head_dim
+    heads = (kvh * group + offs_g).to(tl.int64)
+    q = tl.load(q_ptr + b * sq_b + heads[:, None] * sq_h + offs_d[None, :] * sq_d,
+                mask=g_ok[:, None] & d_ok[None, :], other=0.0)
+
+    m_i = tl.full((BLOCK_G,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_G,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_G, BLOCK_D), dtype=tl.float32)
+    bt_row = bt_ptr + b * sbt_b
+    for n0 in range(n_start, n_stop, BLOCK_N):
+        offs_n = n0 + offs_n0
+        n_ok = offs_n < n_stop
+        page = offs_n // block_size
+        slot = (offs_n - page * block_size).to(tl.int64)
+        phys = tl.load(bt_row + page * sbt_n, mask=n_ok, other=0).to(tl.int64)
+        kt = tl.load(kc_ptr + (phys * sk_blk + slot * sk_s + kvh * sk_h)[None, :] + offs_d[:, None] * sk_d,
+                     mask=n_ok[None, :] & d_ok[:, None], other=0.0)
+        s = tl.dot(q, kt, input_precision="ieee") * qk_scale
+        s = tl.where(n_ok[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        vv = tl.load(vc_ptr + (phys * sv_blk + slot * sv_s + kvh * sv_h)[:, None] + offs_d[None, :] * sv_d,
+                     mask=n_ok[:, None] & d_ok[None, :], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
+        m_i = m_new
+
+    if SPLIT_KV:
+        if n_start < seq_len:
+            row = (b * num_heads + heads) * num_splits + split          # [BLOCK_G]
+            tl.store(ws_m_ptr + row, m_i, mask=g_ok)
+            tl.store(ws_l_ptr + row, l_i, mask=g_ok)
+            tl.store(ws_acc_ptr + row[:, None] * BLOCK_D + offs_d[None, :], acc, mask=g_ok[:, None])
+    else:
+        o = acc / tl.where(g_ok, l_i, 1.0)[:, None]
+        tl.store(out_ptr + b * so_b + heads[:, None] * so_h + offs_d[None, :] * so_d,
+                 o.to(out_ptr.dtype.element_ty), mask=g_ok[:, None] & d_ok[None, :])
+
+
+@triton.jit
+def _attention_paged_decode_reduce_kernel(
+    ws_m_ptr, ws_l_ptr, ws_acc_ptr, sl_ptr, out_ptr,
+    num_heads, head_dim, partition, num_splits, so_b, so_h, so_d,
+    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    b = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1).to(tl.int64)
+    seq_len = tl.load(sl_ptr + b)
+    n_used = (seq_len + partition - 1) // partition
+    base = (b * num_heads + h) * num_splits
+    offs_s0 = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, BLOCK_D)
+    m_run = float("-inf")
+    l_run = 0.0
+    acc = tl.zeros((BLOCK_D,), dtype=tl.float32)
+    for s0 in range(0, n_used, BLOCK_S):
+        offs_s = s0 + offs_s0
+        s_ok = offs_s < n_used
+        m_s = tl.load(ws_m_ptr + base + offs_s, mask=s_ok, other=float("-inf"))
+        l_s = tl.load(ws_l_ptr + base + offs_s, mask=s_ok, other=0.0)
+        a_s = tl.load(ws_acc_ptr + (base + offs_s)[:, None] * BLOCK_D + offs_d[None, :],
+                      mask=s_ok[:, None], other=0.0)
+        m_new = tl.maximum(m_run, tl.max(m_s, axis=0))
+        w = tl.where(s_ok, tl.exp2(m_s - m_new), 0.0)
+        alpha = tl.exp2(m_run - m_new)
+        l_run = l_run * alpha + tl.sum(l_s * w, axis=0)
+        acc = acc * alpha + tl.sum(a_s * w[:, None], axis=0)
+        m_run = m_new
+    o = acc / l_run
+    tl.store(out_ptr + b * so_b + h * so_h + offs_d * so_d, o.to(out_ptr.dtype.element_ty),
+             mask=offs_d < head_dim)
+
+
+def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_lens, num_heads, num_kv_heads,
+                                  block_size, softmax_scale):
+    batch, _, head_dim = q.shape
+    out = torch.empty_like(q)
+    if batch == 0:
+        return out
+    group = num_heads // num_kv_heads
+    block_g = max(16, triton.next_power_of_2(group))
+    block_d = max(16, triton.next_power_of_2(head_dim))
+    split = bool(TUNABLES["SPLIT_KV"])
+    partition = TUNABLES["PARTITION"]
+    max_ctx = block_tables.shape[1] * block_size
+    num_splits = max(1, triton.cdiv(max_ctx, partition)) if split else 1
+    if split:
+        ws_m = torch.empty((batch, num_heads, num_splits), dtype=torch.float32, device=q.device)
+        ws_l = torch.empty_like(ws_m)
+        ws_acc = torch.empty((batch, num_heads, num_splits, block_d), dtype=torch.float32, device=q.device)
+    else:
+        ws_m = ws_l = ws_acc = out  # unused
+    _attention_paged_decode_kernel[(batch, num_kv_heads, num_splits)](
+        q, key_cache, value_cache, block_tables, seq_lens, out, ws_m, ws_l, ws_acc,
+        group, head_dim, block_size, softmax_scale * LOG2E, partition, num_splits,
+        *q.stride(), *key_cache.stride(), *value_cache.stride(), *block_tables.stride(), *out.stride(),
+        num_heads,
+        BLOCK_G=block_g, BLOCK_N=TUNABLES["BLOCK_N"], BLOCK_D=block_d, SPLIT_KV=split,
+        num_warps=TUNABLES["num_warps"],
+        num_stages=_cap_stages(TUNABLES["num_stages"], 2 * TUNABLES["BLOCK_N"] * block_d * q.element_size()),
+    )
+    if split:
+        _attention_paged_decode_reduce_kernel[(batch, num_heads)](
+            ws_m, ws_l, ws_acc, seq_lens, out, num_heads, head_dim, partition, num_splits, *out.stride(),
+            BLOCK_S=TUNABLES["BLOCK_S"], BLOCK_D=block_d, num_warps=4,
+        )
+    return out
+
+
+class Model(nn.Module):
+    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int, block_size: int,
+                 softmax_scale: float | None = None):
+        super().__init__()
+        assert num_heads % num_kv_heads == 0
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.block_size = block_size
+        self.softmax_scale = float(softmax_scale) if softmax_scale is not None else head_dim ** -0.5
+
+    def forward(self, q, key_cache, value_cache, block_tables, seq_lens):
+        return launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_lens, self.num_heads,
+                                             self.num_kv_heads, self.block_size, self.softmax_scale)
