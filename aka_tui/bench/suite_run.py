@@ -42,7 +42,7 @@ class BenchReport:
 
 
 def find_candidate(candidates_dir: Path, problem: Problem) -> Path | None:
-    """`DIR/<op>.py`, else the first `DIR/<op>/*.py`."""
+    """`DIR/<op>.py`, else the first `DIR/<op>/*.py`, else `DIR/<group>/<op>.py` (e.g. `kb/family`)."""
     direct = candidates_dir / f"{problem.name}.py"
     if direct.is_file():
         return direct
@@ -50,7 +50,8 @@ def find_candidate(candidates_dir: Path, problem: Problem) -> Path | None:
     if folder.is_dir():
         files = sorted(folder.glob("*.py"))
         return files[0] if files else None
-    return None
+    nested = sorted(candidates_dir.glob(f"*/{problem.name}.py"))
+    return nested[0] if nested else None
 
 
 def launch_floor_s(profile: HardwareProfile) -> float | None:

@@ -53,3 +53,11 @@ def test_tunables_rewrite_only_the_literal(tmp_path: Path) -> None:
         with_tunables(source, {"BLOCK": 1024}, space, path)
     with pytest.raises(KbEntryError, match="not in SEARCH_SPACE"):
         read_tunables(source.replace('"BLOCK": 256,', '"BLOCK": 128,'), path)
+
+
+def test_bench_finds_a_kb_kernel_for_every_problem() -> None:
+    from aka_tui.bench.suite_run import find_candidate
+
+    suite = load_suite(PROBLEMS)
+    missing = [p.name for p in suite.problems.values() if find_candidate(KB.root / "family", p) is None]
+    assert not missing, f"`aka bench --candidates kb/family` finds no kernel for {missing}"
