@@ -45,3 +45,13 @@ def test_knowledge_imports_no_agent_tui_or_record() -> None:
             match = re.match(r"\s*(?:from|import)\s+(aka_tui\.\w+)", line)
             if match:
                 assert match.group(1) in ("aka_tui.knowledge", "aka_tui.errors", "aka_tui.paths"), f"{path.name}: {line}"
+
+
+def test_record_imports_only_itself_errors_and_paths() -> None:
+    import re
+
+    for path in sorted((REPO / "aka_tui" / "record").rglob("*.py")):
+        for line in path.read_text().splitlines():
+            match = re.match(r"\s*(?:from|import)\s+(aka_tui\.\w+)", line)
+            if match:
+                assert match.group(1) in ("aka_tui.record", "aka_tui.errors", "aka_tui.paths"), f"{path.name}: {line}"
