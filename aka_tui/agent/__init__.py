@@ -1,0 +1,1 @@
+"""The agent: measure–revise loop, proposers (anthropic, offline, replay), optimization dropout, prompts."""

@@ -1,0 +1,117 @@
+"""The offline proposer: no model, no key. It instantiates the knowledge base's reference kernel for the
+problem and searches its tunables, one neighbourhood step at a time, steered by the measured bottleneck.
+
+Tunables are grouped into tactics by name (tile sizes, work per program, warps, pipeline stages, split,
+swizzle, algorithm flags); the bottleneck orders which tactic to change first, optimization dropout masks
+some tactics each step, and points already in (unmasked) memory are not proposed again.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from aka_tui.errors import ProposerError
+from aka_tui.knowledge.reference_kernels import ReferenceKernel
+
+TACTIC_PATTERNS = (
+    ("work-per-program", re.compile(r"^(ROWS|TOKENS|TILES)_PER_PROGRAM$|^(ROW|T)_TILES$")),
+    ("split", re.compile(r"^SPLIT_(K|KV)$|^PARTITION$")),
+    ("swizzle", re.compile(r"^GROUP_M$")),
+    ("warps", re.compile(r"^num_warps$")),
+    ("stages", re.compile(r"^num_stages$")),
+    ("tile", re.compile(r"^(BLOCK|DOWN_BLOCK)_\w+$|^BLOCK$|^CHUNK$|^SUB$|^SCAN_CHUNKS$|^ROUTE_CHUNK$")),
+)
+PRIORITY = {
+    "memory-bound": ("tile", "work-per-program", "warps", "flags", "stages", "split", "swizzle"),
+    "compute-bound": ("tile", "stages", "warps", "swizzle", "split", "flags", "work-per-program"),
+    "launch-bound": ("work-per-program", "flags", "split", "tile", "warps", "stages", "swizzle"),
+    "latency-bound": ("split", "work-per-program", "tile", "warps", "stages", "flags", "swizzle"),
+}
+
+
+def tactic_of(param: str) -> str:
+    for tactic, pattern in TACTIC_PATTERNS:
+        if pattern.match(param):
+            return tactic
+    return "flags"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A candidate to evaluate, with why it was proposed."""
+
+    source: str
+    kernel_id: str
+    point: dict[str, Any]
+    changed: dict[str, tuple[Any, Any]]
+    rationale: str
+    tactics: list[str] = field(default_factory=list)
+
+
+def _neighbours(values: list[Any], current: Any) -> list[Any]:
+    if current not in values:
+        return list(values)
+    index = values.index(current)
+    return [values[i] for i in (index - 1, index + 1) if 0 <= i < len(values)]
+
+
+class OfflineProposer:
+    """Searches one reference kernel's space; `propose` never repeats a point it remembers."""
+
+    name = "offline"
+
+    def __init__(self, kernels: list[ReferenceKernel], seed: int = 0) -> None:
+        if not kernels:
+            raise ProposerError("the knowledge base has no reference kernel for this problem; the offline proposer "
+                                "needs one (kb/family/<family>/<op>.py)")
+        self.kernel = kernels[0]
+        self.rng = random.Random(seed)
+
+    def tactics(self) -> list[str]:
+        """The tactics in play for this kernel (a tactic with a single value is not in play)."""
+        present = {tactic_of(p) for p, values in self.kernel.search_space.items() if len(values) > 1}
+        return sorted(present)
+
+    def first(self) -> Proposal:
+        """The reference kernel at its default tunables."""
+        point = dict(self.kernel.tunables)
+        return Proposal(self.kernel.instantiate(point), self.kernel.entry_id, point, {},
+                        f"start from the knowledge base's reference kernel {self.kernel.entry_id} at its defaults",
+                        self.tactics())
+
+    def propose(self, incumbent: dict[str, Any], remembered: list[dict[str, Any]], bottleneck: str | None,
+                tactics_in_play: list[str]) -> Proposal:
+        """One step from the incumbent: change one tunable of the highest-priority tactic in play."""
+        seen = {self._key(p) for p in remembered} | {self._key(incumbent)}
+        order = PRIORITY.get(bottleneck or "", PRIORITY["memory-bound"])
+        params = [p for p, values in self.kernel.search_space.items()
+                  if len(values) > 1 and tactic_of(p) in tactics_in_play]
+        params.sort(key=lambda p: (order.index(tactic_of(p)) if tactic_of(p) in order else len(order),
+                                   self.rng.random()))
+        for param in params:
+            options = _neighbours(self.kernel.search_space[param], incumbent.get(param))
+            self.rng.shuffle(options)
+            for value in options:
+                point = {**incumbent, param: value}
+                if self._key(point) not in seen:
+                    return self._proposal(point, incumbent, bottleneck,
+                                          f"{bottleneck or 'unknown'} bottleneck: try {tactic_of(param)} "
+                                          f"{param} {incumbent.get(param)!r} → {value!r}", tactics_in_play)
+        for _ in range(200):  # the neighbourhood is exhausted: a seeded random restart inside the space
+            point = {p: self.rng.choice(v) for p, v in self.kernel.search_space.items()}
+            if self._key(point) not in seen:
+                return self._proposal(point, incumbent, bottleneck, "neighbourhood exhausted: random restart",
+                                      tactics_in_play)
+        raise ProposerError(f"the search space of {self.kernel.entry_id} is exhausted")
+
+    def _proposal(self, point: dict[str, Any], incumbent: dict[str, Any], bottleneck: str | None, why: str,
+                  tactics: list[str]) -> Proposal:
+        changed = {k: (incumbent.get(k), v) for k, v in point.items() if incumbent.get(k) != v}
+        return Proposal(self.kernel.instantiate(point), self.kernel.entry_id, point, changed, why, list(tactics))
+
+    @staticmethod
+    def _key(point: dict[str, Any]) -> tuple:
+        return tuple(sorted(point.items()))

@@ -1,0 +1,74 @@
+"""The offline proposer: instantiates the KB reference kernel and searches its space by bottleneck."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from aka_tui.agent.offline import OfflineProposer, tactic_of
+from aka_tui.errors import ProposerError
+from aka_tui.knowledge.reference_kernels import kernels_for_op, read_tunables
+from aka_tui.knowledge.store import default_kb_dir, load_kb
+
+KB = load_kb(default_kb_dir())
+
+
+def test_tactics_from_names() -> None:
+    assert tactic_of("ROWS_PER_PROGRAM") == "work-per-program"
+    assert tactic_of("BLOCK_N") == "tile" and tactic_of("num_warps") == "warps"
+    assert tactic_of("SPLIT_K") == "split" and tactic_of("ONE_PASS") == "flags"
+
+
+def test_first_proposal_is_the_reference_kernel_at_its_defaults() -> None:
+    proposer = OfflineProposer(kernels_for_op(KB, "rms_norm"), seed=0)
+    first = proposer.first()
+    ast.parse(first.source)
+    assert first.point == proposer.kernel.tunables and first.kernel_id == "rms-norm-reference-kernel"
+
+
+def test_steps_change_one_tunable_in_priority_order_and_never_repeat() -> None:
+    proposer = OfflineProposer(kernels_for_op(KB, "gemm_bf16_linear_epilogue"), seed=3)
+    incumbent = dict(proposer.kernel.tunables)
+    remembered: list[dict] = []
+    for _ in range(12):
+        proposal = proposer.propose(incumbent, remembered, "compute-bound", proposer.tactics())
+        assert len(proposal.changed) == 1 or proposal.rationale.startswith("neighbourhood exhausted")
+        assert proposal.point not in remembered and proposal.point != incumbent
+        tunables, _ = read_tunables(proposal.source, proposer.kernel.path)
+        assert tunables == proposal.point  # the source really carries the point
+        remembered.append(proposal.point)
+    first_param = next(iter(OfflineProposer(kernels_for_op(KB, "gemm_bf16_linear_epilogue"), seed=3)
+                            .propose(incumbent, [], "compute-bound", ["tile", "stages"]).changed))
+    assert tactic_of(first_param) == "tile"
+
+
+def test_masked_tactics_are_not_changed() -> None:
+    proposer = OfflineProposer(kernels_for_op(KB, "rms_norm"), seed=1)
+    incumbent = dict(proposer.kernel.tunables)
+    for _ in range(5):
+        proposal = proposer.propose(incumbent, [], "memory-bound", ["warps"])
+        assert all(tactic_of(p) == "warps" for p in proposal.changed)
+
+
+def test_no_reference_kernel_is_a_clear_error() -> None:
+    with pytest.raises(ProposerError, match="no reference kernel"):
+        OfflineProposer([], seed=0)
+
+
+def test_proposals_evaluate_as_real_kernels(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+    from aka_tui.bench.problem import load_problem
+    from tests.conftest import PROBLEMS
+
+    proposer = OfflineProposer(kernels_for_op(KB, "silu_and_mul"), seed=5)
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    incumbent = proposer.first()
+    step = proposer.propose(incumbent.point, [], "launch-bound", proposer.tactics())
+    for index, proposal in enumerate((incumbent, step)):
+        path = tmp_path / f"cand{index}.py"
+        path.write_text(proposal.source)
+        result = evaluate_candidate(problem, CandidateSpec.file(path),
+                                    EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=1))
+        assert all(s.passed for s in result.shapes), [(s.shape_id, s.error) for s in result.shapes]
+        assert all(s.audit.real for s in result.shapes if s.audit)
