@@ -370,9 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", help="also write the measured profile here")
     p.set_defaults(func=cmd_hw)
 
+    from aka_tui.agent.commands import register as register_optimize
     from aka_tui.knowledge.commands import register as register_kb
 
     register_kb(sub)
+    register_optimize(sub)
     return parser
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from tests.conftest import CANDIDATES, DATA, REPO
 
-COMMANDS = [[], ["problems"], ["eval"], ["bench"], ["roofline"], ["hw"], ["hw", "calibrate"], ["hw", "list"]]
+COMMANDS = [[], ["problems"], ["eval"], ["bench"], ["roofline"], ["hw"], ["hw", "calibrate"], ["hw", "list"],
+            ["kb"], ["kb", "search"], ["kb", "eval"], ["kb", "bench"], ["optimize"]]
 
 
 def aka(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
@@ -81,3 +82,13 @@ def test_a_failure_replays_from_its_seed_with_one_command() -> None:
     again = aka("eval", wrong, "--problem", "rms_norm", "--shape", match[1], "--replay-seed", match[2])
     assert f"seed {match[2]}:" in again.stdout and "wrong_output" in again.stdout
     assert again.stdout.count("wrong_output") == 2  # the table row and the failure line: one shape, one case
+
+
+def test_optimize_runs_the_loop_and_records_a_session(tmp_path: Path) -> None:
+    out = aka("optimize", "rms_norm", "--iterations", "2", "--no-kb", "--sessions", str(tmp_path), "--cases", "1")
+    assert out.returncode == 0, out.stderr
+    assert "baseline (eager reference)" in out.stdout and "iter 2:" in out.stdout and "best S_op" in out.stdout
+    sessions = list(tmp_path.iterdir())
+    assert len(sessions) == 1 and (sessions[0] / "iterations" / "0002" / "result.json").is_file()
+    bad = aka("optimize", "rms_norm", "--proposer", "anthropic", "--sessions", str(tmp_path))
+    assert bad.returncode == 2 and "not built yet" in bad.stderr and "Traceback" not in bad.stderr

@@ -74,9 +74,10 @@ class SessionRepo:
             config.set_value("user", "name", AGENT[0])
             config.set_value("user", "email", AGENT[1])
         (path / SESSION_FILE).write_text(_dump(meta))
+        (path / ".gitignore").write_text(".work/\n")  # scratch files of the evaluator
         session = SessionRepo(path, repo)
         session.events.append("session_started", **{k: meta[k] for k in meta if k in ("problem", "proposer", "seed")})
-        session._commit("session started", [SESSION_FILE, EVENTS_FILE], AGENT)
+        session._commit("session started", [SESSION_FILE, EVENTS_FILE, ".gitignore"], AGENT)
         return session
 
     @staticmethod

@@ -1,0 +1,155 @@
+"""The measure–revise loop: baseline → (retrieve → propose → evaluate → decide) × N.
+
+A library API with an event stream (`on_event`); the CLI prints it, the TUI will post it as messages.
+Accepts only a correct, real candidate whose S_op beats the incumbent by more than the noise margin.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
+from aka_tui.agent.offline import OfflineProposer, Proposal
+from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.hardware import HardwareProfile
+from aka_tui.bench.problem import Problem
+from aka_tui.bench.score import OpScore, score_op
+from aka_tui.record.session_repo import SessionRepo
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """Something the loop did (past tense), with its data."""
+
+    kind: str
+    data: dict[str, Any]
+
+
+@dataclass
+class LoopConfig:
+    """Budgets and knobs of one optimisation run."""
+
+    iterations: int = 8
+    wall_time_s: float | None = None
+    target_s: float | None = None  # stop once S_op reaches this fraction of the roofline
+    dropout_p: float = 0.5
+    seed: int = 0
+    noise_rel: float = 0.03  # a candidate must beat the incumbent's S_op by more than this fraction
+
+
+@dataclass
+class Attempt:
+    iteration: int
+    proposal: Proposal
+    score: OpScore
+    accepted: bool
+    sha: str | None = None
+
+
+@dataclass
+class LoopOutcome:
+    attempts: list[Attempt] = field(default_factory=list)
+    baseline_s_raw: float = 0.0
+    stop_reason: str = ""
+
+    @property
+    def incumbent(self) -> Attempt | None:
+        accepted = [a for a in self.attempts if a.accepted]
+        return accepted[-1] if accepted else None
+
+
+def bottleneck_of(score: OpScore, launch_floor_ms: float | None) -> str:
+    """The bottleneck of the heaviest shape that is furthest from its roofline."""
+    shapes = [s for s in score.shapes if s.time_ms is not None]
+    if not shapes:
+        return "memory-bound"
+    worst = max(shapes, key=lambda s: s.weight * (1.0 - min(s.s_raw, 1.0)))
+    if launch_floor_ms and worst.time_ms is not None and worst.time_ms < 3 * launch_floor_ms:
+        return "launch-bound"
+    return "compute-bound" if worst.bottleneck == "compute" else "memory-bound"
+
+
+class AgentLoop:
+    """One problem, one proposer, an evaluator, optional knowledge and an optional session recording."""
+
+    def __init__(self, problem: Problem, proposer: OfflineProposer, profile: HardwareProfile, options: EvalOptions,
+                 config: LoopConfig, work_dir: Path, session: SessionRepo | None = None,
+                 retrieve: Callable[[str], list[str]] | None = None,
+                 on_event: Callable[[AgentEvent], None] | None = None) -> None:
+        self.problem, self.proposer, self.profile = problem, proposer, profile
+        self.options, self.config, self.work_dir = options, config, work_dir
+        self.session, self.retrieve = session, retrieve
+        self.on_event = on_event or (lambda _e: None)
+
+    def _emit(self, kind: str, **data: Any) -> None:
+        self.on_event(AgentEvent(kind, data))
+        if self.session is not None:
+            self.session.events.append(kind, **data)
+
+    def _evaluate(self, source: str, iteration: int) -> tuple[OpScore, Any]:
+        path = self.work_dir / f"candidate_{iteration:04d}.py"
+        path.write_text(source)
+        result = evaluate_candidate(self.problem, CandidateSpec.file(path), self.options)
+        return score_op(self.problem, result, self.profile), result
+
+    def run(self) -> LoopOutcome:
+        started = time.monotonic()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        outcome = LoopOutcome()
+        baseline = evaluate_candidate(self.problem, CandidateSpec("eager"), self.options)
+        outcome.baseline_s_raw = score_op(self.problem, baseline, self.profile).s_raw_op
+        self._emit("baseline_measured", s_raw=outcome.baseline_s_raw, note="the reference is a fallback: S = 0")
+        incumbent: Attempt | None = None
+        for iteration in range(1, self.config.iterations + 1):
+            if self.config.wall_time_s and time.monotonic() - started > self.config.wall_time_s:
+                outcome.stop_reason = "wall-time budget spent"
+                break
+            self._emit("iteration_started", iteration=iteration)
+            if incumbent is None:
+                proposal, masked = self.proposer.first(), {"masked_iterations": [], "masked_tactics": []}
+                bottleneck = None
+            else:
+                memory = [MemoryRecord(a.iteration, a.proposal.rationale, a.score.s_op, a.proposal.point,
+                                       incumbent=a is incumbent, latest_win=a.accepted and a is outcome.incumbent)
+                          for a in outcome.attempts]
+                drop = apply_dropout(memory, self.proposer.tactics(), self.config.dropout_p,
+                                     dropout_rng(self.config.seed, iteration))
+                masked = drop.record()
+                bottleneck = bottleneck_of(incumbent.score, self.profile.empty_launch_us / 1e3
+                                           if self.profile.empty_launch_us else None)
+                if self.retrieve is not None:
+                    ids = self.retrieve(f"{self.problem.name} {bottleneck}: {self.problem.description}")
+                    self._emit("knowledge_retrieved", iteration=iteration, ids=ids)
+                proposal = self.proposer.propose(incumbent.proposal.point, [r.tactics for r in drop.kept],
+                                                 bottleneck, drop.tactics_kept)
+            self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale,
+                       changed={k: list(v) for k, v in proposal.changed.items()}, masked=masked)
+            score, result = self._evaluate(proposal.source, iteration)
+            better = score.correct and score.real and (
+                incumbent is None or score.s_op > incumbent.score.s_op * (1.0 + self.config.noise_rel))
+            attempt = Attempt(iteration, proposal, score, better)
+            summary = (f"{'accepted' if better else 'rejected'} S_op={score.s_op:.4f} "
+                       f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")
+            if self.session is not None:
+                attempt.sha = self.session.record_candidate(
+                    iteration, proposal.source, result.to_json(),
+                    {"proposer": self.proposer.name, "rationale": proposal.rationale, "point": proposal.point,
+                     "changed": {k: list(v) for k, v in proposal.changed.items()}, "bottleneck": bottleneck,
+                     "dropout": masked}, summary)
+            outcome.attempts.append(attempt)
+            self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
+                       correct=score.correct, real=score.real, accepted=better, sha=attempt.sha)
+            if better:
+                incumbent = attempt
+            if incumbent and self.config.target_s and incumbent.score.s_op >= self.config.target_s:
+                outcome.stop_reason = f"target S_op {self.config.target_s} reached"
+                break
+        else:
+            outcome.stop_reason = "iteration budget spent"
+        self._emit("session_finished", reason=outcome.stop_reason,
+                   best_s=incumbent.score.s_op if incumbent else 0.0,
+                   best_iteration=incumbent.iteration if incumbent else None)
+        return outcome
