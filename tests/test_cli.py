@@ -90,5 +90,9 @@ def test_optimize_runs_the_loop_and_records_a_session(tmp_path: Path) -> None:
     assert "baseline (eager reference)" in out.stdout and "iter 2:" in out.stdout and "best S_op" in out.stdout
     sessions = list(tmp_path.iterdir())
     assert len(sessions) == 1 and (sessions[0] / "iterations" / "0002" / "result.json").is_file()
+    replay = aka("optimize", "rms_norm", "--proposer", "replay", "--from", str(sessions[0]), "--no-kb",
+                 "--sessions", str(tmp_path / "replays"), "--cases", "1")
+    assert replay.returncode == 0, replay.stderr
+    assert "replay of iteration 1" in replay.stdout and "replay of iteration 2" in replay.stdout
     bad = aka("optimize", "rms_norm", "--proposer", "anthropic", "--sessions", str(tmp_path))
     assert bad.returncode == 2 and "not built yet" in bad.stderr and "Traceback" not in bad.stderr

@@ -44,17 +44,25 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from aka_tui.knowledge.store import default_kb_dir, load_kb
     from aka_tui.record.session_repo import SessionRepo
 
-    if args.proposer != "offline":
-        raise ProposerError(f"the {args.proposer} proposer is not built yet; use --proposer offline")
+    if args.proposer == "anthropic":
+        raise ProposerError("the anthropic proposer is not built yet; use --proposer offline or replay")
     directory = Path(args.problem) if is_problem_dir(Path(args.problem)) else default_suite_dir() / args.problem
     problem = load_problem(directory)
     options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases)
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
-    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), problem.name), seed=args.seed)
+    if args.proposer == "replay":
+        from aka_tui.agent.replay import ReplayProposer
+
+        if not args.replay_from:
+            raise ProposerError("--proposer replay needs --from SESSION_DIR (a recorded session)")
+        proposer: Any = ReplayProposer(Path(args.replay_from), problem.name)
+        args.iterations = min(args.iterations, proposer.remaining)
+    else:
+        proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), problem.name), seed=args.seed)
     name = f"{problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     session = SessionRepo.create(Path(args.sessions) / name, {
-        "problem": problem.name, "problem_hash": problem.content_hash, "proposer": "offline", "seed": args.seed,
+        "problem": problem.name, "problem_hash": problem.content_hash, "proposer": args.proposer, "seed": args.seed,
         "device": device, "hardware_profile": profile.name, "iterations": args.iterations, "dropout_p": args.dropout})
     started = time.monotonic()
 
@@ -105,4 +113,5 @@ def register(sub: Any) -> None:
     p.add_argument("--cases", type=int, default=2)
     p.add_argument("--sessions", default="sessions", help="where session repositories go (default sessions/)")
     p.add_argument("--no-kb", action="store_true", help="skip knowledge retrieval")
+    p.add_argument("--from", dest="replay_from", help="with --proposer replay: the recorded session to re-issue")
     p.set_defaults(func=cmd_optimize)

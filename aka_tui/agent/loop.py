@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
-from aka_tui.agent.offline import OfflineProposer, Proposal
+from aka_tui.agent.offline import Proposal
 from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
 from aka_tui.bench.hardware import HardwareProfile
 from aka_tui.bench.problem import Problem
@@ -75,7 +75,7 @@ def bottleneck_of(score: OpScore, launch_floor_ms: float | None) -> str:
 class AgentLoop:
     """One problem, one proposer, an evaluator, optional knowledge and an optional session recording."""
 
-    def __init__(self, problem: Problem, proposer: OfflineProposer, profile: HardwareProfile, options: EvalOptions,
+    def __init__(self, problem: Problem, proposer: Any, profile: HardwareProfile, options: EvalOptions,
                  config: LoopConfig, work_dir: Path, session: SessionRepo | None = None,
                  retrieve: Callable[[str], list[str]] | None = None,
                  on_event: Callable[[AgentEvent], None] | None = None) -> None:
