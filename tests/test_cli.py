@@ -94,5 +94,10 @@ def test_optimize_runs_the_loop_and_records_a_session(tmp_path: Path) -> None:
                  "--sessions", str(tmp_path / "replays"), "--cases", "1")
     assert replay.returncode == 0, replay.stderr
     assert "replay of iteration 1" in replay.stdout and "replay of iteration 2" in replay.stdout
-    bad = aka("optimize", "rms_norm", "--proposer", "anthropic", "--sessions", str(tmp_path))
-    assert bad.returncode == 2 and "not built yet" in bad.stderr and "Traceback" not in bad.stderr
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
+    bad = subprocess.run([sys.executable, "-m", "aka_tui", "optimize", "rms_norm", "--proposer", "anthropic",
+                          "--no-kb", "--sessions", str(tmp_path / "k")], cwd=REPO, capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert bad.returncode == 2 and "no API key" in bad.stderr and "Traceback" not in bad.stderr

@@ -11,12 +11,12 @@ from typing import Any, Callable
 from aka_tui.errors import ProposerError
 
 
-def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable[[str], list[str]] | None:
+def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable[[str], tuple[list[str], str]] | None:
     if args.no_kb:
         return None
     try:
         from aka_tui.knowledge.index import KbIndex
-        from aka_tui.knowledge.retrieval import KbQuery, retrieve
+        from aka_tui.knowledge.retrieval import KbQuery, render_context, retrieve
         from aka_tui.knowledge.store import default_kb_dir, load_kb
 
         kb = load_kb(default_kb_dir())
@@ -27,10 +27,11 @@ def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable
               file=sys.stderr)
         return None
 
-    def ask(text: str) -> list[str]:
+    def ask(text: str) -> tuple[list[str], str]:
         query = KbQuery(text=text, hardware=profile.name, vendor=profile.vendor, arch=profile.arch,
                         family=problem.family, op=problem.name)
-        return retrieve(kb, index, query).ids
+        result = retrieve(kb, index, query)
+        return result.ids, render_context(result)
 
     return ask
 
@@ -44,8 +45,6 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from aka_tui.knowledge.store import default_kb_dir, load_kb
     from aka_tui.record.session_repo import SessionRepo
 
-    if args.proposer == "anthropic":
-        raise ProposerError("the anthropic proposer is not built yet; use --proposer offline or replay")
     directory = Path(args.problem) if is_problem_dir(Path(args.problem)) else default_suite_dir() / args.problem
     problem = load_problem(directory)
     options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases)
@@ -58,6 +57,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             raise ProposerError("--proposer replay needs --from SESSION_DIR (a recorded session)")
         proposer: Any = ReplayProposer(Path(args.replay_from), problem.name)
         args.iterations = min(args.iterations, proposer.remaining)
+    elif args.proposer == "anthropic":
+        from aka_tui.agent.anthropic_proposer import AnthropicProposer, DEFAULT_MODEL
+        from aka_tui.agent.brief import problem_brief
+
+        proposer = AnthropicProposer(problem_brief(problem, profile), model=args.model or DEFAULT_MODEL)
     else:
         proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), problem.name), seed=args.seed)
     name = f"{problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -113,5 +117,6 @@ def register(sub: Any) -> None:
     p.add_argument("--cases", type=int, default=2)
     p.add_argument("--sessions", default="sessions", help="where session repositories go (default sessions/)")
     p.add_argument("--no-kb", action="store_true", help="skip knowledge retrieval")
+    p.add_argument("--model", help="model id for --proposer anthropic (default: $AKA_MODEL or claude-sonnet-5-5)")
     p.add_argument("--from", dest="replay_from", help="with --proposer replay: the recorded session to re-issue")
     p.set_defaults(func=cmd_optimize)

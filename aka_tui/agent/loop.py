@@ -47,6 +47,7 @@ class Attempt:
     score: OpScore
     accepted: bool
     sha: str | None = None
+    error: str = ""
 
 
 @dataclass
@@ -59,6 +60,22 @@ class LoopOutcome:
     def incumbent(self) -> Attempt | None:
         accepted = [a for a in self.attempts if a.accepted]
         return accepted[-1] if accepted else None
+
+
+def _first_error(result: Any) -> str:
+    for shape in result.shapes:
+        if shape.error is not None and shape.status != "skipped":
+            return f"{shape.shape_id}: {shape.status}: {shape.error.message}"
+    return ""
+
+
+def measurements_text(score: OpScore) -> str:
+    """Per-shape time, roofline and S of a scored candidate, for a prompt."""
+    lines = [f"S_op {score.s_op:.4f} (correct={score.correct}, real={score.real})"]
+    for s in score.shapes:
+        lines.append(f"- {s.shape_id}: T {s.time_ms or 0:.4f} ms, T_SOL {s.t_sol_ms or 0:.4f} ms, S {s.s:.3f}, "
+                     f"bound by {s.bottleneck}")
+    return "\n".join(lines)
 
 
 def bottleneck_of(score: OpScore, launch_floor_ms: float | None) -> str:
@@ -77,7 +94,7 @@ class AgentLoop:
 
     def __init__(self, problem: Problem, proposer: Any, profile: HardwareProfile, options: EvalOptions,
                  config: LoopConfig, work_dir: Path, session: SessionRepo | None = None,
-                 retrieve: Callable[[str], list[str]] | None = None,
+                 retrieve: Callable[[str], tuple[list[str], str]] | None = None,
                  on_event: Callable[[AgentEvent], None] | None = None) -> None:
         self.problem, self.proposer, self.profile = problem, proposer, profile
         self.options, self.config, self.work_dir = options, config, work_dir
@@ -108,8 +125,20 @@ class AgentLoop:
                 outcome.stop_reason = "wall-time budget spent"
                 break
             self._emit("iteration_started", iteration=iteration)
+            context: dict[str, Any] = {}
+            if self.retrieve is not None:
+                text = f"{self.problem.name} {self.problem.family}: {self.problem.description}"
+                if incumbent is not None:
+                    text += f" ({bottleneck_of(incumbent.score, None)})"
+                ids, knowledge = self.retrieve(text)
+                context["knowledge"] = knowledge
+                self._emit("knowledge_retrieved", iteration=iteration, ids=ids)
+            if outcome.attempts and not outcome.attempts[-1].score.correct:
+                context["last_error"] = outcome.attempts[-1].error
+            wants_context = getattr(self.proposer, "wants_context", False)
             if incumbent is None:
-                proposal, masked = self.proposer.first(), {"masked_iterations": [], "masked_tactics": []}
+                proposal = self.proposer.first(context) if wants_context else self.proposer.first()
+                masked = {"masked_iterations": [], "masked_tactics": []}
                 bottleneck = None
             else:
                 memory = [MemoryRecord(a.iteration, a.proposal.rationale, a.score.s_op, a.proposal.point,
@@ -120,17 +149,22 @@ class AgentLoop:
                 masked = drop.record()
                 bottleneck = bottleneck_of(incumbent.score, self.profile.empty_launch_us / 1e3
                                            if self.profile.empty_launch_us else None)
-                if self.retrieve is not None:
-                    ids = self.retrieve(f"{self.problem.name} {bottleneck}: {self.problem.description}")
-                    self._emit("knowledge_retrieved", iteration=iteration, ids=ids)
-                proposal = self.proposer.propose(incumbent.proposal.point, [r.tactics for r in drop.kept],
-                                                 bottleneck, drop.tactics_kept)
+                if wants_context:
+                    context["incumbent_source"] = incumbent.proposal.source
+                    context["incumbent_measurements"] = measurements_text(incumbent.score)
+                    context["memory"] = "\n".join(f"iteration {r.iteration}: S_op {r.s_op:.4f} — {r.summary}"
+                                                  for r in drop.kept if r.s_op is not None)
+                    proposal = self.proposer.propose(incumbent.proposal.point, [r.tactics for r in drop.kept],
+                                                     bottleneck, drop.tactics_kept, context=context)
+                else:
+                    proposal = self.proposer.propose(incumbent.proposal.point, [r.tactics for r in drop.kept],
+                                                     bottleneck, drop.tactics_kept)
             self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale,
                        changed={k: list(v) for k, v in proposal.changed.items()}, masked=masked)
             score, result = self._evaluate(proposal.source, iteration)
             better = score.correct and score.real and (
                 incumbent is None or score.s_op > incumbent.score.s_op * (1.0 + self.config.noise_rel))
-            attempt = Attempt(iteration, proposal, score, better)
+            attempt = Attempt(iteration, proposal, score, better, error=_first_error(result))
             summary = (f"{'accepted' if better else 'rejected'} S_op={score.s_op:.4f} "
                        f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")
             if self.session is not None:

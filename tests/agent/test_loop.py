@@ -22,7 +22,7 @@ def test_three_iterations_are_evaluated_decided_and_recorded(tmp_path: Path) -> 
     events: list[AgentEvent] = []
     options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=1)
     loop = AgentLoop(problem, proposer, get_profile("cpu"), options, LoopConfig(iterations=3, seed=1),
-                     tmp_path / "work", session, retrieve=lambda text: ["norm-one-pass-vs-two-pass"],
+                     tmp_path / "work", session, retrieve=lambda text: (["activation-silu-mul-vectorisation"], "stream it"),
                      on_event=events.append)
     outcome = loop.run()
     kinds = [e.kind for e in events]

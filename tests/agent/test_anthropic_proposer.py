@@ -1,0 +1,110 @@
+"""The Anthropic proposer through the real SDK against recorded-format HTTP responses (httpx2 mock transport)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2
+import pytest
+
+from aka_tui.agent.anthropic_proposer import AnthropicProposer, make_client
+from aka_tui.errors import ProposerError
+
+KEY = "sk-ant-api03-TESTKEYTESTKEYTESTKEY0123456789"
+SOURCE = "import torch\nimport triton\n\nclass Model(torch.nn.Module):\n    pass\n"
+
+
+def _message(tool_input: dict[str, Any] | None) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": "Here is the next candidate."}]
+    if tool_input is not None:
+        content.append({"type": "tool_use", "id": "toolu_01", "name": "submit_kernel", "input": tool_input})
+    return {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-5-5",
+            "content": content, "stop_reason": "tool_use", "stop_sequence": None,
+            "usage": {"input_tokens": 1200, "output_tokens": 800, "cache_creation_input_tokens": 3000,
+                      "cache_read_input_tokens": 0}}
+
+
+def _client(handler: Any, retries: int = 2) -> Any:
+    return make_client(api_key=KEY, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+                       max_retries=retries)
+
+
+def test_structured_proposal_caching_accounting_and_no_key_in_transcript() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append({"body": json.loads(request.content), "headers": dict(request.headers)})
+        return httpx2.Response(200, json=_message({"kernel_source": SOURCE, "rationale": "fuse the epilogue",
+                                                   "tactics": ["fusion"]}))
+
+    proposer = AnthropicProposer("reference: ...", model="claude-sonnet-5-5", client=_client(handler))
+    proposal = proposer.propose({}, [], "memory-bound", [], context={"last_error": "wrong_output at seed 3"})
+    assert proposal.source == SOURCE and proposal.rationale == "fuse the epilogue" and proposal.tactics == ["fusion"]
+    body = seen[0]["body"]
+    assert body["model"] == "claude-sonnet-5-5" and body["tool_choice"] == {"type": "tool", "name": "submit_kernel"}
+    assert body["system"][1]["cache_control"] == {"type": "ephemeral"}
+    assert "memory-bound" in body["messages"][0]["content"] and "wrong_output at seed 3" in body["messages"][0]["content"]
+    sent = seen[0]["headers"].get("x-api-key") or seen[0]["headers"].get("authorization", "")
+    assert KEY in sent  # sent to the API …
+    assert KEY not in json.dumps(proposer.transcript)  # … and never kept
+    usage = proposer.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_write_tokens, usage.requests) == (1200, 800, 3000, 1)
+    assert usage.cost_usd == pytest.approx((1200 * 3 + 3000 * 1.25 * 3 + 800 * 15) / 1e6)
+
+
+def test_retries_on_429_then_succeeds() -> None:
+    calls = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        calls.append(1)
+        if len(calls) == 1:
+            return httpx2.Response(429, headers={"retry-after-ms": "10"},
+                                   json={"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+        return httpx2.Response(200, json=_message({"kernel_source": SOURCE, "rationale": "r", "tactics": []}))
+
+    proposal = AnthropicProposer("brief", client=_client(handler)).first()
+    assert proposal.source == SOURCE and len(calls) == 2
+
+
+@pytest.mark.parametrize("status, kind, fragment", [
+    (401, "authentication_error", "API key was rejected"),
+    (429, "rate_limit_error", "rate limited"),
+    (500, "api_error", "answered 500"),
+])
+def test_api_errors_are_one_clear_message(status: int, kind: str, fragment: str) -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(status, headers={"retry-after-ms": "1"},
+                               json={"type": "error", "error": {"type": kind, "message": "nope"}})
+
+    with pytest.raises(ProposerError, match=fragment):
+        AnthropicProposer("brief", client=_client(handler, retries=0)).first()
+
+
+def test_no_network_and_no_key() -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("Name or service not known", request=request)
+
+    with pytest.raises(ProposerError, match="cannot reach the Anthropic API"):
+        AnthropicProposer("brief", client=_client(handler, retries=0)).first()
+    with pytest.raises(ProposerError, match="no API key"):
+        make_client(api_key="")
+
+
+def test_answer_without_the_tool_call_is_an_error() -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json=_message(None))
+
+    with pytest.raises(ProposerError, match="without a submit_kernel call"):
+        AnthropicProposer("brief", client=_client(handler)).first()
+
+
+def test_problem_brief_carries_reference_shapes_and_roofline() -> None:
+    from aka_tui.agent.brief import problem_brief
+    from aka_tui.bench.hardware import get_profile
+    from aka_tui.bench.problem import load_problem
+    from tests.conftest import PROBLEMS
+
+    text = problem_brief(load_problem(PROBLEMS / "rms_norm"), get_profile("h200"))
+    assert "class Model" in text and "def _make_inputs" in text
+    assert "llama3_70b_prefill_t8192_h8192" in text and "T_SOL" in text and "(memory)" in text
