@@ -172,7 +172,9 @@ class AgentLoop:
                     iteration, proposal.source, result.to_json(),
                     {"proposer": self.proposer.name, "rationale": proposal.rationale, "point": proposal.point,
                      "changed": {k: list(v) for k, v in proposal.changed.items()}, "bottleneck": bottleneck,
-                     "dropout": masked}, summary)
+                     "dropout": masked, "transcript": list(getattr(self.proposer, "transcript", [])[-1:]),
+                     "usage": vars(getattr(self.proposer, "usage", None)) if hasattr(self.proposer, "usage") else None},
+                    summary)
             outcome.attempts.append(attempt)
             self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
                        correct=score.correct, real=score.real, accepted=better, sha=attempt.sha)

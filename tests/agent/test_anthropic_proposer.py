@@ -108,3 +108,39 @@ def test_problem_brief_carries_reference_shapes_and_roofline() -> None:
     text = problem_brief(load_problem(PROBLEMS / "rms_norm"), get_profile("h200"))
     assert "class Model" in text and "def _make_inputs" in text
     assert "llama3_70b_prefill_t8192_h8192" in text and "T_SOL" in text and "(memory)" in text
+
+
+def test_loop_with_the_model_records_transcripts_without_the_key(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    from aka_tui.agent.brief import problem_brief
+    from aka_tui.agent.loop import AgentLoop, LoopConfig
+    from aka_tui.bench.evaluate import EvalOptions
+    from aka_tui.bench.hardware import get_profile
+    from aka_tui.bench.problem import load_problem
+    from aka_tui.knowledge.store import default_kb_dir
+    from aka_tui.record.session_repo import SessionRepo
+    from tests.conftest import PROBLEMS
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    kernel = (default_kb_dir() / "family/activation/silu_and_mul.py").read_text()
+    requests: list[dict[str, Any]] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        requests.append(json.loads(request.content))
+        return httpx2.Response(200, json=_message({"kernel_source": kernel, "rationale": "stream the rows",
+                                                   "tactics": ["vectorise"]}))
+
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    proposer = AnthropicProposer(problem_brief(problem, get_profile("h200")), client=_client(handler))
+    session = SessionRepo.create(tmp_path / "s", {"problem": problem.name, "proposer": "anthropic", "seed": 0})
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=1)
+    outcome = AgentLoop(problem, proposer, get_profile("cpu"), options, LoopConfig(iterations=2), tmp_path / "w",
+                        session).run()
+    assert outcome.attempts[0].accepted and outcome.attempts[0].score.real
+    assert "incumbent source" in requests[1]["messages"][0]["content"]  # the revise step sees the incumbent
+    recorded = session.iteration_files(2)["proposal"]
+    assert recorded["transcript"][0]["response"]["tool_input"]["rationale"] == "stream the rows"
+    assert recorded["usage"]["requests"] == 2
+    history = subprocess.run(["git", "-C", str(session.path), "log", "-p"], capture_output=True, text=True).stdout
+    assert KEY not in history
