@@ -81,7 +81,8 @@ def test_api_errors_are_one_clear_message(status: int, kind: str, fragment: str)
         AnthropicProposer("brief", client=_client(handler, retries=0)).first()
 
 
-def test_no_network_and_no_key() -> None:
+def test_no_network_and_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     def handler(request: httpx2.Request) -> httpx2.Response:
         raise httpx2.ConnectError("Name or service not known", request=request)
 
