@@ -87,7 +87,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             print(f"{elapsed}  done: {d['reason']}; best S_op {d['best_s']:.4f} (iteration {d['best_iteration']})")
 
     config = LoopConfig(iterations=args.iterations, wall_time_s=args.wall_time, target_s=args.target,
-                        dropout_p=args.dropout, seed=args.seed)
+                        dropout_p=args.dropout, seed=args.seed, max_tokens=args.max_tokens, max_cost_usd=args.max_cost)
     loop = AgentLoop(problem, proposer, profile, options, config, session.path / ".work", session,
                      retrieve=_retriever(args, problem, profile), on_event=show)
     outcome = loop.run()
@@ -96,6 +96,17 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         tag = session.tag_accepted(best.sha, f"{problem.name}-best")
         print(f"best kernel: {session.path}/iterations/{best.iteration:04d}/kernel.py (tag {tag})")
     print(f"session recorded in {session.path} (git log there shows every candidate)")
+    usage = getattr(proposer, "usage", None)
+    if usage is not None:
+        print(f"model usage: {usage.requests} requests, {usage.input_tokens} in / {usage.output_tokens} out tokens "
+              f"(cache {usage.cache_write_tokens} written, {usage.cache_read_tokens} read), ${usage.cost_usd:.3f}")
+    if not args.no_propose:
+        from aka_tui.agent.experience import propose_experience
+
+        proposed = propose_experience(load_kb(default_kb_dir()), problem, outcome, profile, name,
+                                      options.tier or ("full" if device.startswith("cuda") else "smoke"))
+        if proposed is not None:
+            print(f"proposed experience entry {proposed} (review with `aka kb pending` / accept / reject)")
     if not profile.representative:
         print("note: CPU interpreter timings are not representative of any GPU")
     return 0
@@ -117,6 +128,9 @@ def register(sub: Any) -> None:
     p.add_argument("--cases", type=int, default=2)
     p.add_argument("--sessions", default="sessions", help="where session repositories go (default sessions/)")
     p.add_argument("--no-kb", action="store_true", help="skip knowledge retrieval")
+    p.add_argument("--max-tokens", type=int, help="stop once the model has used this many tokens")
+    p.add_argument("--max-cost", type=float, help="stop once the model has cost this many USD")
+    p.add_argument("--no-propose", action="store_true", help="do not propose an experience entry from a win")
     p.add_argument("--model", help="model id for --proposer anthropic (default: $AKA_MODEL or claude-sonnet-5-5)")
     p.add_argument("--from", dest="replay_from", help="with --proposer replay: the recorded session to re-issue")
     p.set_defaults(func=cmd_optimize)

@@ -38,6 +38,8 @@ class LoopConfig:
     dropout_p: float = 0.5
     seed: int = 0
     noise_rel: float = 0.03  # a candidate must beat the incumbent's S_op by more than this fraction
+    max_tokens: int | None = None  # model tokens (input + output, cache included) for the whole session
+    max_cost_usd: float | None = None
 
 
 @dataclass
@@ -112,6 +114,17 @@ class AgentLoop:
         result = evaluate_candidate(self.problem, CandidateSpec.file(path), self.options)
         return score_op(self.problem, result, self.profile), result
 
+    def _budget_spent(self) -> str:
+        usage = getattr(self.proposer, "usage", None)
+        if usage is None:
+            return ""
+        tokens = usage.input_tokens + usage.output_tokens + usage.cache_write_tokens + usage.cache_read_tokens
+        if self.config.max_tokens is not None and tokens >= self.config.max_tokens:
+            return f"token budget spent ({tokens} of {self.config.max_tokens})"
+        if self.config.max_cost_usd is not None and usage.cost_usd >= self.config.max_cost_usd:
+            return f"cost budget spent (${usage.cost_usd:.2f} of ${self.config.max_cost_usd:.2f})"
+        return ""
+
     def run(self) -> LoopOutcome:
         started = time.monotonic()
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -123,6 +136,10 @@ class AgentLoop:
         for iteration in range(1, self.config.iterations + 1):
             if self.config.wall_time_s and time.monotonic() - started > self.config.wall_time_s:
                 outcome.stop_reason = "wall-time budget spent"
+                break
+            spent = self._budget_spent()
+            if spent:
+                outcome.stop_reason = spent
                 break
             self._emit("iteration_started", iteration=iteration)
             context: dict[str, Any] = {}

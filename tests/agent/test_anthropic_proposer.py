@@ -145,3 +145,24 @@ def test_loop_with_the_model_records_transcripts_without_the_key(tmp_path, monke
     assert recorded["usage"]["requests"] == 2
     history = subprocess.run(["git", "-C", str(session.path), "log", "-p"], capture_output=True, text=True).stdout
     assert KEY not in history
+
+
+def test_token_budget_stops_the_loop(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from aka_tui.agent.loop import AgentLoop, LoopConfig
+    from aka_tui.bench.evaluate import EvalOptions
+    from aka_tui.bench.hardware import get_profile
+    from aka_tui.bench.problem import load_problem
+    from aka_tui.knowledge.store import default_kb_dir
+    from tests.conftest import PROBLEMS
+
+    kernel = (default_kb_dir() / "family/activation/silu_and_mul.py").read_text()
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json=_message({"kernel_source": kernel, "rationale": "r", "tactics": []}))
+
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    proposer = AnthropicProposer("brief", client=_client(handler))
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0, timing=False)
+    outcome = AgentLoop(problem, proposer, get_profile("cpu"), options,
+                        LoopConfig(iterations=5, max_tokens=4000), tmp_path / "w").run()
+    assert len(outcome.attempts) == 1 and outcome.stop_reason.startswith("token budget spent (5000 of 4000)")
