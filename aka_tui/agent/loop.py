@@ -38,6 +38,8 @@ class LoopConfig:
     dropout_p: float = 0.5
     seed: int = 0
     noise_rel: float = 0.03  # a candidate must beat the incumbent's S_op by more than this fraction
+    close_rel: float = 0.10  # within this fraction of the incumbent, re-measure both, interleaved
+    remeasure_rounds: int = 2
     max_tokens: int | None = None  # model tokens (input + output, cache included) for the whole session
     max_cost_usd: float | None = None
 
@@ -114,6 +116,26 @@ class AgentLoop:
         result = evaluate_candidate(self.problem, CandidateSpec.file(path), self.options)
         return score_op(self.problem, result, self.profile), result
 
+    def _remeasure(self, iteration: int, incumbent: Attempt, source: str) -> bool:
+        """Time incumbent and candidate alternately (I, C, I, C …) and accept only if the candidate's median
+        S_op beats the incumbent's median by more than the noise margin."""
+        from dataclasses import replace
+
+        quick = replace(self.options, cases=1, fuzz=0)
+        paths = {"incumbent": self.work_dir / f"remeasure_{iteration:04d}_incumbent.py",
+                 "candidate": self.work_dir / f"remeasure_{iteration:04d}_candidate.py"}
+        paths["incumbent"].write_text(incumbent.proposal.source)
+        paths["candidate"].write_text(source)
+        samples: dict[str, list[float]] = {"incumbent": [], "candidate": []}
+        for _ in range(self.config.remeasure_rounds):
+            for label in ("incumbent", "candidate"):
+                result = evaluate_candidate(self.problem, CandidateSpec.file(paths[label]), quick)
+                samples[label].append(score_op(self.problem, result, self.profile).s_op)
+        med = {k: sorted(v)[len(v) // 2] for k, v in samples.items()}
+        better = med["candidate"] > med["incumbent"] * (1.0 + self.config.noise_rel)
+        self._emit("candidates_remeasured", iteration=iteration, samples=samples, accepted=better)
+        return better
+
     def _budget_spent(self) -> str:
         usage = getattr(self.proposer, "usage", None)
         if usage is None:
@@ -181,6 +203,9 @@ class AgentLoop:
             score, result = self._evaluate(proposal.source, iteration)
             better = score.correct and score.real and (
                 incumbent is None or score.s_op > incumbent.score.s_op * (1.0 + self.config.noise_rel))
+            if (incumbent is not None and score.correct and score.real and self.config.remeasure_rounds > 0
+                    and abs(score.s_op - incumbent.score.s_op) <= self.config.close_rel * incumbent.score.s_op):
+                better = self._remeasure(iteration, incumbent, proposal.source)
             attempt = Attempt(iteration, proposal, score, better, error=_first_error(result))
             summary = (f"{'accepted' if better else 'rejected'} S_op={score.s_op:.4f} "
                        f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")

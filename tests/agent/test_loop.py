@@ -36,3 +36,19 @@ def test_three_iterations_are_evaluated_decided_and_recorded(tmp_path: Path) -> 
     recorded = session.iteration_files(2)["proposal"]
     assert recorded["proposer"] == "offline" and "masked_tactics" in recorded["dropout"]
     assert recorded["changed"]  # one tunable changed from the incumbent
+
+
+def test_close_candidates_are_remeasured_interleaved(tmp_path: Path) -> None:
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=2)
+    events: list[AgentEvent] = []
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
+    # close_rel = 100: every correct candidate counts as "close", so the re-measurement must run.
+    config = LoopConfig(iterations=2, seed=2, close_rel=100.0, remeasure_rounds=1)
+    outcome = AgentLoop(problem, proposer, get_profile("cpu"), options, config, tmp_path / "work",
+                        on_event=events.append).run()
+    remeasured = [e for e in events if e.kind == "candidates_remeasured"]
+    assert len(remeasured) == 1
+    samples = remeasured[0].data["samples"]
+    assert len(samples["incumbent"]) == 1 and len(samples["candidate"]) == 1
+    assert outcome.attempts[1].accepted == remeasured[0].data["accepted"]
