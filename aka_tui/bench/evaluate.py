@@ -164,8 +164,7 @@ def _cache_new_rooflines(problem: Problem, shapes: list[ShapeResult]) -> None:
     for result in shapes:
         r = result.roofline
         if r and r.get("computed_now") and result.shape_id not in problem.roofline:
-            problem.roofline[result.shape_id] = RooflineEntry(r["flops"], r["bytes_read"], r["bytes_written"],
-                                                              r["path"], r.get("source", "counted"))
+            problem.roofline[result.shape_id] = RooflineEntry.from_json(r)
             added = True
     if added:
         try:

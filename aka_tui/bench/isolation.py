@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from aka_tui.bench.results import ShapeResult, StageError
-
-EXIT_RESTART = 3  # worker.py exits with this after reporting a fatal CUDA error
+from aka_tui.bench.worker_entry import EXIT_RESTART
 
 
 @dataclass

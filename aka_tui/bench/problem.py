@@ -56,6 +56,12 @@ class RooflineEntry:
         return {"flops": self.flops, "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
                 "path": self.path, "source": self.source}
 
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> RooflineEntry:
+        """Inverse of `to_json` (KeyError/TypeError/ValueError on a malformed record)."""
+        return RooflineEntry(float(data["flops"]), float(data["bytes_read"]), float(data["bytes_written"]),
+                             str(data["path"]), str(data.get("source", "counted")))
+
 
 @dataclass
 class Problem:
@@ -210,9 +216,7 @@ def _load_cached_roofline(problem: str, path: Path, shapes: dict[str, Shape]) ->
         if shape_id not in shapes or not isinstance(spec, dict):
             continue
         try:
-            cached[shape_id] = RooflineEntry(float(spec["flops"]), float(spec["bytes_read"]),
-                                             float(spec["bytes_written"]), str(spec["path"]),
-                                             str(spec.get("source", "counted")))
+            cached[shape_id] = RooflineEntry.from_json(spec)
         except (KeyError, TypeError, ValueError):
             raise _fail(problem, path, f"entry {shape_id!r} needs flops, bytes_read, bytes_written, path") from None
     return cached

@@ -60,9 +60,7 @@ def import_from_report(problems: dict[str, Problem], report: dict) -> dict[str, 
         for shape in result.get("shapes", []):
             r = shape.get("roofline")
             if r and shape["shape_id"] in problem.shapes:
-                problem.roofline[shape["shape_id"]] = RooflineEntry(
-                    float(r["flops"]), float(r["bytes_read"]), float(r["bytes_written"]), str(r["path"]),
-                    str(r.get("source", "counted")))
+                problem.roofline[shape["shape_id"]] = RooflineEntry.from_json(r)
                 count += 1
         if count:
             write_cache(problem)

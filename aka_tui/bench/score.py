@@ -78,7 +78,7 @@ def score_shape(result: ShapeResult, weight: float, profile: HardwareProfile, ro
     real = bool(result.audit and result.audit.real)
     if roofline is None and result.roofline:
         r = result.roofline
-        roofline = RooflineEntry(r["flops"], r["bytes_read"], r["bytes_written"], r["path"], r.get("source", ""))
+        roofline = RooflineEntry.from_json(r)
     t_sol = bound(roofline, profile).t_sol_s if roofline else None
     bottleneck = bound(roofline, profile).bottleneck if roofline else None
     time_s = result.timing.median_ms / 1e3 if result.timing else None

@@ -14,7 +14,7 @@ from aka_tui.bench.results import TimingStats
 
 @dataclass(frozen=True)
 class Timers:
-    """Timer entry points captured before any candidate is imported (checked unchanged later)."""
+    """Timer entry points captured before any candidate is imported (integrity.py checks them unchanged)."""
 
     perf_counter: Callable[[], float]
     event_cls: Any
@@ -26,12 +26,6 @@ class Timers:
     def capture() -> Timers:
         return Timers(time.perf_counter, torch.cuda.Event, torch.cuda.Event.elapsed_time,
                       torch.cuda.Event.record, torch.cuda.synchronize)
-
-    def tampered(self) -> list[str]:
-        """Names of timer entry points that differ from the captured ones."""
-        now = Timers.capture()
-        return [name for name in ("perf_counter", "event_cls", "elapsed_time", "record", "synchronize")
-                if getattr(now, name) is not getattr(self, name)]
 
 
 def _quantile(sorted_values: list[float], q: float) -> float:

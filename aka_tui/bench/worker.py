@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from aka_tui.bench import attribution, empty_kernel_loader, poison
+from aka_tui.bench import attribution, poison
 from aka_tui.bench.audit import AtenAuditMode, TritonLaunchRecorder, build_report
 from aka_tui.bench.fuzz import is_fuzz_id, resolve_shape
 from aka_tui.bench.inputs import clone_inputs, make_inputs, upcast_inputs
@@ -23,13 +23,13 @@ from aka_tui.bench.problem import Problem, Shape, load_problem
 from aka_tui.bench.results import PASSED, AuditReport, ShapeResult, StageError, TimingStats
 from aka_tui.bench.roofline import measure_entry
 from aka_tui.bench.seeds import derive_seed
+from aka_tui.bench.worker_entry import EXIT_RESTART
 from aka_tui.bench.timing import Timers, escaped_work, time_cpu, time_cuda
 from aka_tui.bench.tolerance import compare_outputs, naive_allclose
 from aka_tui.errors import AkaError
 
 CUDA_FATAL_MARKERS = ("illegal memory access", "device-side assert", "unspecified launch failure",
                       "misaligned address", "illegal instruction", "CUDA error: an illegal")
-EXIT_RESTART = 3  # the CUDA context is unusable: the parent starts a fresh worker for the rest
 
 
 @dataclass
@@ -237,7 +237,7 @@ def _attribute_on_gpu(ctx: WorkerContext, shape: Shape, cand: Any, seed: int, re
         kernels, marker_stream = attribution.profile_device_kernels(
             lambda: _candidate_call(ctx, cand, inputs, "audit"))
     except _Failure:
-        raise
+        raise  # a verdict from the candidate call itself, not a profiler problem
     except Exception as exc:  # the profiler is unavailable: keep the dispatch verdict, say so
         return replace(report, reason=(report.reason + "; " if report.reason else "") +
                        f"device-time attribution unavailable ({type(exc).__name__}: {exc})")
@@ -384,7 +384,9 @@ def run(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         torch.cuda.set_device(torch.device(job["device"]))
     launch_ms = None
     if job["device"].startswith("cuda"):
-        launch_ms = empty_kernel_loader.measure(timers, int(job["l2_bytes"]))
+        from aka_tui.bench.empty_kernel import measure_empty_launch_ms  # defines a Triton kernel: CUDA only
+
+        launch_ms = measure_empty_launch_ms(timers, int(job["l2_bytes"]))
     _warm_up_harness(problem, ref_module, input_module, job)
     thread_starts = ThreadStartCounter()
     snapshot = IntegritySnapshot()  # after our own patches and lazy rewraps, before the candidate's code runs

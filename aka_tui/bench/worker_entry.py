@@ -9,6 +9,8 @@ import json
 import os
 import sys
 
+EXIT_RESTART = 3  # the worker reported a fatal CUDA error: the parent starts a fresh worker for the rest
+
 
 def main() -> None:
     message_fd = int(sys.argv[1])
