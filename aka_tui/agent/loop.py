@@ -6,6 +6,7 @@ Accepts only a correct, real candidate whose S_op beats the incumbent by more th
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,16 @@ class Attempt:
     accepted: bool
     sha: str | None = None
     error: str = ""
+
+
+@dataclass(frozen=True)
+class Injection:
+    """A person's candidate, queued by `AgentLoop.inject` for the next iteration boundary."""
+
+    source: str
+    author: tuple[str, str]
+    rationale: str
+    point: dict[str, Any]
 
 
 @dataclass
@@ -104,6 +115,47 @@ class AgentLoop:
         self.options, self.config, self.work_dir = options, config, work_dir
         self.session, self.retrieve = session, retrieve
         self.on_event = on_event or (lambda _e: None)
+        self._injections: list[Injection] = []
+        self._lock = threading.Lock()
+        self._stop_reason = ""
+
+    def inject(self, source: str, author: tuple[str, str], rationale: str = "edited by a person",
+               point: dict[str, Any] | None = None) -> None:
+        """Queue a person's candidate (thread-safe). At the next iteration boundary it is evaluated, recorded as
+        the person's commit and, when correct and real, becomes the incumbent the proposer continues from
+        (the person's choice, so no noise margin applies). `point` is the tunable point it was edited from."""
+        with self._lock:
+            self._injections.append(Injection(source, author, rationale, dict(point or {})))
+
+    def request_stop(self, reason: str = "stopped by the person") -> None:
+        """Stop at the next iteration boundary (thread-safe; an evaluation in progress completes)."""
+        self._stop_reason = reason
+
+    def _take_injection(self) -> Injection | None:
+        with self._lock:
+            return self._injections.pop(0) if self._injections else None
+
+    def _evaluate_injection(self, injection: Injection, iteration: int, outcome: LoopOutcome,
+                            incumbent: Attempt | None) -> Attempt | None:
+        """Evaluate and record a person's candidate; returns the incumbent from then on."""
+        self._emit("candidate_injected", iteration=iteration, author=injection.author[0],
+                   rationale=injection.rationale)
+        score, result = self._evaluate(injection.source, iteration)
+        adopted = score.correct and score.real
+        proposal = Proposal(injection.source, "person", dict(injection.point), {}, injection.rationale)
+        attempt = Attempt(iteration, proposal, score, adopted, error=_first_error(result))
+        summary = (f"{'adopted' if adopted else 'not adopted'} edit by {injection.author[0]} S_op={score.s_op:.4f} "
+                   f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")
+        if self.session is not None:
+            attempt.sha = self.session.record_candidate(
+                iteration, injection.source, result.to_json(),
+                {"proposer": "person", "author": injection.author[0], "rationale": injection.rationale,
+                 "point": injection.point, "changed": {}}, summary, author=injection.author)
+        outcome.attempts.append(attempt)
+        self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
+                   correct=score.correct, real=score.real, accepted=adopted, sha=attempt.sha,
+                   author=injection.author[0])
+        return attempt if adopted else incumbent
 
     def _emit(self, kind: str, **data: Any) -> None:
         self.on_event(AgentEvent(kind, data))
@@ -147,15 +199,19 @@ class AgentLoop:
             return f"cost budget spent (${usage.cost_usd:.2f} of ${self.config.max_cost_usd:.2f})"
         return ""
 
-    def run(self) -> LoopOutcome:
+    def run(self, incumbent: Attempt | None = None, first_iteration: int = 1) -> LoopOutcome:
+        """Run the loop; `incumbent` and `first_iteration` continue an earlier run of the same session."""
         started = time.monotonic()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         outcome = LoopOutcome()
         baseline = evaluate_candidate(self.problem, CandidateSpec("eager"), self.options)
         outcome.baseline_s_raw = score_op(self.problem, baseline, self.profile).s_raw_op
         self._emit("baseline_measured", s_raw=outcome.baseline_s_raw, note="the reference is a fallback: S = 0")
-        incumbent: Attempt | None = None
-        for iteration in range(1, self.config.iterations + 1):
+        iteration = first_iteration - 1
+        for _step in range(self.config.iterations):
+            if self._stop_reason:
+                outcome.stop_reason = self._stop_reason
+                break
             if self.config.wall_time_s and time.monotonic() - started > self.config.wall_time_s:
                 outcome.stop_reason = "wall-time budget spent"
                 break
@@ -163,6 +219,10 @@ class AgentLoop:
             if spent:
                 outcome.stop_reason = spent
                 break
+            while (injection := self._take_injection()) is not None:
+                iteration += 1
+                incumbent = self._evaluate_injection(injection, iteration, outcome, incumbent)
+            iteration += 1
             self._emit("iteration_started", iteration=iteration)
             context: dict[str, Any] = {}
             if self.retrieve is not None:
@@ -227,6 +287,9 @@ class AgentLoop:
                 break
         else:
             outcome.stop_reason = "iteration budget spent"
+        while (injection := self._take_injection()) is not None:  # queued after the last step: still recorded
+            iteration += 1
+            incumbent = self._evaluate_injection(injection, iteration, outcome, incumbent)
         self._emit("session_finished", reason=outcome.stop_reason,
                    best_s=incumbent.score.s_op if incumbent else 0.0,
                    best_iteration=incumbent.iteration if incumbent else None)

@@ -1,0 +1,1 @@
+"""The Textual app (`aka` with no arguments): the only package that imports textual."""

@@ -1,0 +1,211 @@
+"""The aka app: screens as modes, bindings, the command palette and error routing. No business logic."""
+
+from __future__ import annotations
+
+import os
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+from textual.app import App
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+from textual.worker import Worker, WorkerState
+
+from aka_tui.errors import AkaError
+from aka_tui.tui.app_data import AppData, AppPaths, load_app_data
+from aka_tui.tui.config import TuiConfig, load_config
+
+STARTED = time.monotonic()
+
+
+def error_text(error: BaseException) -> tuple[str, str]:
+    """(title, one-line message) for any error: AkaError keeps its own title, others name their type."""
+    if isinstance(error, AkaError):
+        return error.title, error.message
+    return type(error).__name__, str(error).strip().splitlines()[0][:300] if str(error).strip() else "(no message)"
+
+
+def _screen(module: str, name: str) -> Any:
+    """A screen instance, its module imported on first use (keeps start-up light)."""
+    import importlib
+
+    return getattr(importlib.import_module(f"aka_tui.tui.screens.{module}"), name)()
+
+
+class AkaCommands(Provider):
+    """Command palette: screens, actions, and "optimize <op>" for every problem."""
+
+    async def search(self, query: str) -> Hits:
+        app = self.app
+        assert isinstance(app, AkaApp)
+        matcher = self.matcher(query)
+        commands: list[tuple[str, Callable[[], Any], str]] = [
+            (f"Go to {mode}", partial(app.switch_mode, mode), f"open the {mode} screen") for mode in app.MODES]
+        commands.append(("Help", app.action_help, "keys and screens"))
+        if app.data is not None:
+            for name in sorted(app.data.problems):
+                commands.append((f"Optimize {name}", partial(app.open_session, name), "open a live session"))
+        for text, callback, help_text in commands:
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), callback, help=help_text)
+
+
+class AkaApp(App[None]):
+    """Pick an operator, watch the agent live, accept or edit kernels, replay sessions, curate knowledge."""
+
+    TITLE = "aka"
+    SUB_TITLE = "kernels against the roofline"
+    CSS_PATH = "app.tcss"
+    COMMANDS = App.COMMANDS | {AkaCommands}
+    MODES = {
+        "problems": lambda: _screen("problems", "ProblemsScreen"),
+        "session": lambda: _screen("session", "SessionScreen"),
+        "replay": lambda: _screen("replay", "ReplayScreen"),
+        "knowledge": lambda: _screen("knowledge", "KnowledgeScreen"),
+        "settings": lambda: _screen("settings", "SettingsScreen"),
+    }
+    BINDINGS = [
+        Binding("f1", "help", "Help", id="app.help"),
+        Binding("f2", "switch_mode('problems')", "Problems", id="app.problems"),
+        Binding("f3", "switch_mode('session')", "Session", id="app.session"),
+        Binding("f4", "switch_mode('replay')", "Replay", id="app.replay"),
+        Binding("f5", "switch_mode('knowledge')", "Knowledge", id="app.knowledge"),
+        Binding("f6", "switch_mode('settings')", "Settings", id="app.settings"),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+    ]
+
+    def __init__(self, paths: AppPaths | None = None, config: TuiConfig | None = None,
+                 config_path: Path | None = None) -> None:
+        super().__init__()
+        self.config_path = config_path
+        loaded, warning = (config, "") if config is not None else load_config(config_path)
+        self.config = loaded
+        self.config_warning = warning
+        self.paths = paths
+        self.data: AppData | None = None
+        self.load_error: str = ""
+        self.current_problem: str | None = None
+        self.first_paint_s: float | None = None
+        self._ready_callbacks: list[Callable[[], None]] = []
+        self._reload_callbacks: list[Callable[[], None]] = []
+        self.replay_source: Path | None = None  # the session open on the Replay screen (replay proposer)
+        self.proposer_factory: Any = None  # tests inject a proposer here
+        self.session_overrides: dict[str, Any] = {}  # tests shrink evaluations here
+
+    # ----- start-up --------------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.switch_mode("problems")
+        self.load_data()
+
+    def on_ready(self) -> None:
+        self.first_paint_s = time.monotonic() - STARTED
+        if os.environ.get("AKA_FIRST_PAINT_EXIT"):
+            self.exit(message=f"first paint {self.first_paint_s:.3f} s after import")
+        if self.config_warning:
+            self.notify(self.config_warning, title="settings", severity="warning", timeout=8)
+
+    def load_data(self) -> None:
+        """(Re)load suite, profile and records in a thread; screens get `when_ready` callbacks."""
+        self.run_worker(self._load_data, thread=True, exclusive=True, group="load", exit_on_error=False,
+                        name="load-suite")
+
+    def _load_data(self) -> None:
+        paths = self.paths or AppPaths.default(self.config)
+        self.paths = paths
+        try:
+            data = load_app_data(self.config, paths)
+        except Exception as exc:  # shown on the Problems screen and as a notification
+            title, message = error_text(exc)
+            self.call_from_thread(self._data_failed, f"{title}: {message}")
+            return
+        self.call_from_thread(self._data_loaded, data)
+
+    def _data_failed(self, text: str) -> None:
+        self.load_error = text
+        self.notify(text, title="cannot load the suite", severity="error", timeout=15)
+        self._run_ready_callbacks()
+
+    def _data_loaded(self, data: AppData) -> None:
+        self.data, self.load_error = data, ""
+        self.sub_title = data.hardware_note()
+        for name, error in data.load_errors.items():
+            self.notify(f"{name}: {error}", title="problem skipped", severity="warning", timeout=10)
+        self._run_ready_callbacks()
+
+    def _run_ready_callbacks(self) -> None:
+        callbacks, self._ready_callbacks = self._ready_callbacks, []
+        for callback in callbacks + self._reload_callbacks:
+            callback()
+
+    def when_ready(self, callback: Callable[[], None], again: bool = False) -> None:
+        """Call `callback` on the UI thread once the suite is loaded (now, if it already is). With `again`,
+        also after every reload."""
+        if again:
+            self._reload_callbacks.append(callback)
+        if self.data is not None or self.load_error:
+            callback()
+        elif not again:
+            self._ready_callbacks.append(callback)
+
+    # ----- navigation -----------------------------------------------------------------------------------
+    def open_session(self, problem: str) -> None:
+        self.current_problem = problem
+        self.switch_mode("session")
+        screen = self.screen
+        if hasattr(screen, "set_problem"):
+            screen.set_problem(problem)
+
+    def open_replay(self, session_dir: Path) -> None:
+        self.switch_mode("replay")
+        screen = self.screen
+        if hasattr(screen, "open_session_dir"):
+            screen.open_session_dir(session_dir)
+
+    def action_help(self) -> None:
+        from aka_tui.tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    # ----- errors ---------------------------------------------------------------------------------------
+    def show_error(self, error: BaseException | str, title: str = "error") -> None:
+        if isinstance(error, BaseException):
+            title, message = error_text(error)
+        else:
+            message = error
+        self.notify(message, title=title, severity="error", timeout=12)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Interactive runs: a bug in a handler becomes a notification (traceback kept in a log file), not a
+        crash; headless runs (tests) keep Textual's behaviour so bugs fail loudly."""
+        if self.is_headless or not self.is_running:
+            super()._handle_exception(error)
+            return
+        import traceback
+
+        from aka_tui.paths import aka_home
+
+        log = aka_home() / "tui-errors.log"
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(time.strftime("%Y-%m-%d %H:%M:%S ") + "".join(traceback.format_exception(error)) + "\n")
+        except OSError:
+            pass
+        title, message = error_text(error)
+        self.notify(f"{message} (details in {log})", title=f"internal error: {title}", severity="error", timeout=15)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.show_error(event.worker.error)
+
+
+def run_app() -> int:
+    """Entry point of `aka` with no subcommand."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    app = AkaApp()
+    app.run()
+    return int(app.return_code or 0)

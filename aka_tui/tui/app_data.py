@@ -1,0 +1,72 @@
+"""What the app loads once, off the UI thread: the suite, the hardware profile, recorded sessions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aka_tui.tui.config import TuiConfig
+from aka_tui.tui.records import Records, load_records
+
+
+@dataclass
+class AppPaths:
+    """Where the app reads problems, sessions and reports (tests point these at fixtures)."""
+
+    suite_dir: Path
+    sessions_dir: Path
+    example_sessions_dir: Path
+    report_dirs: list[Path] = field(default_factory=list)
+    kb_dir: Path | None = None  # None: the shipped kb/
+
+    @staticmethod
+    def default(config: TuiConfig, suite_dir: Path | None = None) -> AppPaths:
+        from aka_tui.bench.problem import default_suite_dir  # noqa: PLC0415 (imports torch: called in a worker)
+
+        suite = suite_dir or default_suite_dir()
+        root = suite.parent
+        return AppPaths(suite, Path(config.sessions_dir).resolve(), root / "sessions" / "examples",
+                        [Path("reports").resolve(), root / "docs" / "benchmarks"], root / "kb")
+
+    def session_dirs(self) -> list[tuple[Path, bool]]:
+        dirs = [(self.sessions_dir, False)]
+        if self.example_sessions_dir.resolve() != self.sessions_dir.resolve():
+            dirs.append((self.example_sessions_dir, True))
+        return dirs
+
+
+@dataclass
+class AppData:
+    """The loaded suite and what was recorded about it."""
+
+    problems: dict[str, Any]
+    load_errors: dict[str, str]
+    profile: Any
+    detected_profile: Any
+    records: Records
+    device: str
+
+    @property
+    def interpreter(self) -> bool:
+        return not getattr(self.profile, "representative", True) or self.device == "cpu"
+
+    def hardware_note(self) -> str:
+        note = f"profile {self.profile.name} ({self.profile.display_name}) on {self.device}"
+        if self.interpreter:
+            note += " — CPU Triton interpreter: timings are NOT representative of any GPU"
+        return note
+
+
+def load_app_data(config: TuiConfig, paths: AppPaths) -> AppData:
+    """Load the suite (malformed problems are listed, not fatal), the profile and the records."""
+    from aka_tui.bench.evaluate import resolve_device
+    from aka_tui.bench.hardware import detect_profile, get_profile
+    from aka_tui.bench.problem import load_suite
+
+    suite = load_suite(paths.suite_dir)
+    device = resolve_device("auto")
+    detected = detect_profile(device)
+    profile = get_profile(config.hardware) if config.hardware else detected
+    records = load_records(paths.session_dirs(), paths.report_dirs)
+    return AppData(suite.problems, {k: str(v) for k, v in suite.errors.items()}, profile, detected, records, device)

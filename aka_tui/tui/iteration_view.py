@@ -1,0 +1,193 @@
+"""What the Session and Replay screens show for one iteration: verdict, scores, per-shape metrics, diff.
+
+Built from the recorded files of a session (kernel, evaluator result, proposal) and the loop's events, so a
+live session and a replayed one render through the same code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aka_tui.record.events import read_events
+
+
+@dataclass(frozen=True)
+class ShapeMetrics:
+    """One shape of one candidate, with the roofline quantities a kernel engineer reads."""
+
+    shape_id: str
+    status: str
+    time_ms: float | None
+    t_sol_ms: float | None
+    s: float
+    s_raw: float
+    bottleneck: str | None
+    flops: float | None
+    bytes_total: float | None
+    own_share: float | None
+    real: bool
+    foreign: dict[str, int] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity in FLOP per byte."""
+        return self.flops / self.bytes_total if self.flops and self.bytes_total else None
+
+    @property
+    def achieved_gbps(self) -> float | None:
+        return self.bytes_total / (self.time_ms * 1e-3) / 1e9 if self.bytes_total and self.time_ms else None
+
+    @property
+    def achieved_tflops(self) -> float | None:
+        return self.flops / (self.time_ms * 1e-3) / 1e12 if self.flops and self.time_ms else None
+
+    @property
+    def roofline_pct(self) -> float:
+        """S_raw as a percentage of the roofline (a fallback still shows how fast it ran)."""
+        return self.s_raw * 100.0
+
+
+@dataclass(frozen=True)
+class IterationView:
+    """One recorded candidate."""
+
+    iteration: int
+    author: str
+    accepted: bool
+    s_op: float
+    s_raw_op: float
+    correct: bool
+    real: bool
+    delta: float  # S_op minus the incumbent's S_op before this iteration
+    rationale: str
+    kernel: str
+    incumbent_kernel: str
+    sha: str | None
+    tags: tuple[str, ...]
+    shapes: list[ShapeMetrics]
+    error: str = ""
+    static_findings: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        if self.accepted:
+            return "adopted" if self.author not in ("", "aka agent") else "accepted"
+        if not self.correct:
+            return "incorrect"
+        return "rejected" if self.real else "fallback"
+
+    def diff(self) -> str:
+        """Unified diff of the kernel against the incumbent it was measured against."""
+        if not self.incumbent_kernel:
+            return "(no incumbent yet: this is the first candidate)"
+        lines = difflib.unified_diff(self.incumbent_kernel.splitlines(), self.kernel.splitlines(),
+                                     "incumbent", f"iteration {self.iteration}", lineterm="")
+        return "\n".join(lines) or "(identical to the incumbent)"
+
+
+def shape_metrics(problem: Any, profile: Any, result_json: dict[str, Any]) -> tuple[Any, list[ShapeMetrics]]:
+    """(OpScore, metrics per scored shape) of one evaluator record on a profile."""
+    from aka_tui.bench.results import CandidateResult
+    from aka_tui.bench.score import score_op
+
+    result = CandidateResult.from_json(result_json)
+    op = score_op(problem, result, profile)
+    by_id = {r.shape_id: r for r in result.shapes}
+    metrics = []
+    for s in op.shapes:
+        shape_result = by_id[s.shape_id]
+        roof = problem.roofline.get(s.shape_id)
+        if roof is None and shape_result.roofline:
+            from aka_tui.bench.problem import RooflineEntry
+
+            roof = RooflineEntry.from_json(shape_result.roofline)
+        audit = shape_result.audit
+        foreign = dict(audit.foreign_kernels or audit.compute_ops) if audit else {}
+        error = shape_result.error.message if shape_result.error else (audit.reason if audit and not audit.real else "")
+        metrics.append(ShapeMetrics(s.shape_id, shape_result.status, s.time_ms, s.t_sol_ms, s.s, s.s_raw,
+                                    s.bottleneck, roof.flops if roof else None, roof.bytes_total if roof else None,
+                                    audit.own_share if audit else None, s.real, foreign, error))
+    return op, metrics
+
+
+@dataclass(frozen=True)
+class IterationFacts:
+    """What the events say about an iteration (accepted, author, tags)."""
+
+    accepted: bool = False
+    author: str = "aka agent"
+    sha: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+def facts_from_events(session_dir: Path) -> tuple[dict[int, IterationFacts], list[str]]:
+    """Per iteration: accepted/adopted, author and accepted-tags, from events.jsonl (problems reported)."""
+    events, problems = read_events(session_dir / "events.jsonl")
+    raw: dict[int, dict[str, Any]] = {}
+    tags_by_sha: dict[str, list[str]] = {}
+    for e in events:
+        if e.kind == "candidate_recorded":
+            raw.setdefault(int(e.data["iteration"]), {})["author"] = str(e.data.get("author", "aka agent"))
+        elif e.kind == "candidate_evaluated":
+            item = raw.setdefault(int(e.data["iteration"]), {})
+            item["accepted"] = bool(e.data.get("accepted"))
+            item["sha"] = e.data.get("sha")
+        elif e.kind == "candidate_accepted":
+            tags_by_sha.setdefault(str(e.data.get("sha")), []).append(str(e.data.get("tag")))
+    facts = {i: IterationFacts(bool(d.get("accepted")), d.get("author", "aka agent"), d.get("sha"),
+                               tuple(tags_by_sha.get(str(d.get("sha")), [])))
+             for i, d in raw.items()}
+    return facts, problems
+
+
+def recorded_iterations(session_dir: Path) -> list[int]:
+    folder = session_dir / "iterations"
+    if not folder.is_dir():
+        return []
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit() and (p / "result.json").is_file())
+
+
+def build_views(session_dir: Path, problem: Any, profile: Any) -> tuple[list[IterationView], list[str]]:
+    """Every recorded iteration of a session as views, plus problems met while reading (never fatal)."""
+    facts, problems = facts_from_events(session_dir)
+    views: list[IterationView] = []
+    incumbent: IterationView | None = None
+    for iteration in recorded_iterations(session_dir):
+        folder = session_dir / "iterations" / f"{iteration:04d}"
+        try:
+            kernel = (folder / "kernel.py").read_text()
+            result = json.loads((folder / "result.json").read_text())
+            proposal = json.loads((folder / "proposal.json").read_text())
+            view = make_view(problem, profile, iteration, kernel, result, proposal,
+                             facts.get(iteration, IterationFacts()), incumbent)
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            problems.append(f"iteration {iteration}: unreadable record ({type(exc).__name__}: {exc})")
+            continue
+        views.append(view)
+        if view.accepted:
+            incumbent = view
+    return views, problems
+
+
+def make_view(problem: Any, profile: Any, iteration: int, kernel: str, result: dict[str, Any],
+              proposal: dict[str, Any], facts: IterationFacts, incumbent: IterationView | None) -> IterationView:
+    """One iteration's view, measured against the incumbent before it."""
+    op, metrics = shape_metrics(problem, profile, result)
+    error = ""
+    for shape in result.get("shapes", []):
+        if shape.get("error") and shape.get("status") != "skipped":
+            error = f"{shape['shape_id']}: {shape['status']}: {shape['error'].get('message', '')}"
+            break
+    if result.get("compile_error"):
+        error = f"compile: {result['compile_error'].get('message', '')}"
+    author = str(proposal.get("author") or facts.author)
+    return IterationView(
+        iteration, author, facts.accepted, op.s_op, op.s_raw_op, op.correct, op.real,
+        op.s_op - (incumbent.s_op if incumbent else 0.0), str(proposal.get("rationale", "")), kernel,
+        incumbent.kernel if incumbent else "", facts.sha, facts.tags, metrics, error,
+        tuple(result.get("static_findings", [])))

@@ -1,0 +1,123 @@
+"""Recorded results the app shows: session directories and bench reports, read without git.
+
+A session directory (a git repository made by the recorder, or a shipped example without `.git`) holds
+`session.json`, `events.jsonl` and `iterations/NNNN/{kernel.py,result.json,proposal.json}`; everything the
+app needs is in those files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aka_tui.record.events import read_events
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One recorded session, as listed on the Problems and Replay screens."""
+
+    path: Path
+    problem: str
+    proposer: str
+    hardware: str
+    iterations: int
+    best_s: float | None
+    best_real: bool
+    started: float
+    example: bool = False
+
+    @property
+    def label(self) -> str:
+        return ("example: " if self.example else "") + self.path.name
+
+
+@dataclass
+class RecordedBest:
+    """The best S_op of an op over sessions and bench reports, and where it came from."""
+
+    s_op: float
+    real: bool
+    hardware: str
+    source: str
+
+
+def read_session_summary(path: Path, example: bool = False) -> SessionSummary | None:
+    """Summary of a session directory, or None when it is not one (unreadable files are skipped)."""
+    try:
+        meta = json.loads((path / "session.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    events, _problems = read_events(path / "events.jsonl")
+    evaluated = [e.data for e in events if e.kind == "candidate_evaluated"]
+    real = [d for d in evaluated if d.get("correct") and d.get("real")]
+    best = max(real, key=lambda d: float(d.get("s_op", 0.0)), default=None)
+    return SessionSummary(path, str(meta.get("problem", "?")), str(meta.get("proposer", "?")),
+                          str(meta.get("hardware_profile", "?")), len(evaluated),
+                          float(best["s_op"]) if best else (0.0 if evaluated else None), best is not None,
+                          events[0].ts if events else 0.0, example)
+
+
+def list_sessions(directories: list[tuple[Path, bool]]) -> list[SessionSummary]:
+    """Sessions under each (directory, is_example) pair, newest first."""
+    found: list[SessionSummary] = []
+    for directory, example in directories:
+        if not directory.is_dir():
+            continue
+        for child in sorted(directory.iterdir()):
+            if child.is_dir() and (child / "session.json").is_file():
+                summary = read_session_summary(child, example)
+                if summary is not None:
+                    found.append(summary)
+    return sorted(found, key=lambda s: (s.example, -s.started, s.path.name))
+
+
+def report_bests(directories: list[Path]) -> dict[str, RecordedBest]:
+    """Best S_op per op in `aka bench` JSON reports (files that are not reports are skipped)."""
+    best: dict[str, RecordedBest] = {}
+    for directory in directories:
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.glob("*.json")):
+            try:
+                data: Any = json.loads(path.read_text())
+                ops = data["ops"]
+                hardware = str(data.get("hardware", {}).get("name", "?"))
+            except (OSError, json.JSONDecodeError, KeyError, TypeError, AttributeError):
+                continue
+            for op in ops if isinstance(ops, list) else []:
+                try:
+                    name, s_op, real = str(op["problem"]), float(op["s_op"]), bool(op.get("real"))
+                except (KeyError, TypeError, ValueError):
+                    continue
+                _offer(best, name, RecordedBest(s_op, real, hardware, path.name))
+    return best
+
+
+def _offer(best: dict[str, RecordedBest], name: str, record: RecordedBest) -> None:
+    current = best.get(name)
+    if current is None or (record.s_op, record.real) > (current.s_op, current.real):
+        best[name] = record
+
+
+@dataclass
+class Records:
+    """Everything recorded that the Problems screen summarises."""
+
+    sessions: list[SessionSummary] = field(default_factory=list)
+    best: dict[str, RecordedBest] = field(default_factory=dict)
+
+    def sessions_of(self, problem: str) -> list[SessionSummary]:
+        return [s for s in self.sessions if s.problem == problem]
+
+
+def load_records(session_dirs: list[tuple[Path, bool]], report_dirs: list[Path]) -> Records:
+    """Sessions and reports merged into the best S_op per op."""
+    sessions = list_sessions(session_dirs)
+    best = report_bests(report_dirs)
+    for s in sessions:
+        if s.best_s is not None:
+            _offer(best, s.problem, RecordedBest(s.best_s, s.best_real, s.hardware, s.label))
+    return Records(sessions, best)

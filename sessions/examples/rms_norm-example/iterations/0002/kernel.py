@@ -1,0 +1,105 @@
+"""Reference Triton kernel: RMSNorm over the last dimension with a learned scale.
+
+y = x * rsqrt(mean(x^2) + eps) * weight, statistics and products in fp32, one rounding to x.dtype.
+
+Tiling: each program owns ROWS_PER_PROGRAM rows as a [ROWS, BLOCK] register tile.
+  * ONE_PASS (or BLOCK_N >= hidden): BLOCK = next_power_of_2(hidden); the row is read from HBM once and
+    kept in registers between the reduction and the normalisation.
+  * otherwise a column loop over BLOCK_N-wide chunks: pass 1 accumulates x^2 (loads hinted evict_last so
+    the row stays in L2), pass 2 re-reads the chunk, normalises and stores (loads hinted evict_first).
+Masked rows and columns, int64 row offsets, dtype-generic stores.
+"""
+
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+TUNABLES = {'BLOCK_N': 1024, 'ONE_PASS': True, 'ROWS_PER_PROGRAM': 2, 'num_warps': 8, 'num_stages': 1}
+SEARCH_SPACE = {
+    "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
+    "ONE_PASS": [True, False],
+    "ROWS_PER_PROGRAM": [1, 2, 4, 8],
+    "num_warps": [1, 2, 4, 8, 16],
+    "num_stages": [1, 2, 3],
+}
+
+# A register tile larger than this (ROWS * BLOCK elements) is never formed: ONE_PASS falls back to the loop.
+_MAX_TILE_ELEMS = 65536
+
+
+@triton.jit
+def _rms_norm_kernel(x_ptr, w_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, eps,
+                     ROWS: tl.constexpr, BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = pid.to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    row_mask = rows < n_rows
+    x_rows = x_ptr + rows[:, None] * stride_x
+    y_rows = y_ptr + rows[:, None] * stride_y
+    offs = tl.arange(0, BLOCK)
+    if SINGLE_TILE:
+        col_mask = offs < n_cols
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_rows + offs[None, :], mask=mask, other=0.0).to(tl.float32)
+        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / n_cols + eps)
+        w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
+        y = x * rstd[:, None] * w[None, :]
+        tl.store(y_rows + offs[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        # pass 1: sum of squares, accumulated element-wise and reduced once at the end
+        acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+        for start in range(0, n_cols, BLOCK):
+            cols = start + offs
+            mask = row_mask[:, None] & (cols < n_cols)[None, :]
+            x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            acc += x * x
+        rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=1) / n_cols + eps)
+        # pass 2: re-read (L2-resident), normalise, scale, store
+        for start in range(0, n_cols, BLOCK):
+            cols = start + offs
+            col_mask = cols < n_cols
+            mask = row_mask[:, None] & col_mask[None, :]
+            x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+            w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+            y = x * rstd[:, None] * w[None, :]
+            tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _tile(n_cols: int, cfg: dict) -> tuple[int, bool]:
+    """(BLOCK, SINGLE_TILE) for a row of n_cols under the tunables."""
+    rows = cfg["ROWS_PER_PROGRAM"]
+    full = triton.next_power_of_2(n_cols)
+    if cfg["ONE_PASS"] and rows * full <= _MAX_TILE_ELEMS:
+        return full, True
+    block = min(cfg["BLOCK_N"], full)
+    return block, block >= n_cols
+
+
+def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict | None = None) -> torch.Tensor:
+    cfg = TUNABLES if cfg is None else cfg
+    n_cols = x.shape[-1]
+    x2 = x.reshape(-1, n_cols)
+    if x2.stride(-1) != 1:
+        x2 = x2.contiguous()
+    weight = weight.contiguous()
+    n_rows = x2.shape[0]
+    y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
+    if n_rows == 0:
+        return y.view(x.shape)
+    rows = cfg["ROWS_PER_PROGRAM"]
+    block, single = _tile(n_cols, cfg)
+    grid = (triton.cdiv(n_rows, rows),)
+    _rms_norm_kernel[grid](x2, weight, y, n_rows, n_cols, x2.stride(0), y.stride(0), eps,
+                           ROWS=rows, BLOCK=block, SINGLE_TILE=single,
+                           num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    return y.view(x.shape)
+
+
+class Model(nn.Module):
+    def __init__(self, hidden_size: int, eps: float = 1e-6):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return launch_rms_norm(x, weight, self.eps)

@@ -1,0 +1,59 @@
+"""Problems screen: 22 rows, sorting, filtering, a problem's detail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable, Input, Static
+
+from tests.tui.conftest import SIZE, wait_loaded
+
+
+@pytest.mark.asyncio
+async def test_table_loads_sorts_and_filters(make_app: Any) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        table = app.screen.query_one("#problems-table", DataTable)
+        assert table.row_count == 22
+        weights = [float(table.get_row_at(i)[3]) for i in range(table.row_count)]
+        assert weights == sorted(weights, reverse=True)  # heaviest first
+        await pilot.press(*"sssss")  # weight → shapes → best S → kernel → recorded on → op (wraps)
+        assert app.screen.sort_column == 0
+        ops = [table.get_row_at(i)[0] for i in range(table.row_count)]
+        assert ops == sorted(ops)
+        await pilot.press("r")
+        assert [table.get_row_at(i)[0] for i in range(table.row_count)] == sorted(ops, reverse=True)
+        await pilot.press("slash")
+        await pilot.press(*"norm")
+        await pilot.pause()
+        assert app.screen.query_one("#filter", Input).value == "norm"
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        assert rows and all("norm" in (r[0] + r[1]) for r in rows)
+        assert "rms_norm" in [r[0] for r in rows]
+
+
+@pytest.mark.asyncio
+async def test_opening_a_problem_shows_reference_and_rooflines(make_app: Any) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("slash", *"rms_norm", "enter")
+        table = app.screen.query_one("#problems-table", DataTable)
+        ops = [table.get_row_at(i)[0] for i in range(table.row_count)]
+        table.move_cursor(row=ops.index("rms_norm"))
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert type(screen).__name__ == "ProblemDetailScreen" and screen.op == "rms_norm"
+        shapes = screen.query_one("#shape-table", DataTable)
+        assert shapes.row_count == len(app.data.problems["rms_norm"].shapes)
+        first = shapes.get_row_at(0)
+        assert first[7] in ("memory", "compute") and float(first[6]) > 0  # bound and T_SOL µs
+        reference = str(screen.query_one("#reference", Static).content.code)
+        assert "class Model" in reference
+        sessions = screen.query_one("#detail-sessions", DataTable)
+        assert sessions.row_count >= 1  # the shipped rms_norm example
+        await pilot.press("escape")
+        assert type(app.screen).__name__ == "ProblemsScreen"
