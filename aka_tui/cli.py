@@ -375,6 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_kb(sub)
     register_optimize(sub)
+    from aka_tui.trace.commands import register as register_trace
+
+    register_trace(sub)
     return parser
 
 

@@ -52,3 +52,9 @@ class ProposerError(AkaError):
     """A proposer (model API, offline search, replay) failed."""
 
     title = "proposer error"
+
+
+class TraceError(AkaError):
+    """A profiler trace, a kernel-mapping rules file or a trace-weights file is unreadable or malformed."""
+
+    title = "trace error"
