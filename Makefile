@@ -1,7 +1,7 @@
-# Two commands on a fresh machine: `make bench` (main job) and `make test`.
+# Two commands on a fresh machine: `make run` (main job: the app) and `make test`.
 PY := .venv/bin/python
 
-.PHONY: setup setup-test bench test test-gpu check
+.PHONY: setup setup-test run bench test test-gpu check
 
 setup:
 	scripts/setup.sh
@@ -9,7 +9,11 @@ setup:
 setup-test:
 	scripts/setup.sh --test
 
-## Main job: set up, then score the eager baseline over the suite (smoke tier on CPU, full tier on a GPU).
+## Main job: set up, then open the app (`aka`) on the shipped suite and the detected hardware.
+run: setup
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/aka
+
+## Secondary: score the eager baseline over the suite (smoke tier on CPU, full tier on a GPU).
 bench: setup
 	$(PY) -m aka_tui bench --baseline eager
 

@@ -381,14 +381,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _open_app(run: Callable[..., int] | None) -> int:
+    """`aka` with no subcommand: the Textual app (`run(app)` replaces running it, for tests)."""
+    try:
+        from aka_tui.tui.app import AkaApp, run_app
+    except ImportError as exc:
+        print(f"the app needs textual ({exc}); run scripts/setup.sh, or use `aka --help` for the commands",
+              file=sys.stderr)
+        return EXIT_ERROR
+    if run is not None:
+        return int(run(AkaApp()))
+    return run_app()
+
+
 def main(argv: list[str] | None = None, run: Callable[..., int] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
+        return _open_app(run)
     try:
         return int(args.func(args))
     except AkaError as exc:

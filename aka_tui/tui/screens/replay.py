@@ -30,10 +30,10 @@ class ReplayScreen(Screen[None]):
     """The same panels as the Session screen, over a recorded session."""
 
     BINDINGS = [
-        Binding("right,close_bracket", "step(1)", "Next", id="replay.next"),
-        Binding("left,open_bracket", "step(-1)", "Previous", id="replay.previous"),
-        Binding("home", "jump(0)", "First", id="replay.first"),
-        Binding("end", "jump(-1)", "Last", id="replay.last"),
+        Binding("right,close_bracket", "step(1)", "Next", id="replay.next", priority=True),
+        Binding("left,open_bracket", "step(-1)", "Previous", id="replay.previous", priority=True),
+        Binding("home", "jump(0)", "First", id="replay.first", priority=True),
+        Binding("end", "jump(-1)", "Last", id="replay.last", priority=True),
         Binding("m", "remeasure", "Re-measure here", id="replay.remeasure"),
         Binding("f", "focus_sessions", "Sessions", id="replay.sessions"),
     ]
@@ -87,6 +87,9 @@ class ReplayScreen(Screen[None]):
 
     def open_session_dir(self, session_dir: Path) -> None:
         """Load a session's iterations in a thread and show the first."""
+        if not self.is_mounted or not self.query("#replay-status"):  # not composed yet: try after a refresh
+            self.app.call_after_refresh(self.open_session_dir, session_dir)
+            return
         self.query_one("#replay-status", Static).update(f"loading {session_dir}…")
         self.run_worker(lambda: self._load(session_dir), thread=True, exclusive=True, group="replay-load",
                         exit_on_error=False, name="replay-load")

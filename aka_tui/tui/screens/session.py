@@ -300,7 +300,16 @@ class SessionScreen(Screen[None]):
         }
         if kind in lines:
             self._log(lines[kind]())
+        if kind == "session_finished" and d.get("best_iteration") is not None:
+            self.call_after_refresh(self._select_iteration, int(d["best_iteration"]))  # a then accepts the best
         self._update_status()
+
+    def _select_iteration(self, iteration: int) -> None:
+        table = self.query_one(IterationList)
+        try:
+            table.move_cursor(row=table.get_row_index(str(iteration)))
+        except Exception:
+            pass
 
     @on(IterationRecorded)
     def _add_iteration(self, message: IterationRecorded) -> None:

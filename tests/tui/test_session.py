@@ -1,0 +1,114 @@
+"""Session screen on the CPU interpreter: iterations stream in, accept tags and exports, an edit is recorded as
+the person's commit and the agent continues from it, a crashing candidate leaves the app running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aka_tui.agent.offline import Proposal
+from tests.tui.conftest import SIZE, wait_for, wait_loaded
+
+FAST = {"use_kb": False, "fuzz": 0, "cases": 1, "tier": "smoke"}
+
+
+async def _start(pilot: Any, problem: str) -> Any:
+    await wait_loaded(pilot)
+    pilot.app.open_session(problem)
+    await pilot.pause()
+    await pilot.press("s")
+    return pilot.app.screen
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_live_session_accept_export_and_edit(make_app: Any, tmp_path: Path) -> None:
+    app = make_app(iterations=1, author_name="Ada Kernel", author_email="ada@example.invalid")
+    app.session_overrides = dict(FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _start(pilot, "silu_and_mul")
+        await wait_for(pilot, lambda: len(screen.views) == 1 and not screen.runner.running)
+        view = screen.views[0]
+        assert view.correct and view.real and view.accepted and view.shapes
+        assert "S_op" in str(screen.query_one("#metrics").content.renderables[0])
+
+        export = tmp_path / "exported" / "silu.py"
+        await pilot.press("a")  # accept: tag, then the export prompt
+        await pilot.pause()
+        prompt = app.screen.query_one("#path-input")
+        prompt.value = str(export)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert export.read_text() == view.kernel
+        session = screen.runner.session
+        assert "silu_and_mul-accepted-0001" in [t.name for t in session.repo.tags]
+
+        await pilot.press("e")  # edit: the in-app editor
+        await pilot.pause()
+        area = app.screen.query_one("#editor-area")
+        area.text = "# tuned by hand\n" + view.kernel
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: len(screen.views) >= 2 and screen.views[1].author == "Ada Kernel")
+        edited = screen.views[1]
+        assert edited.kernel.startswith("# tuned by hand") and edited.correct and edited.accepted
+        await wait_for(pilot, lambda: not screen.runner.running)
+        assert len(screen.views) == 3  # the agent continued from the edit for one more iteration
+        commits = session.candidates()
+        assert [c.author for c in commits] == ["aka agent", "Ada Kernel", "aka agent"]
+        assert session.iteration_files(3)["proposal"]["proposer"] == "offline"
+
+
+class CrashingProposer:
+    """Proposes a kernel that segfaults in forward."""
+
+    name = "offline"
+
+    def tactics(self) -> list[str]:
+        return []
+
+    def first(self) -> Proposal:
+        source = ("import ctypes\nfrom torch import nn\n\nclass Model(nn.Module):\n"
+                  "    def __init__(self, **kwargs):\n        super().__init__()\n\n"
+                  "    def forward(self, **inputs):\n        return ctypes.string_at(0)\n")
+        return Proposal(source, "crash", {}, {}, "a kernel that segfaults")
+
+    def propose(self, *args: Any, **kwargs: Any) -> Proposal:
+        return self.first()
+
+
+@pytest.mark.asyncio
+async def test_a_crashing_candidate_leaves_the_app_running(make_app: Any) -> None:
+    app = make_app(iterations=1)
+    app.session_overrides = dict(FAST)
+    app.proposer_factory = lambda settings, problem, profile: CrashingProposer()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _start(pilot, "silu_and_mul")
+        await wait_for(pilot, lambda: len(screen.views) == 1 and not screen.runner.running)
+        view = screen.views[0]
+        assert not view.correct and view.verdict == "incorrect"
+        assert view.shapes and view.shapes[0].status in ("crashed", "runtime_error")
+        assert app.is_running
+        await pilot.press("a")  # accepting an incorrect candidate is refused with a message
+        await pilot.pause()
+        assert not list(screen.runner.session.repo.tags)
+
+
+@pytest.mark.asyncio
+async def test_a_bad_proposer_is_a_message_not_a_crash(make_app: Any) -> None:
+    from aka_tui.errors import ProposerError
+
+    def no_key(settings: Any, problem: Any, profile: Any) -> Any:
+        raise ProposerError("ANTHROPIC_API_KEY is not set")
+
+    app = make_app(iterations=1)
+    app.session_overrides = dict(FAST)
+    app.proposer_factory = no_key
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _start(pilot, "silu_and_mul")
+        await wait_for(pilot, lambda: screen.runner is not None and not screen.runner.running)
+        await pilot.pause()
+        assert app.is_running
+        log = "\n".join(str(line.text) for line in screen.query_one("#agent-log").lines)
+        assert "ANTHROPIC_API_KEY is not set" in log
