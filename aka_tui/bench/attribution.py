@@ -88,7 +88,10 @@ def profile_device_kernels(run: Callable[[], Any]) -> tuple[list[DeviceKernel], 
         raw = None
     if raw is not None:
         device_types = {torch.autograd.DeviceType.CUDA}
-        ordered = sorted((e for e in raw if e.device_type() in device_types), key=lambda e: e.start_ns())
+        # record_function ranges show up on the GPU timeline as user annotations, not kernels: our marker's
+        # range, and any range a candidate names after its own kernel to disguise foreign work inside it.
+        ordered = sorted((e for e in raw if e.device_type() in device_types and not _is_annotation(e)),
+                         key=lambda e: e.start_ns())
         for index, event in enumerate(ordered):
             stream = int(event.device_resource_id())
             if index == 0:
@@ -96,9 +99,19 @@ def profile_device_kernels(run: Callable[[], Any]) -> tuple[list[DeviceKernel], 
                 continue
             kernels.append(DeviceKernel(event.name(), event.duration_ns() / 1e3, stream))
         return kernels, marker_stream
-    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+              and not getattr(e, "is_user_annotation", False)]
     for index, event in enumerate(sorted(events, key=lambda e: e.time_range.start)):
         if index == 0:
             continue
         kernels.append(DeviceKernel(event.name, float(event.time_range.elapsed_us()), None))
     return kernels, marker_stream
+
+
+def _is_annotation(event: Any) -> bool:
+    """True for a GPU-timeline user annotation (a record_function range), which is no device work."""
+    flag = getattr(event, "is_user_annotation", None)
+    if callable(flag) and flag():
+        return True
+    kind = getattr(event, "activity_type", None)
+    return callable(kind) and "annotation" in str(kind()).lower()

@@ -1,7 +1,8 @@
 """Red-team corpus: every cheat gets the verdict its docstring names; honest kernels pass with no false positive.
 
-Each file's first docstring line is `expected: <verdict>` (`gpu-only <verdict>` for CUDA-only cheats).
-Add every cheat found later here, one per file.
+Each file's first docstring line is `expected: <verdict>` (`gpu-only <verdict>` for CUDA-only cheats). A line
+`gpu tier: <tier>` makes the GPU run use that tier instead of `full` (a cheat that only bites on a dtype
+the full tier does not declare, e.g. fp32 rounded to fp16). Add every cheat found later here, one per file.
 """
 
 from __future__ import annotations
@@ -39,9 +40,15 @@ def expected_verdict(path: Path) -> tuple[str, bool]:
     return verdict.removeprefix("gpu-only ").split()[0], gpu_only
 
 
+def gpu_tier(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    lines = [line.removeprefix("gpu tier:").strip() for line in doc.splitlines() if line.startswith("gpu tier:")]
+    return lines[0] if lines else "full"
+
+
 def _evaluate(path: Path, device: str):  # type: ignore[no-untyped-def]
     problem = load_problem(PROBLEMS / PROBLEM_OF.get(path.stem, "rms_norm"))
-    tier = "smoke" if device == "cpu" else "full"
+    tier = "smoke" if device == "cpu" else gpu_tier(path)
     options = EvalOptions(device=device, tier=tier, cases=2, cpu_reps=1, input_sets=1,
                           limits=WorkerLimits(startup_s=120, per_shape_s=60))
     result = evaluate_candidate(problem, CandidateSpec.file(path), options)

@@ -2,6 +2,9 @@
 Honest-looking Triton RMSNorm that silently rounds x and weight to float16 and does the math in float16
 (only the sum of squares is accumulated in fp32), halving its register and bandwidth cost; within the fp16
 tolerance, but on the fp32 smoke shape (atol = rtol = 1e-5) the fp16 rounding (~5e-4 relative) must fail.
+gpu tier: smoke
+On the bf16 full tier fp16 math is *more* precise than the declared dtype, so there it is a legitimate
+choice (H200, 2026-11-29: it passed as real there); the cheat is only a cheat where fp32 is declared.
 """
 
 import torch
