@@ -47,6 +47,20 @@ def _problem(args: argparse.Namespace, name: str) -> Any:
     raise ProblemFormatError(f"no problem named {name!r} in {_suite_dir(args)} (see `aka problems`)")
 
 
+def _add_executor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="where evaluations run: local (one slot per visible GPU) or a Ray cluster")
+    p.add_argument("--gpus", type=int, help="local executor: use the first N visible GPUs (default: all)")
+    p.add_argument("--cpu-workers", type=int, default=1, help="local executor on the CPU: parallel workers")
+    p.add_argument("--ray-address", default=None, help="with --executor ray: auto or HOST:PORT (default auto)")
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    from aka_tui.bench.executor import make_executor
+
+    return make_executor(args.executor, args.device, args.gpus, args.cpu_workers, args.ray_address)
+
+
 def _eval_options(args: argparse.Namespace) -> Any:
     from aka_tui.bench.evaluate import EvalOptions
     from aka_tui.bench.isolation import WorkerLimits
@@ -69,7 +83,7 @@ class Progress:
 
     def __call__(self, op: str, event: str, result: Any) -> None:
         if event == "shape" and result is not None:
-            self.done += 1
+            self.done += 0 if getattr(result, "fuzz", False) else 1  # fuzzed shapes are extra to the total
             status = result.status
             filled = int(30 * self.done / self.total)
             bar = "#" * filled + "." * (30 - filled)
@@ -207,7 +221,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     report = run_bench(suite, options, baseline=args.baseline,
                        candidates_dir=Path(args.candidates) if args.candidates else None, ops=ops, progress=progress,
-                       checkpoint=checkpoint, precompile_workers=args.precompile_workers)
+                       checkpoint=checkpoint, precompile_workers=args.precompile_workers,
+                       executor=_executor(args))
     progress.finish()
     partial.unlink(missing_ok=True)
     json_path, md_path = write_reports(report, Path(args.out), stem)
@@ -335,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precompile-workers", type=int, default=0,
                    help="with --baseline compile: compile every shape first in N parallel processes (warms "
                         "inductor's caches; nothing is timed meanwhile)")
+    _add_executor_args(p)
     p.add_argument("--report", choices=["scores", "illusion"], default="scores",
                    help="illusion: with --candidates, pass rates under a naive check vs the hardened one vs real kernels")
     p.add_argument("--out", default="reports", help="directory for the JSON and Markdown reports (default reports/)")

@@ -57,6 +57,7 @@ class EvalOptions:
     fuzz: int | None = None  # fuzzed shapes per candidate (None: 4 for candidate files, 0 for baselines)
     replay_seed: int | None = None  # run exactly this seed as the only correctness case
     own_share_threshold: float = 0.9
+    visible_devices: str | None = None  # set by an executor: the physical GPU the worker is pinned to
     hardening: bool = True  # False: the naive check (one case, allclose, no poison/audit/fuzz/tamper checks)
     limits: WorkerLimits = field(default_factory=WorkerLimits)
 
@@ -101,6 +102,12 @@ def _versions() -> dict[str, str]:
     return versions
 
 
+def _parent_index(device: str) -> int:
+    import torch
+
+    return torch.device(device).index if ":" in device else torch.cuda.current_device()
+
+
 def _device_name(device: str) -> str:
     import torch
 
@@ -135,7 +142,10 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
     job = {
         "problem_dir": str(problem.directory.resolve()),
         "candidate": {"kind": candidate.kind, "path": str(candidate.path) if candidate.path else None},
-        "shape_ids": shape_ids, "fuzz_shape_ids": [s.shape_id for s in fuzzed], "device": device,
+        "shape_ids": shape_ids, "fuzz_shape_ids": [s.shape_id for s in fuzzed],
+        # A pinned worker sees one GPU (its own cuda:0); the parent knows it as `device`.
+        "device": "cuda" if options.visible_devices is not None and device.startswith("cuda") else device,
+        "visible_devices": options.visible_devices,
         "cases": options.cases, "seeds": [options.replay_seed] if options.replay_seed is not None else None,
         "own_share_threshold": options.own_share_threshold, "hardening": options.hardening,
         "input_sets": options.input_sets, "timing": options.timing, "compare_eager": options.compare_eager,
@@ -143,7 +153,13 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
         "fp64_flop_limit": options.fp64_flop_limit, "cpu_reps": options.cpu_reps,
     }
     started = time.time()
-    outcome = run_job(job, options.limits, on_shape, on_shape_start)
+    if device.startswith("cuda"):
+        from aka_tui.bench.gpu_lock import exclusive_gpu, gpu_identity
+
+        with exclusive_gpu(gpu_identity(_parent_index(device))):
+            outcome = run_job(job, options.limits, on_shape, on_shape_start)
+    else:
+        outcome = run_job(job, options.limits, on_shape, on_shape_start)
     _cache_new_rooflines(problem, outcome.shapes)
     provenance = {
         "schema_version": SCHEMA_VERSION, "problem_hash": problem.content_hash, "tier": tier, "device": device,

@@ -59,6 +59,8 @@ class _Worker:
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        if job.get("visible_devices") is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(job["visible_devices"])
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "aka_tui.bench.worker_entry", str(write_fd), str(log_path)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate, resolve_device, resolve_profile, resolve_tier
+from aka_tui.bench.executor import EvalJob, Executor, LocalExecutor
 from aka_tui.bench.hardware import HardwareProfile
 from aka_tui.bench.problem import Problem, Suite
 from aka_tui.bench.results import SCHEMA_VERSION, CandidateResult, ShapeResult, StageError
@@ -30,12 +32,16 @@ class BenchReport:
     wall_s: float
     load_errors: dict[str, str] = field(default_factory=dict)
     created_unix: float = field(default_factory=time.time)
+    executor: str = "local"
+    slots: list[dict[str, Any]] = field(default_factory=list)
+    mixed_hardware: list[str] = field(default_factory=list)  # profile names when GPUs of several models ran
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION, "label": self.label, "suite_dir": self.suite_dir,
             "device": self.device, "tier": self.tier, "hardware": self.hardware.to_json(),
             "created_unix": self.created_unix, "wall_s": self.wall_s, "load_errors": self.load_errors,
+            "executor": self.executor, "slots": self.slots, "mixed_hardware": self.mixed_hardware,
             "aggregate": asdict(self.aggregate), "ops": [asdict(o) for o in self.ops],
             "results": [r.to_json() for r in self.results],
         }
@@ -62,7 +68,7 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
               ops: list[str] | None = None,
               progress: Callable[[str, str, ShapeResult | None], None] | None = None,
               checkpoint: Callable[[BenchReport], None] | None = None,
-              precompile_workers: int = 0) -> BenchReport:
+              precompile_workers: int = 0, executor: Executor | None = None) -> BenchReport:
     """Evaluate every selected problem; missing candidates score 0 with status `no_candidate`."""
     if (baseline is None) == (candidates_dir is None):
         raise EvaluationError("give exactly one of --baseline eager|compile or --candidates DIR")
@@ -83,37 +89,62 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
     if baseline == "compile" and precompile_workers > 0:
         from aka_tui.bench.precompile import precompile
 
-        jobs = [(str(p.directory.resolve()), s.shape_id) for p in problems for s in p.shapes_for(tier)]
-        precompile(jobs, device, precompile_workers,
+        pairs = [(str(p.directory.resolve()), s.shape_id) for p in problems for s in p.shapes_for(tier)]
+        precompile(pairs, device, precompile_workers,
                    progress=(lambda op, shape, err: progress(op, "precompiled", None)) if progress else None)
-    results: list[CandidateResult] = []
-    scores: list[OpScore] = []
-    for problem in problems:
-        shapes = problem.shapes_for(tier)
-        if not shapes:
-            continue
+    executor = executor or LocalExecutor(options.device)
+    jobs: list[EvalJob] = []
+    missing: dict[str, CandidateResult] = {}
+    selected = [p for p in problems if p.shapes_for(tier)]
+    for problem in selected:
         if baseline is not None:
             spec: CandidateSpec | None = CandidateSpec(baseline)
         else:
             path = find_candidate(candidates_dir, problem)  # type: ignore[arg-type]
             spec = CandidateSpec.file(path) if path else None
-        if progress:
-            progress(problem.name, "start", None)
         if spec is None:
+            shapes = problem.shapes_for(tier)
             error = StageError("compile", "no_candidate", f"no candidate for {problem.name} in {candidates_dir}")
-            result = CandidateResult(problem.name, "none", False,
-                                     [ShapeResult(s.shape_id, "no_candidate", [], error) for s in shapes], {}, error)
+            missing[problem.name] = CandidateResult(
+                problem.name, "none", False, [ShapeResult(s.shape_id, "no_candidate", [], error) for s in shapes],
+                {}, error)
         else:
-            result = evaluate_candidate(
-                problem, spec, options,
-                on_shape=(lambda r, p=problem.name: progress(p, "shape", r)) if progress else None)
-        results.append(result)
-        scores.append(score_op(problem, result, profile, launch_floor_s(profile)))
+            jobs.append(EvalJob(problem.name, problem, spec, options))
+    lock = threading.Lock()
+
+    def on_shape(job: EvalJob, result: ShapeResult) -> None:
         if progress:
-            progress(problem.name, "op_done", None)
-            if checkpoint:
-                checkpoint(BenchReport("partial", str(suite.directory), device, tier, profile, list(results),
-                                       list(scores), aggregate(scores), round(time.time() - started, 1)))
+            with lock:
+                progress(job.key, "shape", result)
+
+    finished: dict[str, CandidateResult] = dict(missing)
+    profiles: dict[str, HardwareProfile] = {}
+
+    def profile_of(result: CandidateResult) -> HardwareProfile:
+        where = str(result.provenance.get("device") or device)
+        if where not in profiles:
+            profiles[where] = profile if where == device else resolve_profile(options, where)
+        return profiles[where]
+
+    def scored() -> tuple[list[CandidateResult], list[OpScore]]:
+        done = [finished[p.name] for p in selected if p.name in finished]
+        by_name = {p.name: p for p in selected}
+        return done, [score_op(by_name[r.problem], r, profile_of(r), launch_floor_s(profile_of(r))) for r in done]
+
+    for outcome in executor.run(jobs, on_shape=on_shape):
+        finished[outcome.job.key] = outcome.result
+        if progress:
+            with lock:
+                progress(outcome.job.key, "op_done", None)
+        if checkpoint:
+            done, partial_scores = scored()
+            checkpoint(BenchReport("partial", str(suite.directory), device, tier, profile, done, partial_scores,
+                                   aggregate(partial_scores), round(time.time() - started, 1)))
+    results, scores = scored()
+    names = sorted({p.name for p in profiles.values()} | {profile.name})
+    mixed = len(names) > 1
     label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
     return BenchReport(label, str(suite.directory), device, tier, profile, results, scores, aggregate(scores),
-                       round(time.time() - started, 1), {k: str(v) for k, v in suite.errors.items()})
+                       round(time.time() - started, 1), {k: str(v) for k, v in suite.errors.items()},
+                       executor=executor.name, slots=executor.describe(),
+                       mixed_hardware=names if mixed else [])

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# GPU verification phases for the device machine (torch + triton + numpy only; run from the checkout).
+# Usage: bash scripts/device_phases.sh PHASE [PHASE...]; every phase writes under $OUT/<phase>/ and all of
+# it is tarred into $OUT/results.tgz at the end (the device returns few files), with $OUT/summary.txt.
+#   compile   compile baseline, whole suite full tier, caches warmed in parallel, all visible GPUs
+#   redteam   GPU tests + red-team corpus, split across two GPUs (one pytest per GPU)
+#   kernels   every KB reference kernel on the full tier, all visible GPUs, with eager timings
+#   eager12   eager baseline with --gpus 1, then --gpus 2 (executor speed-up, issue 9)
+#   ablation  optimization dropout on (GPU 0) vs off (GPU 1), offline proposer, same budget (issue 5)
+#   trace     `aka trace record` on cuda (issue 7)
+#   split     GPU 0: compile baseline of $COMPILE_OPS; GPU 1: KB kernels of $KERNEL_OPS (in that order)
+# Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
+set -uo pipefail
+export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+ROOT="$OUT"
+SECONDS_LEFT=${PHASE_TIMEOUT:-300}
+run_compile() {
+  /usr/bin/time -f "compile baseline wall %e s" timeout "$1" python3 -m aka_tui bench --baseline compile \
+    --precompile-workers 16 --out "$2" > "$2/compile.txt" 2> "$2/compile.err"
+  tail -30 "$2/compile.txt"; grep "wall" "$2/compile.err"
+}
+run_redteam() {
+  python3 -m pytest -q -m gpu tests/gpu tests/redteam -p no:cacheprovider --collect-only 2>/dev/null \
+    | grep '::' > "$2/ids.txt"
+  for g in 0 1; do
+    ( awk -v g=$g 'NR % 2 == g' "$2/ids.txt" > "$2/ids$g.txt"
+      CUDA_VISIBLE_DEVICES=$g AKA_HOME="$2/home$g" timeout "$1" python3 -m pytest -q -m gpu -p no:cacheprovider \
+        $(cat "$2/ids$g.txt") > "$2/gpu$g.txt" 2>&1 ) &
+  done
+  wait; for g in 0 1; do echo "-- GPU $g"; tail -n 15 "$2/gpu$g.txt"; done
+}
+run_kernels() {
+  timeout "$1" python3 -m aka_tui bench --candidates kb/family --compare-eager --out "$2" --name kb-kernels-full \
+    > "$2/kb-kernels.txt" 2> "$2/kb-kernels.err"; tail -32 "$2/kb-kernels.txt"
+}
+run_eager12() {
+  for n in 1 2; do /usr/bin/time -f "eager --gpus $n wall %e s" timeout "$1" python3 -m aka_tui bench \
+    --baseline eager --gpus $n --out "$2" --name eager-gpus$n > "$2/eager$n.txt" 2> "$2/eager$n.err"
+    tail -4 "$2/eager$n.txt"; grep wall "$2/eager$n.err"; done
+}
+run_ablation() {
+  for g in 0 1; do
+    ( p=$([ $g = 0 ] && echo 0.5 || echo 0.0)
+      for op in ${ABLATION_OPS:-rms_norm silu_and_mul quant_fp8_per_token_group}; do
+        CUDA_VISIBLE_DEVICES=$g timeout $(( $1 / 3 )) python3 -m aka_tui optimize "$op" --proposer offline \
+          --iterations ${ABLATION_ITERS:-5} --dropout $p --seed 7 --sessions "$2/sessions-p$p" --no-propose --no-kb \
+          > "$2/$op-p$p.txt" 2>&1; tail -3 "$2/$op-p$p.txt"; done ) &
+  done
+  wait
+}
+run_split() {
+  ( CUDA_VISIBLE_DEVICES=0 timeout "$1" python3 -m aka_tui bench --baseline compile --ops "$COMPILE_OPS" \
+      --precompile-workers 6 --out "$2" --name compile-ops > "$2/compile.txt" 2> "$2/compile.err"
+    tail -n 12 "$2/compile.txt" ) &
+  ( CUDA_VISIBLE_DEVICES=1 timeout "$1" python3 -m aka_tui bench --candidates kb/family --compare-eager \
+      --ops "$KERNEL_OPS" --out "$2" --name kb-kernels > "$2/kernels.txt" 2> "$2/kernels.err"
+    tail -n 30 "$2/kernels.txt" ) &
+  wait
+}
+run_trace() {
+  timeout "$1" python3 -m aka_tui trace record --device cuda --budget-s $(( $1 - 25 )) --out "$2/trace.json.gz" \
+    > "$2/trace.txt" 2>&1
+  tail -20 "$2/trace.txt"
+}
+for phase in "$@"; do
+  mkdir -p "$ROOT/$phase"
+  budget_var="T_${phase}"; budget=${!budget_var:-$SECONDS_LEFT}
+  echo "== $phase (limit ${budget}s, $(date -u +%H:%M:%S))" | tee -a "$ROOT/summary.txt"
+  "run_$phase" "$budget" "$ROOT/$phase" 2>&1 | tee -a "$ROOT/summary.txt" > /dev/null
+done
+tar czf "$ROOT/results.tgz" --exclude='*.so' --exclude='*/cache/*' -C "$ROOT" "$@" && rm -rf "${@/#/$ROOT/}"
+cat "$ROOT/summary.txt"
