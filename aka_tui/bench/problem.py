@@ -199,9 +199,28 @@ def _parse_tolerances(problem: str, path: Path, raw: Any) -> dict[str, Tolerance
     return tolerances
 
 
+def _shape_arguments(directory: Path) -> bytes:
+    """shapes.json reduced to what determines W and Q (kwargs per shape id): weights and notes may change."""
+    try:
+        raw = json.loads((directory / "shapes.json").read_text())
+    except (OSError, ValueError):
+        return (directory / "shapes.json").read_bytes() if (directory / "shapes.json").is_file() else b""
+    if not isinstance(raw, dict):
+        return json.dumps(raw, sort_keys=True).encode()
+    kept = {sid: {k: spec.get(k) for k in ("init_kwargs", "input_kwargs")} if isinstance(spec, dict) else spec
+            for sid, spec in raw.items()}
+    return json.dumps(kept, sort_keys=True).encode()
+
+
 def roofline_inputs_hash(directory: Path) -> str:
-    """Hash of the files that determine W and Q; a cache written for other contents is stale."""
-    return _content_hash(directory, ("reference.py", "input.py", "shapes.json"))
+    """Hash of what determines W and Q (reference, inputs, shape arguments); other contents mean a stale cache."""
+    digest = hashlib.sha256()
+    for name in ("reference.py", "input.py"):
+        path = directory / name
+        if path.is_file():
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(b"shapes\0" + _shape_arguments(directory))
+    return digest.hexdigest()[:16]
 
 
 def _load_cached_roofline(problem: str, path: Path, shapes: dict[str, Shape]) -> dict[str, RooflineEntry]:
