@@ -199,6 +199,37 @@ def cmd_illusion(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from aka_tui.bench.report import render_text, write_reports
+    from aka_tui.bench.suite_run import rescore_report
+
+    suite = _load_suite(args)
+    reports = []
+    for path in args.rescore:
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            from aka_tui.errors import EvaluationError
+
+            raise EvaluationError(f"cannot read report {path}: {exc}") from None
+        reports.append(rescore_report(data, suite))
+    report = reports[0]
+    for extra in reports[1:]:  # several partial reports of one suite: later ones fill the missing ops
+        have = {r.problem for r in report.results}
+        for result, score in zip(extra.results, extra.ops):
+            if result.problem not in have:
+                report.results.append(result)
+                report.ops.append(score)
+    from aka_tui.bench.score import aggregate
+
+    report.aggregate = aggregate(report.ops)
+    stem = args.name or Path(args.rescore[0]).stem + "-rescored"
+    json_path, md_path = write_reports(report, Path(args.out), stem)
+    print(render_text(report))
+    print(f"wrote {json_path} and {md_path}")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from aka_tui.bench.evaluate import resolve_device, resolve_tier
     from aka_tui.bench.report import render_text, write_reports
@@ -206,6 +237,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.report == "illusion":
         return cmd_illusion(args)
+    if args.rescore:
+        return cmd_rescore(args)
     suite = _load_suite(args)
     options = _eval_options(args)
     ops = args.ops.split(",") if args.ops else None
@@ -351,6 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --baseline compile: compile every shape first in N parallel processes (warms "
                         "inductor's caches; nothing is timed meanwhile)")
     _add_executor_args(p)
+    group.add_argument("--rescore", nargs="+", metavar="REPORT",
+                   help="score stored report JSON(s) again with the suite's current weights (nothing is re-run); "
+                        "several partial reports of one suite are merged, the first report winning per op")
     p.add_argument("--report", choices=["scores", "illusion"], default="scores",
                    help="illusion: with --candidates, pass rates under a naive check vs the hardened one vs real kernels")
     p.add_argument("--out", default="reports", help="directory for the JSON and Markdown reports (default reports/)")

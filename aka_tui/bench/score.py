@@ -102,8 +102,10 @@ def score_shape(result: ShapeResult, weight: float, profile: HardwareProfile, ro
 def _weighted_geomean(pairs: list[tuple[float, float | None]]) -> float | None:
     if not pairs or any(v is None or v <= 0 for _, v in pairs):
         return None
-    total = sum(w for w, _ in pairs) or float(len(pairs))
-    return math.exp(sum((w or 1.0) * math.log(v) for w, v in pairs if v) / total)  # type: ignore[arg-type]
+    if sum(w for w, _ in pairs) <= 0:
+        pairs = [(1.0, v) for _, v in pairs]  # no weights at all: plain geometric mean
+    total = sum(w for w, _ in pairs)
+    return math.exp(sum(w * math.log(v) for w, v in pairs if w > 0) / total)  # type: ignore[arg-type]
 
 
 def score_op(problem: Problem, result: CandidateResult, profile: HardwareProfile,

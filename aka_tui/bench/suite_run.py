@@ -148,3 +148,24 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
                        round(time.time() - started, 1), {k: str(v) for k, v in suite.errors.items()},
                        executor=executor.name, slots=executor.describe(),
                        mixed_hardware=names if mixed else [])
+
+
+def rescore_report(data: dict[str, Any], suite: Suite, label_suffix: str = "rescored") -> BenchReport:
+    """Score a stored report's measured results again with the suite's current weights (nothing re-run).
+
+    Used when weights change (e.g. after `aka trace apply`): times, verdicts and rooflines stay those the
+    report measured; ops missing from the suite are dropped, with their names in `load_errors`.
+    """
+    from aka_tui.bench.hardware import _from_json
+
+    try:
+        profile = _from_json(data["hardware"], Path("<report>"))
+        results = [CandidateResult.from_json(r) for r in data["results"]]
+    except (KeyError, TypeError) as exc:
+        raise EvaluationError(f"not an aka bench report ({exc!r}): need hardware and results") from None
+    kept = [r for r in results if r.problem in suite.problems]
+    dropped = {r.problem: "not in the suite" for r in results if r.problem not in suite.problems}
+    scores = [score_op(suite.problems[r.problem], r, profile, launch_floor_s(profile)) for r in kept]
+    return BenchReport(f"{data.get('label', '?')} ({label_suffix})", str(suite.directory), str(data.get("device")),
+                       str(data.get("tier")), profile, kept, scores, aggregate(scores), float(data.get("wall_s", 0)),
+                       dropped, executor=str(data.get("executor", "local")), slots=list(data.get("slots", [])))

@@ -50,7 +50,12 @@ def apply_weights(doc: dict[str, Any], suite_dir: Path, dry_run: bool = False,
     suite = load_suite(suite_dir)
     sha = str(prov.get("trace_sha256", ""))[:12]
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    tag = f"trace {Path(str(prov.get('trace', '?'))).name} sha256:{sha} ({prov.get('time_source')} time)"
+    if prov.get("basis") == "roofline":
+        how = (f"{prov.get('time_source')}-linked calls timed at {prov.get('roofline_profile')} T_SOL, "
+               f"floor {prov.get('launch_floor_us')} us per call")
+    else:
+        how = f"{prov.get('time_source')} time"
+    tag = f"trace {Path(str(prov.get('trace', '?'))).name} sha256:{sha} ({how})"
     changes: list[OpChange] = []
     not_in_suite: dict[str, float] = {}
     written: list[Path] = []
@@ -70,7 +75,8 @@ def apply_weights(doc: dict[str, Any], suite_dir: Path, dry_run: bool = False,
         meta["importance_provenance"] = (f"trace-derived: {o['importance']:.4f}% of attributed time in {tag}, "
                                          f"{o['calls']} calls; applied {when} by `aka trace apply`")
         meta["importance_trace"] = {"trace": prov.get("trace"), "trace_sha256": prov.get("trace_sha256"),
-                                    "time_source": prov.get("time_source"), "time_us": o["time_us"],
+                                    "time_source": prov.get("time_source"), "basis": prov.get("basis", "observed"),
+                                    "time_us": o["time_us"],
                                     "calls": o["calls"], "covered_share": o["covered_share"],
                                     "mapped_by": o["mapped_by"], "applied_at": when}
         trace_shapes: dict[str, float] = {s: float(v["weight"]) for s, v in o["shapes"].items()}

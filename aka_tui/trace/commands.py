@@ -10,7 +10,8 @@ from typing import Any
 
 def _print_import_summary(doc: dict[str, Any], top: int = 25) -> None:
     prov = doc["provenance"]
-    print(f"{Path(prov['trace']).name}: time source {prov['time_source']}, "
+    print(f"{Path(prov['trace']).name}: time source {prov['time_source']}, basis {prov.get('basis', 'observed')}"
+          + (f" ({prov['roofline_profile']} T_SOL)" if prov.get("roofline_profile") else "") + ", "
           f"{prov['total_time_us'] / 1e3:.3f} ms attributed, "
           f"{prov['events'].get('kernel', 0)} kernels, {prov['events'].get('aka_annotations', 0)} aka annotations")
     rows = [(op, o["importance"], len(o["shapes"]), len(o["dropped_shapes"]), o["covered_share"], "/".join(o["mapped_by"]))
@@ -32,7 +33,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     from aka_tui.trace.weights import ImportOptions, import_trace, write_weights
 
     rules = load_rules([Path(p) for p in args.map or []], defaults=not args.no_default_rules)
-    doc = import_trace(args.trace, rules, ImportOptions(args.coverage, args.max_shapes, args.time_source))
+    doc = import_trace(args.trace, rules, ImportOptions(
+        args.coverage, args.max_shapes, args.time_source, args.basis,
+        Path(args.suite) if args.suite else None, args.hardware, args.launch_floor_us))
     json_path, md_path = write_weights(doc, Path(args.out))
     _print_import_summary(doc)
     print(f"wrote {json_path} and {md_path}")
@@ -123,6 +126,13 @@ def register(sub: Any) -> None:
     i.add_argument("--max-shapes", type=int, help="per op, keep at most this many shapes")
     i.add_argument("--time-source", choices=["auto", "gpu", "cpu"], default="auto",
                    help="gpu: kernel time; cpu: CPU time of aka: annotated ranges; auto: gpu when the trace has kernels")
+    i.add_argument("--basis", choices=["observed", "roofline"], default="observed",
+                   help="observed: measured time (an engine's trace); roofline: annotated calls × T_SOL of their "
+                        "shape (a trace of the suite's own references, whose naive ops would otherwise dominate)")
+    i.add_argument("--hardware", help="with --basis roofline: profile for T_SOL (default: the trace's GPU)")
+    i.add_argument("--launch-floor-us", type=float,
+                   help="with --basis roofline: minimum time per call, one kernel launch (default: the profile's "
+                        "measured empty-launch time, else 0)")
     i.add_argument("--apply", action="store_true", help="then apply the weights to the suite (as `aka trace apply`)")
     _add_apply_flags(i)
     i.set_defaults(func=cmd_import)

@@ -95,6 +95,12 @@ class TraceIndex:
     gpu_annotations: dict[Any, list[tuple[float, float, str]]] = field(default_factory=dict)
     kernels: list[dict[str, Any]] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
+    # How many times each (op, shape) was called: CPU-side `aka:` ranges, else GPU-side ones.
+    cpu_calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    gpu_calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def annotated_calls(self) -> Counter[tuple[str, str]]:
+        return self.cpu_calls if self.cpu_calls else self.gpu_calls
 
 
 def _num(value: Any) -> float | None:
@@ -139,9 +145,12 @@ def build_index(events: Iterable[Any]) -> TraceIndex:
             index.counts[cat] += 1
             if rng.annotation:
                 index.counts["aka_annotations"] += 1
+                index.cpu_calls[rng.annotation] += 1
         elif cat == "gpu_user_annotation":
-            if parse_annotation(name):  # only `aka:` spans can attribute a kernel
+            parsed = parse_annotation(name)
+            if parsed:  # only `aka:` spans can attribute a kernel
                 gpu_ann[e.get("pid")].append((ts, ts + dur, name))
+                index.gpu_calls[parsed] += 1
             index.counts[cat] += 1
         elif cat in LAUNCH_CATS or "correlation" in args:
             if "correlation" in args:

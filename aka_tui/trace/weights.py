@@ -25,6 +25,10 @@ class ImportOptions:
     coverage: float = 0.9  # keep the largest shapes of an op until they cover this share of its time
     max_shapes: int | None = None  # ...but never more than this many
     time_source: str = "auto"  # "gpu" (kernel time), "cpu" (annotated CPU ranges), "auto" (gpu if kernels)
+    basis: str = "observed"  # "observed": measured time; "roofline": annotated calls × T_SOL of their shape
+    suite_dir: Path | None = None  # roofline basis: where the problems' roofline caches are
+    hardware: str | None = None  # roofline basis: profile name (default: matched from the trace's GPU name)
+    launch_floor_us: float | None = None  # roofline basis: no call takes less than one launch (None: profile's)
 
 
 @dataclass
@@ -108,10 +112,21 @@ def import_trace(path: str | Path, rules: RuleSet, options: ImportOptions) -> di
                 acc.time_us += span.dur_us
                 acc.kernels += 1
 
-    total = sum(a.time_us for shapes in per_op.values() for a in shapes.values()) + sum(
+    observed_total = sum(a.time_us for shapes in per_op.values() for a in shapes.values()) + sum(
         a.time_us for a in unknown.values())
-    if total <= 0:
+    if observed_total <= 0:
         raise TraceError(f"trace {path} has no timed activity to attribute")
+    unknown_share = sum(a.time_us for a in unknown.values()) / observed_total
+    basis_note: dict[str, Any] = {"basis": options.basis}
+    if options.basis == "roofline":
+        basis_note.update(_retime_by_roofline(per_op, index.annotated_calls(), data, options))
+        total = sum(a.time_us for shapes in per_op.values() for a in shapes.values())
+        if total <= 0:
+            raise TraceError(f"trace {path}: no annotated call has a cached roofline to time it by")
+    elif options.basis == "observed":
+        total = observed_total
+    else:
+        raise TraceError(f"unknown basis {options.basis!r}: use observed or roofline")
     ops: dict[str, Any] = {}
     for op, shapes in sorted(per_op.items(), key=lambda kv: -sum(a.time_us for a in kv[1].values())):
         op_time = sum(a.time_us for a in shapes.values())
@@ -138,12 +153,12 @@ def import_trace(path: str | Path, rules: RuleSet, options: ImportOptions) -> di
                             for n, t in sorted(names.items(), key=lambda kv: -kv[1])[:5]],
         }
     unknown_rows = [{"name": n, "time_us": round(a.time_us, 3), "count": a.kernels,
-                     "share": round(a.time_us / total, 6)}
+                     "share": round(a.time_us / observed_total, 6)}
                     for n, a in sorted(unknown.items(), key=lambda kv: -kv[1].time_us)]
     meta = {k: data[k] for k in ("deviceProperties", "record_shapes", "trace_id") if k in data}
     provenance = {
         "trace": str(path), "trace_sha256": file_sha256(path), "time_source": source,
-        "total_time_us": round(total, 3), "events": dict(sorted(index.counts.items())),
+        **basis_note, "total_time_us": round(total, 3), "events": dict(sorted(index.counts.items())),
         "kernel_links": dict(sorted(links_count.items())), "rules": list(rules.sources),
         "rules_sha256": rules.sha256, "coverage": options.coverage, "max_shapes": options.max_shapes,
         "imported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "aka_version": __version__,
@@ -152,7 +167,51 @@ def import_trace(path: str | Path, rules: RuleSet, options: ImportOptions) -> di
     if isinstance(data.get("aka_workload"), dict):
         provenance["workload"] = data["aka_workload"]
     return {"format": WEIGHTS_FORMAT, "provenance": provenance, "ops": ops,
-            "unknown_share": round(sum(a.time_us for a in unknown.values()) / total, 6), "unknown": unknown_rows}
+            "unknown_share": round(unknown_share, 6), "unknown": unknown_rows}
+
+
+def _retime_by_roofline(per_op: dict[str, dict[str, _Acc]], calls: dict[tuple[str, str], int],
+                        data: dict[str, Any], options: ImportOptions) -> dict[str, Any]:
+    """Replace each annotated (op, shape)'s measured time by calls × T_SOL of that shape, in place.
+
+    `calls` counts the `aka:<op>:<shape>` ranges themselves (not kernels), so a call is counted once however
+    its kernels were linked. Each call takes at least `launch_floor_us` (one kernel launch): tiny ops are
+    launch-bound in practice, and T_SOL alone would make them vanish from the suite.
+
+    A workload recorded with the suite's own eager references over-weights the ops whose references are
+    far from their roofline (naive attention, a per-expert MoE loop); timing each recorded call at its
+    speed of light keeps the trace's op mix and shapes while removing that bias. Rule-mapped kernels have
+    no suite shape, so they cannot be re-timed: they are dropped and listed.
+    """
+    from aka_tui.bench.hardware import get_profile, match_device_name
+    from aka_tui.bench.problem import default_suite_dir, load_suite
+    from aka_tui.bench.roofline import bound
+
+    suite = load_suite(options.suite_dir or default_suite_dir())
+    profile = get_profile(options.hardware) if options.hardware else None
+    if profile is None:
+        names = [d.get("name", "") for d in data.get("deviceProperties") or [] if isinstance(d, dict)]
+        matched = [m for m in (match_device_name(n) for n in names if n) if m is not None]
+        if not matched:
+            raise TraceError("roofline basis: the trace names no known GPU; pass --hardware PROFILE")
+        profile = matched[0]
+    floor_us = options.launch_floor_us if options.launch_floor_us is not None else (profile.empty_launch_us or 0.0)
+    dropped: dict[str, float] = {}
+    for op in list(per_op):
+        problem = suite.problems.get(op)
+        for shape_id in list(per_op[op]):
+            acc = per_op[op][shape_id]
+            entry = problem.roofline.get(shape_id) if problem else None
+            count = calls.get((op, shape_id), 0)
+            if entry is None or not count:
+                dropped[f"{op}:{shape_id}"] = round(acc.time_us, 3)
+                del per_op[op][shape_id]
+                continue
+            acc.time_us = count * max(bound(entry, profile).t_sol_s * 1e6, floor_us)
+            acc.calls = set(range(count))
+        if not per_op[op]:
+            del per_op[op]
+    return {"roofline_profile": profile.name, "launch_floor_us": floor_us, "not_retimed_us": dropped}
 
 
 def render_markdown(doc: dict[str, Any], max_unknown: int = 20) -> str:

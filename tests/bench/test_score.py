@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import math
+
 import pytest
 import torch
 
@@ -29,7 +31,7 @@ def _result(shape_id: str, ms: float | None, real: bool = True, status: str = "p
 
 
 def _problem(name: str, importance: float, weights: dict[str, float]) -> Problem:
-    total = sum(weights.values())
+    total = sum(weights.values()) or 1.0
     shapes = {k: Shape(k, {}, {}, "full", w / total, torch.bfloat16) for k, w in weights.items()}
     return Problem(name, Path("."), "norm", torch.bfloat16, importance, shapes, {},
                    roofline={k: ONE_MS for k in weights})
@@ -83,3 +85,12 @@ def test_speedup_is_weighted_geomean() -> None:
     problem = _problem("op", 0.1, {"a": 1.0, "b": 1.0})
     result = CandidateResult("op", "c", True, [_result("a", 1.0, eager_ms=4.0), _result("b", 1.0, eager_ms=1.0)])
     assert score_op(problem, result, H200).speedup_vs_eager == pytest.approx(2.0)
+
+
+def test_zero_weight_shapes_do_not_count_in_the_speedup() -> None:
+    # Trace-derived weights give shapes a workload never called weight 0 (they are still checked).
+    problem = _problem("op", 0.1, {"a": 1.0, "b": 0.0})
+    result = CandidateResult("op", "c", True, [_result("a", 1.0, eager_ms=4.0), _result("b", 1.0, eager_ms=1000.0)])
+    assert score_op(problem, result, H200).speedup_vs_eager == pytest.approx(4.0)
+    unweighted = _problem("op", 0.1, {"a": 0.0, "b": 0.0})
+    assert score_op(unweighted, result, H200).speedup_vs_eager == pytest.approx(math.sqrt(4.0 * 1000.0))

@@ -1,0 +1,52 @@
+"""`aka bench --rescore`: stored H200 measurements scored again under other weights, nothing re-run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aka_tui.bench.problem import load_suite
+from aka_tui.bench.suite_run import rescore_report
+from aka_tui.cli import main
+from aka_tui.errors import EvaluationError
+from tests.conftest import PROBLEMS, REPO
+
+EAGER = REPO / "docs/benchmarks/2026-11-29-h200-eager-full.json"
+
+
+def test_rescore_follows_the_suite_weights(tmp_path: Path) -> None:
+    data = json.loads(EAGER.read_text())
+    suite_dir = tmp_path / "suite"
+    shutil.copytree(PROBLEMS, suite_dir)
+    for meta_path in suite_dir.glob("*/problem.json"):  # all weight on rms_norm
+        meta = json.loads(meta_path.read_text())
+        meta["importance"] = 100.0 if meta_path.parent.name == "rms_norm" else 0.0
+        meta_path.write_text(json.dumps(meta))
+    report = rescore_report(data, load_suite(suite_dir))
+    rms = next(o for o in report.ops if o.problem == "rms_norm")
+    assert report.aggregate.s_raw_agg == pytest.approx(rms.s_raw_op)
+    assert report.aggregate.s_agg == 0.0  # the eager reference is a fallback, whatever the weights
+    stored = next(o for o in data["ops"] if o["problem"] == "rms_norm")
+    assert rms.s_raw_op != pytest.approx(stored["s_raw_op"])  # the shape weights changed since the run
+
+
+def test_rescore_cli_merges_partial_reports_and_rejects_bad_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(EAGER.read_text())
+    first, second = dict(data), dict(data)
+    first["results"] = [r for r in data["results"] if r["problem"] < "m"]
+    second["results"] = [r for r in data["results"] if r["problem"] >= "l"]
+    (tmp_path / "a.json").write_text(json.dumps(first))
+    (tmp_path / "b.json").write_text(json.dumps(second))
+    rc = main(["bench", "--rescore", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path),
+               "--name", "merged"])
+    assert rc == 0
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert sorted(r["problem"] for r in merged["results"]) == sorted(r["problem"] for r in data["results"])
+    (tmp_path / "bad.json").write_text("{\"results\": 3}")
+    with pytest.raises(EvaluationError, match="not an aka bench report"):
+        rescore_report({"results": 3}, load_suite(PROBLEMS))
+    assert main(["bench", "--rescore", str(tmp_path / "bad.json"), "--out", str(tmp_path)]) != 0
+    assert "not an aka bench report" in capsys.readouterr().err
