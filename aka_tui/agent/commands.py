@@ -79,6 +79,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             print(f"{elapsed}  iter {d['iteration']}: knowledge: {', '.join(d['ids'][:6])}")
         elif event.kind == "candidate_proposed":
             print(f"{elapsed}  iter {d['iteration']}: {d['rationale']}")
+        elif event.kind == "candidate_screened" and not d["promising"]:
+            state = ("correct" if d["correct"] else "incorrect") + ("" if d["real"] else ", fallback")
+            print(f"{elapsed}  iter {d['iteration']}: screened on the weighted shapes: S_op {d['s_op']:.4f} ({state}) "
+                  f"vs incumbent {d['incumbent_s']:.4f}: not worth a full evaluation")
+        elif event.kind == "candidate_evaluated" and d.get("screened_out"):
+            pass
         elif event.kind == "candidate_evaluated":
             verdict = "ACCEPTED" if d["accepted"] else "rejected"
             state = ("correct" if d["correct"] else "incorrect") + ("" if d["real"] else ", fallback")
@@ -87,7 +93,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             print(f"{elapsed}  done: {d['reason']}; best S_op {d['best_s']:.4f} (iteration {d['best_iteration']})")
 
     config = LoopConfig(iterations=args.iterations, wall_time_s=args.wall_time, target_s=args.target,
-                        dropout_p=args.dropout, seed=args.seed, max_tokens=args.max_tokens, max_cost_usd=args.max_cost)
+                        dropout_p=args.dropout, seed=args.seed, max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
+                        screen=not args.no_screen)
     loop = AgentLoop(problem, proposer, profile, options, config, session.path / ".work", session,
                      retrieve=_retriever(args, problem, profile), on_event=show)
     outcome = loop.run()
@@ -131,6 +138,9 @@ def register(sub: Any) -> None:
     p.add_argument("--max-tokens", type=int, help="stop once the model has used this many tokens")
     p.add_argument("--max-cost", type=float, help="stop once the model has cost this many USD")
     p.add_argument("--no-propose", action="store_true", help="do not propose an experience entry from a win")
+    p.add_argument("--no-screen", action="store_true",
+                   help="evaluate every proposal fully (default: screen on the weighted shapes first, one case, "
+                        "no fuzzing; only promising candidates get the full hardened evaluation)")
     p.add_argument("--model", help="model id for --proposer anthropic (default: $AKA_MODEL or claude-sonnet-5-5)")
     p.add_argument("--from", dest="replay_from", help="with --proposer replay: the recorded session to re-issue")
     p.set_defaults(func=cmd_optimize)

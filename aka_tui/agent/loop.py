@@ -2,6 +2,12 @@
 
 A library API with an event stream (`on_event`); the CLI prints it, the TUI will post it as messages.
 Accepts only a correct, real candidate whose S_op beats the incumbent by more than the noise margin.
+
+Cost control (each evaluation is a worker process; on a GPU most of a full evaluation is start-up, fuzzed
+shapes and extra correctness cases): once there is an incumbent, a proposal is first *screened* on the
+shapes that carry weight in S_op, with one case and no fuzzing. Only a candidate that is correct, real and
+not clearly slower (within `close_rel` of the incumbent or better) gets the full hardened evaluation, so a
+screened-out candidate can never be accepted; it is still recorded, as screened.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ class LoopConfig:
     noise_rel: float = 0.03  # a candidate must beat the incumbent's S_op by more than this fraction
     close_rel: float = 0.10  # within this fraction of the incumbent, re-measure both, interleaved
     remeasure_rounds: int = 2
+    screen: bool = True  # screen proposals on the weighted shapes before the full evaluation
     max_tokens: int | None = None  # model tokens (input + output, cache included) for the whole session
     max_cost_usd: float | None = None
 
@@ -168,12 +175,34 @@ class AgentLoop:
         result = evaluate_candidate(self.problem, CandidateSpec.file(path), self.options)
         return score_op(self.problem, result, self.profile), result
 
+    def _quick_options(self) -> EvalOptions:
+        """One case, no fuzzing, only the shapes with weight in S_op (S_op is the same on them)."""
+        from dataclasses import replace
+
+        from aka_tui.bench.evaluate import resolve_device, resolve_tier
+
+        tier = resolve_tier(self.options, resolve_device(self.options.device))
+        shapes = self.problem.shapes_for(tier)
+        if self.options.shape_ids:
+            weighted = list(self.options.shape_ids)
+        else:
+            weighted = [s.shape_id for s in shapes if s.weight > 0] or [s.shape_id for s in shapes]
+        return replace(self.options, cases=1, fuzz=0, shape_ids=weighted)
+
+    def _screen(self, source: str, iteration: int, incumbent: Attempt) -> tuple[bool, OpScore, Any]:
+        path = self.work_dir / f"screen_{iteration:04d}.py"
+        path.write_text(source)
+        result = evaluate_candidate(self.problem, CandidateSpec.file(path), self._quick_options())
+        score = score_op(self.problem, result, self.profile)
+        promising = score.correct and score.real and score.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel)
+        self._emit("candidate_screened", iteration=iteration, s_op=score.s_op, correct=score.correct,
+                   real=score.real, incumbent_s=incumbent.score.s_op, promising=promising)
+        return promising, score, result
+
     def _remeasure(self, iteration: int, incumbent: Attempt, source: str) -> bool:
         """Time incumbent and candidate alternately (I, C, I, C …) and accept only if the candidate's median
         S_op beats the incumbent's median by more than the noise margin."""
-        from dataclasses import replace
-
-        quick = replace(self.options, cases=1, fuzz=0)
+        quick = self._quick_options()
         paths = {"incumbent": self.work_dir / f"remeasure_{iteration:04d}_incumbent.py",
                  "candidate": self.work_dir / f"remeasure_{iteration:04d}_candidate.py"}
         paths["incumbent"].write_text(incumbent.proposal.source)
@@ -260,26 +289,34 @@ class AgentLoop:
                                                      bottleneck, drop.tactics_kept)
             self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale,
                        changed={k: list(v) for k, v in proposal.changed.items()}, masked=masked)
-            score, result = self._evaluate(proposal.source, iteration)
-            better = score.correct and score.real and (
+            screened_out = False
+            if incumbent is not None and self.config.screen:
+                promising, score, result = self._screen(proposal.source, iteration, incumbent)
+                screened_out = not promising
+            if not screened_out:
+                score, result = self._evaluate(proposal.source, iteration)
+            better = not screened_out and score.correct and score.real and (
                 incumbent is None or score.s_op > incumbent.score.s_op * (1.0 + self.config.noise_rel))
-            if (incumbent is not None and score.correct and score.real and self.config.remeasure_rounds > 0
+            if (incumbent is not None and not screened_out and score.correct and score.real
+                    and self.config.remeasure_rounds > 0
                     and abs(score.s_op - incumbent.score.s_op) <= self.config.close_rel * incumbent.score.s_op):
                 better = self._remeasure(iteration, incumbent, proposal.source)
             attempt = Attempt(iteration, proposal, score, better, error=_first_error(result))
-            summary = (f"{'accepted' if better else 'rejected'} S_op={score.s_op:.4f} "
+            summary = (f"{'accepted' if better else 'rejected'}{' (screened)' if screened_out else ''} "
+                       f"S_op={score.s_op:.4f} "
                        f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")
             if self.session is not None:
                 attempt.sha = self.session.record_candidate(
                     iteration, proposal.source, result.to_json(),
                     {"proposer": self.proposer.name, "rationale": proposal.rationale, "point": proposal.point,
                      "changed": {k: list(v) for k, v in proposal.changed.items()}, "bottleneck": bottleneck,
-                     "dropout": masked, "transcript": list(getattr(self.proposer, "transcript", [])[-1:]),
+                     "dropout": masked, "screened_out": screened_out, "transcript": list(getattr(self.proposer, "transcript", [])[-1:]),
                      "usage": vars(getattr(self.proposer, "usage", None)) if hasattr(self.proposer, "usage") else None},
                     summary)
             outcome.attempts.append(attempt)
             self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
-                       correct=score.correct, real=score.real, accepted=better, sha=attempt.sha)
+                       correct=score.correct, real=score.real, accepted=better, sha=attempt.sha,
+                       screened_out=screened_out)
             if better:
                 incumbent = attempt
             if incumbent and self.config.target_s and incumbent.score.s_op >= self.config.target_s:

@@ -52,3 +52,54 @@ def test_close_candidates_are_remeasured_interleaved(tmp_path: Path) -> None:
     samples = remeasured[0].data["samples"]
     assert len(samples["incumbent"]) == 1 and len(samples["candidate"]) == 1
     assert outcome.attempts[1].accepted == remeasured[0].data["accepted"]
+
+
+class _ScriptedProposer:
+    """Proposes the given sources in order (the loop's proposer protocol, no model)."""
+
+    name = "scripted"
+
+    def __init__(self, sources: list[str]) -> None:
+        from aka_tui.agent.offline import Proposal
+
+        self.proposals = [Proposal(src, f"scripted-{i}", {"i": i}, {"i": (i - 1, i)}, f"scripted {i}")
+                          for i, src in enumerate(sources)]
+
+    def tactics(self) -> list[str]:
+        return []
+
+    def first(self):  # type: ignore[no-untyped-def]
+        return self.proposals.pop(0)
+
+    def propose(self, point, memory, bottleneck, tactics):  # type: ignore[no-untyped-def]
+        return self.proposals.pop(0)
+
+
+def test_a_clearly_slower_candidate_is_screened_out_without_a_full_evaluation(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import aka_tui.agent.loop as loop_module
+
+    honest = (PROBLEMS / "silu_and_mul/solutions/correct/triton_silu_and_mul.py").read_text()
+    # The same real kernel, launched 40 times per call: correct, real, and far slower.
+    slow = honest.replace("class Model(", "class _Once(", 1) + (
+        "\n\nclass Model(_Once):\n    def forward(self, *args, **kwargs):\n"
+        "        for _ in range(39):\n            super().forward(*args, **kwargs)\n"
+        "        return super().forward(*args, **kwargs)\n")
+    calls: list[tuple[list[str] | None, int | None]] = []
+    real_evaluate = loop_module.evaluate_candidate
+
+    def counting(problem, spec, options, **kw):  # type: ignore[no-untyped-def]
+        calls.append((options.shape_ids, options.fuzz))
+        return real_evaluate(problem, spec, options, **kw)
+
+    monkeypatch.setattr(loop_module, "evaluate_candidate", counting)
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    events: list[AgentEvent] = []
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=3, input_sets=1, fuzz=1)
+    outcome = AgentLoop(problem, _ScriptedProposer([honest, slow]), get_profile("cpu"), options,
+                        LoopConfig(iterations=2, seed=0), tmp_path / "work", on_event=events.append).run()
+    screened = [e.data for e in events if e.kind == "candidate_screened"]
+    assert len(screened) == 1 and not screened[0]["promising"] and screened[0]["correct"] and screened[0]["real"]
+    assert outcome.attempts[0].accepted and not outcome.attempts[1].accepted
+    # baseline, full evaluation of iteration 1, then only the screening of iteration 2 (weighted shapes, no fuzz)
+    assert len(calls) == 3
+    assert calls[2][0] == [s.shape_id for s in problem.shapes_for("smoke") if s.weight > 0] and calls[2][1] == 0
