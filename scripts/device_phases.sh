@@ -9,6 +9,10 @@
 #   ablation  optimization dropout on (GPU 0) vs off (GPU 1), offline proposer, same budget (issue 5)
 #   trace     `aka trace record` on cuda (issue 7)
 #   split     GPU 0: compile baseline of $COMPILE_OPS; GPU 1: KB kernels of $KERNEL_OPS (in that order)
+#   integrity the two GPU tests fixed after session 2, the eager reference evaluated as a candidate (its
+#             own_share must say fallback) and the hardening cost of one honest kernel on the GPU
+#   optimize  `aka optimize --proposer offline` on every op ($OPT_ITERS iterations), ops split over the GPUs,
+#             then the best kernel of each session benched on the full tier (issues 5 and 8)
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -56,6 +60,34 @@ run_split() {
       --ops "$KERNEL_OPS" --out "$2" --name kb-kernels > "$2/kernels.txt" 2> "$2/kernels.err"
     tail -n 30 "$2/kernels.txt" ) &
   wait
+}
+run_integrity() {
+  python3 -m pytest -q -m gpu -p no:cacheprovider \
+    "tests/gpu/test_gpu_eval.py::test_correct_triton_rms_norm_is_real_and_timed_with_events" \
+    "tests/redteam/test_redteam.py::test_corpus_on_gpu[silent_fp16_downcast]" > "$2/tests.txt" 2>&1
+  tail -n 3 "$2/tests.txt"
+  python3 -m aka_tui eval problems/rms_norm/reference.py --problem rms_norm --json "$2/reference-as-candidate.json" \
+    > "$2/reference.txt" 2>&1; tail -n 8 "$2/reference.txt"
+  for h in "" "--no-hardening"; do /usr/bin/time -f "rms_norm KB kernel eval $h: %e s" timeout "$1" python3 -m aka_tui \
+    eval kb/family/norm/rms_norm.py --problem rms_norm $h > /dev/null; done 2>&1 | tee "$2/hardening-cost.txt"
+}
+run_optimize() {
+  ops=$(python3 -c "from aka_tui.bench.problem import load_suite; print(' '.join(load_suite('problems').problems))")
+  n=$(python3 -c "import torch; print(max(1, torch.cuda.device_count()))")
+  per_op=$(( $1 * n / $(echo $ops | wc -w) ))
+  for g in $(seq 0 $((n - 1))); do
+    ( i=0; for op in $ops; do
+        if [ $((i % n)) = $g ]; then
+          CUDA_VISIBLE_DEVICES=$g timeout $per_op python3 -m aka_tui optimize "$op" --proposer offline --no-kb \
+            --iterations ${OPT_ITERS:-6} --seed 1 --sessions "$2/sessions" --no-propose > "$2/$op.txt" 2>&1
+          best=$(grep -o "best kernel: [^ ]*" "$2/$op.txt" | cut -d' ' -f3)
+          mkdir -p "$2/best"; [ -n "$best" ] && cp "$best" "$2/best/$op.py"
+          echo "$op: $(grep -E 'done:' "$2/$op.txt" | tail -n 1)"
+        fi; i=$((i + 1)); done ) &
+  done
+  wait
+  timeout 240 python3 -m aka_tui bench --candidates "$2/best" --compare-eager --out "$2" --name optimized-best \
+    > "$2/bench.txt" 2> "$2/bench.err"; tail -n 30 "$2/bench.txt"
 }
 run_trace() {
   timeout "$1" python3 -m aka_tui trace record --device cuda --budget-s $(( $1 - 25 )) --out "$2/trace.json.gz" \
