@@ -242,7 +242,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     suite = _load_suite(args)
     options = _eval_options(args)
     ops = args.ops.split(",") if args.ops else None
-    tier = resolve_tier(options, resolve_device(options.device))
+    executor = _executor(args)
+    tier = resolve_tier(options, executor.device if executor.remote else resolve_device(options.device))
     selected = [suite.problems[o] for o in ops if o in suite.problems] if ops else list(suite.problems.values())
     progress = Progress(sum(len(p.shapes_for(tier)) for p in selected))
     stem = args.name or (f"bench-{args.baseline}" if args.baseline else "bench-candidates") + f"-{tier}"
@@ -255,7 +256,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     report = run_bench(suite, options, baseline=args.baseline,
                        candidates_dir=Path(args.candidates) if args.candidates else None, ops=ops, progress=progress,
                        checkpoint=checkpoint, precompile_workers=args.precompile_workers,
-                       executor=_executor(args))
+                       executor=executor)
     progress.finish()
     partial.unlink(missing_ok=True)
     json_path, md_path = write_reports(report, Path(args.out), stem)

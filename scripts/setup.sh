@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # Create .venv and install aka-tui. Reuses a torch the base Python already has (e.g. a CUDA build);
 # otherwise installs torch 2.13.0 — the CPU build on machines without an NVIDIA GPU.
-# Usage: scripts/setup.sh [--test]    (AKA_PYTHON=python3.x to choose the base interpreter)
+# Usage: scripts/setup.sh [--test] [--ray]    (AKA_PYTHON=python3.x to choose the base interpreter)
+#   --test  test dependencies, Ray included (CI runs the Ray executor tests)
+#   --ray   the optional Ray extra, for `aka bench --executor ray` (docs/scale-out.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${AKA_PYTHON:-python3}"
 VENV=.venv
 want_test=0
-[[ "${1:-}" == "--test" ]] && want_test=1
+want_ray=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_test=1; want_ray=1 ;;
+    --ray) want_ray=1 ;;
+    *) echo "setup: unknown option $arg (use --test and/or --ray)" >&2; exit 2 ;;
+  esac
+done
 
 if [[ ! -x "$VENV/bin/python" ]]; then
   if "$PY" -c "import torch" >/dev/null 2>&1; then
@@ -35,6 +44,8 @@ fi
 
 "${PIP[@]}" -r requirements.txt
 [[ $want_test == 1 ]] && "${PIP[@]}" -r requirements-test.txt
+# Ray (minimal, ~240 MB, ~10 s) needs no torch, so the torch installed above stays as it is.
+[[ $want_ray == 1 ]] && "${PIP[@]}" -r requirements-ray.txt
 # No build isolation: the build backend (setuptools) comes from the venv, nothing is fetched for it.
 "${PIP[@]}" --no-deps --no-build-isolation -e .
 echo "setup: done ($("$VENV/bin/python" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'))"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Protocol
 
 from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate, resolve_device
+from aka_tui.bench.hardware import HardwareProfile
 from aka_tui.bench.problem import Problem
 from aka_tui.bench.results import CandidateResult, ShapeResult
 from aka_tui.errors import EvaluationError
@@ -40,6 +41,7 @@ class JobOutcome:
     job: EvalJob
     result: CandidateResult
     placement: dict[str, Any] = field(default_factory=dict)
+    profile: HardwareProfile | None = None  # the profile it was scored against, when it ran elsewhere
 
 
 ShapeCallback = Callable[[EvalJob, ShapeResult], None]
@@ -49,6 +51,8 @@ class Executor(Protocol):
     """What `aka bench`, `aka optimize` and the TUI submit evaluations to."""
 
     name: str
+    remote: bool  # True when evaluations run on other machines (the caller's GPU is not the one measured)
+    device: str  # what the slots evaluate on: "cpu", "cuda" or "cuda:N"
 
     def describe(self) -> list[dict[str, Any]]:
         """One entry per slot: node, GPU (or CPU worker) and its name."""
@@ -121,9 +125,11 @@ class LocalExecutor:
     """Threads, one per slot, each running its evaluations one after another in worker processes."""
 
     name = "local"
+    remote = False
 
     def __init__(self, device: str = "auto", gpus: int | None = None, cpu_workers: int = 1) -> None:
         self.slots = local_slots(device, gpus, cpu_workers)
+        self.device = resolve_device(device)
         self._cancelled = threading.Event()
 
     def describe(self) -> list[dict[str, Any]]:

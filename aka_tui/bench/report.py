@@ -60,6 +60,10 @@ def aggregate_lines(agg: AggregateScore) -> list[str]:
     ]
 
 
+MIXED_NOTE = ("note: GPUs of several models measured this run ({}); each op's S uses the profile of the GPU "
+              "that measured it (provenance.hardware_profile), so S_agg mixes them")
+
+
 def render_text(report: BenchReport) -> str:
     head = (f"{report.label} on {report.device} ({report.hardware.display_name}, profile {report.hardware.name}), "
             f"tier {report.tier}, {report.wall_s:.1f} s")
@@ -67,6 +71,8 @@ def render_text(report: BenchReport) -> str:
     held = [f"{o.problem}:{s}" for o in report.ops for s in o.audit_shapes]
     if held:
         parts.append("held for audit (S_raw > 1): " + ", ".join(held))
+    if report.mixed_hardware:
+        parts.append(MIXED_NOTE.format(", ".join(report.mixed_hardware)))
     if not report.hardware.representative:
         parts.append("note: CPU interpreter timings are not representative of any GPU; S values here only test the pipeline")
     for name, error in report.load_errors.items():
@@ -89,6 +95,8 @@ def render_markdown(report: BenchReport) -> str:
     parts = [f"# {report.label}", "",
              f"- device: {report.device} ({report.hardware.display_name}); roofline profile `{report.hardware.name}`",
              f"- tier: {report.tier}; wall time {report.wall_s:.1f} s", ""]
+    if report.mixed_hardware:
+        parts[-1:-1] = ["- " + MIXED_NOTE.format(", ".join(report.mixed_hardware))]
     parts += ["## Per op", "", md(op_rows(report), HEADERS), ""]
     parts += ["## Aggregate", ""] + [f"- {line}" for line in aggregate_lines(report.aggregate)] + [""]
     shape_headers = ["op", "shape", "correct", "kernel", "T_SOL ms", "T ms", "S", "S_raw", "bound"]

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate, resolve_device, resolve_profile, resolve_tier
 from aka_tui.bench.executor import EvalJob, Executor, LocalExecutor
-from aka_tui.bench.hardware import HardwareProfile
+from aka_tui.bench.hardware import HardwareProfile, get_profile
 from aka_tui.bench.problem import Problem, Suite
 from aka_tui.bench.results import SCHEMA_VERSION, CandidateResult, ShapeResult, StageError
 from aka_tui.bench.score import AggregateScore, OpScore, aggregate, score_op
@@ -82,17 +82,19 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
         if unknown:
             raise EvaluationError(f"unknown problem(s) {', '.join(unknown)}; known: {', '.join(suite.problems)}")
         problems = [suite.problems[o] for o in ops]
-    device = resolve_device(options.device)
-    profile = resolve_profile(options, device)
+    executor = executor or LocalExecutor(options.device)
+    # A remote executor's GPUs are not this machine's: its device and profiles come from the results.
+    device = executor.device if executor.remote else resolve_device(options.device)
+    profile: HardwareProfile | None = (
+        resolve_profile(options, device) if not executor.remote or options.hardware else None)
     tier = resolve_tier(options, device)
     started = time.time()
-    if baseline == "compile" and precompile_workers > 0:
+    if baseline == "compile" and precompile_workers > 0 and not executor.remote:
         from aka_tui.bench.precompile import precompile
 
         pairs = [(str(p.directory.resolve()), s.shape_id) for p in problems for s in p.shapes_for(tier)]
         precompile(pairs, device, precompile_workers,
                    progress=(lambda op, shape, err: progress(op, "precompiled", None)) if progress else None)
-    executor = executor or LocalExecutor(options.device)
     jobs: list[EvalJob] = []
     missing: dict[str, CandidateResult] = {}
     selected = [p for p in problems if p.shapes_for(tier)]
@@ -118,13 +120,25 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
                 progress(job.key, "shape", result)
 
     finished: dict[str, CandidateResult] = dict(missing)
-    profiles: dict[str, HardwareProfile] = {}
+    # Each result is scored against the profile of the GPU that measured it (recorded by name in its
+    # provenance; a remote executor also ships the profile itself, which may be a node's measured one).
+    profiles: dict[str, HardwareProfile] = {profile.name: profile} if profile else {}
+    used: list[str] = []
+
+    def headline() -> HardwareProfile:
+        if profile is not None:
+            return profile
+        if used:
+            return profiles[max(set(used), key=used.count)]  # the model that measured most ops
+        return get_profile("cpu")  # nothing ran yet
 
     def profile_of(result: CandidateResult) -> HardwareProfile:
-        where = str(result.provenance.get("device") or device)
-        if where not in profiles:
-            profiles[where] = profile if where == device else resolve_profile(options, where)
-        return profiles[where]
+        name = result.provenance.get("hardware_profile")
+        if not name:
+            return headline()
+        if name not in profiles:
+            profiles[name] = get_profile(str(name))
+        return profiles[name]
 
     def scored() -> tuple[list[CandidateResult], list[OpScore]]:
         done = [finished[p.name] for p in selected if p.name in finished]
@@ -132,19 +146,24 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
         return done, [score_op(by_name[r.problem], r, profile_of(r), launch_floor_s(profile_of(r))) for r in done]
 
     for outcome in executor.run(jobs, on_shape=on_shape):
+        name = outcome.result.provenance.get("hardware_profile")
+        if name:
+            if outcome.profile is not None:
+                profiles.setdefault(str(name), outcome.profile)
+            used.append(str(name))
         finished[outcome.job.key] = outcome.result
         if progress:
             with lock:
                 progress(outcome.job.key, "op_done", None)
         if checkpoint:
             done, partial_scores = scored()
-            checkpoint(BenchReport("partial", str(suite.directory), device, tier, profile, done, partial_scores,
+            checkpoint(BenchReport("partial", str(suite.directory), device, tier, headline(), done, partial_scores,
                                    aggregate(partial_scores), round(time.time() - started, 1)))
     results, scores = scored()
-    names = sorted({p.name for p in profiles.values()} | {profile.name})
+    names = sorted(set(used) | ({profile.name} if profile else set()))
     mixed = len(names) > 1
     label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
-    return BenchReport(label, str(suite.directory), device, tier, profile, results, scores, aggregate(scores),
+    return BenchReport(label, str(suite.directory), device, tier, headline(), results, scores, aggregate(scores),
                        round(time.time() - started, 1), {k: str(v) for k, v in suite.errors.items()},
                        executor=executor.name, slots=executor.describe(),
                        mixed_hardware=names if mixed else [])
