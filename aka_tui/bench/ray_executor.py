@@ -383,15 +383,14 @@ class RayExecutor:
                     with self._lock:
                         job = self._pending.pop(ref)
                     outcome = self._collect(ray, ref, job)
-                    submit()
-                    if outcome is None:
-                        continue
-                    if on_shape:  # shapes whose events were lost are reported before the outcome
-                        for shape in outcome.result.shapes:
-                            if shape.shape_id not in reported[job.key]:
-                                reported[job.key].add(shape.shape_id)
-                                on_shape(job, shape)
-                    yield outcome
+                    if outcome is not None:
+                        if on_shape:  # shapes whose events were lost are reported before the outcome
+                            for shape in outcome.result.shapes:
+                                if shape.shape_id not in reported[job.key]:
+                                    reported[job.key].add(shape.shape_id)
+                                    on_shape(job, shape)
+                        yield outcome
+                    submit()  # after the yield: a cancel() made on seeing this outcome submits nothing more
         finally:
             self.cancel()
             with self._lock:

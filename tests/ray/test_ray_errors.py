@@ -55,6 +55,7 @@ def test_malformed_address_and_auto_without_cluster(monkeypatch: pytest.MonkeyPa
         make_executor("ray", device="cpu", ray_address="auto")
 
 
+@pytest.mark.slow
 def test_a_port_that_is_not_ray_is_one_line_within_seconds() -> None:
     """Something answers TCP but is no Ray head: the real CLI prints one line and exits, it does not retry for minutes."""
     import os

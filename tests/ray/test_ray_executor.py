@@ -97,6 +97,17 @@ def test_cli_bench_on_the_cluster(ray_cluster: Any, tmp_path: Path, capsys: pyte
     assert report["results"][0]["provenance"]["placement"]["executor"] == "ray"
 
 
+def test_cancel_submits_nothing_more(ray_cluster: Any) -> None:
+    executor = RayExecutor(address=ray_cluster.address, device="cpu", gpus=1)  # one evaluation in flight
+    jobs = [EvalJob(op, load_problem(PROBLEMS / op), CandidateSpec("eager"),
+                    EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1)) for op in OPS]
+    outcomes = []
+    for outcome in executor.run(jobs):
+        outcomes.append(outcome)
+        executor.cancel()
+    assert [o.job.key for o in outcomes] == [OPS[0]] and [s["key"] for s in executor.started] == [OPS[0]]
+
+
 def test_killing_the_worker_node_loses_no_result(ray_cluster: Any) -> None:
     """The worker node is SIGKILLed while it evaluates; Ray re-runs that task on the head node."""
     import ray
