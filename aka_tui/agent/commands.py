@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 from aka_tui.errors import ProposerError
 
+DEFAULT_ITERATIONS = 8
+
 
 def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable[[str], tuple[list[str], str]] | None:
     if args.no_kb:
@@ -36,41 +38,47 @@ def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable
     return ask
 
 
-def cmd_optimize(args: argparse.Namespace) -> int:
-    from aka_tui.agent.loop import AgentEvent, AgentLoop, LoopConfig
-    from aka_tui.agent.offline import OfflineProposer
-    from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile
-    from aka_tui.bench.problem import default_suite_dir, is_problem_dir, load_problem
-    from aka_tui.knowledge.reference_kernels import kernels_for_op
-    from aka_tui.knowledge.store import default_kb_dir, load_kb
-    from aka_tui.record.session_repo import SessionRepo
-
-    directory = Path(args.problem) if is_problem_dir(Path(args.problem)) else default_suite_dir() / args.problem
-    problem = load_problem(directory)
-    options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases)
-    device = resolve_device(options.device)
-    profile = resolve_profile(options, device)
-    if args.proposer == "replay":
+def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str | None,
+                   replay_from: str | None, done: int = 0) -> Any:
+    """The proposer of a session; `done` recorded iterations are skipped by a replay proposer (resume)."""
+    if kind == "replay":
         from aka_tui.agent.replay import ReplayProposer
 
-        if not args.replay_from:
+        if not replay_from:
             raise ProposerError("--proposer replay needs --from SESSION_DIR (a recorded session)")
-        proposer: Any = ReplayProposer(Path(args.replay_from), problem.name)
-        args.iterations = min(args.iterations, proposer.remaining)
-    elif args.proposer == "anthropic":
+        proposer: Any = ReplayProposer(Path(replay_from), problem.name)
+        proposer.position = min(done, len(proposer.iterations))
+        return proposer
+    if kind == "anthropic":
         from aka_tui.agent.anthropic_proposer import AnthropicProposer, DEFAULT_MODEL
         from aka_tui.agent.brief import problem_brief
 
-        proposer = AnthropicProposer(problem_brief(problem, profile), model=args.model or DEFAULT_MODEL)
+        return AnthropicProposer(problem_brief(problem, profile), model=model or DEFAULT_MODEL)
+    from aka_tui.agent.offline import OfflineProposer
+    from aka_tui.knowledge.reference_kernels import kernels_for_op
+    from aka_tui.knowledge.store import default_kb_dir, load_kb
+
+    return OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), problem.name), seed=seed)
+
+
+def _tag_best(session: Any, problem_name: str, best: Any) -> None:
+    """Tag the session's best kernel `<op>-best` (`<op>-best-NNNN` when a resumed run already used that name)."""
+    if best is None or not best.sha:
+        return
+    tags = {t.name: str(t.commit.hexsha) for t in session.repo.tags}
+    if best.sha in tags.values():
+        tag = next(name for name, sha in tags.items() if sha == best.sha)
     else:
-        proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), problem.name), seed=args.seed)
-    name = f"{problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    session = SessionRepo.create(Path(args.sessions) / name, {
-        "problem": problem.name, "problem_hash": problem.content_hash, "proposer": args.proposer, "seed": args.seed,
-        "device": device, "hardware_profile": profile.name, "iterations": args.iterations, "dropout_p": args.dropout})
+        name = f"{problem_name}-best"
+        tag = session.tag_accepted(best.sha, name if name not in tags else f"{name}-{best.iteration:04d}")
+    print(f"best kernel: {session.path}/iterations/{best.iteration:04d}/kernel.py (tag {tag})")
+
+
+def _progress_printer() -> Callable[[Any], None]:
+    """Prints the loop's events as progress lines with the elapsed time."""
     started = time.monotonic()
 
-    def show(event: AgentEvent) -> None:
+    def show(event: Any) -> None:
         d = event.data
         elapsed = f"{time.monotonic() - started:7.1f}s"
         if event.kind == "baseline_measured":
@@ -92,16 +100,132 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         elif event.kind == "session_finished":
             print(f"{elapsed}  done: {d['reason']}; best S_op {d['best_s']:.4f} (iteration {d['best_iteration']})")
 
+    return show
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    from aka_tui.agent.loop import AgentLoop, LoopConfig
+    from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
+    from aka_tui.bench.problem import default_suite_dir, is_problem_dir, load_problem
+    from aka_tui.record.recovery import claim
+    from aka_tui.record.session_repo import SessionRepo
+
+    if args.resume:
+        return _resume(args)
+    if not args.problem:
+        raise ProposerError("aka optimize needs a PROBLEM, or --resume ID to continue a recorded session")
+    if args.iterations is None:
+        args.iterations = DEFAULT_ITERATIONS
+    directory = Path(args.problem) if is_problem_dir(Path(args.problem)) else default_suite_dir() / args.problem
+    problem = load_problem(directory)
+    options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases)
+    device = resolve_device(options.device)
+    profile = resolve_profile(options, device)
+    proposer = _make_proposer(args.proposer, problem, profile, args.seed, args.model, args.replay_from)
+    if args.proposer == "replay":
+        args.iterations = min(args.iterations, proposer.remaining)
+    name = f"{problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    session = SessionRepo.create(Path(args.sessions) / name, {
+        "problem": problem.name, "problem_hash": problem.content_hash, "proposer": args.proposer, "seed": args.seed,
+        "device": device, "hardware_profile": profile.name, "iterations": args.iterations, "dropout_p": args.dropout,
+        "problem_dir": str(directory.resolve()), "tier": resolve_tier(options, device), "cases": args.cases,
+        "screen": not args.no_screen, "kb": not args.no_kb, "model": args.model,
+        "replay_from": str(Path(args.replay_from).resolve()) if args.replay_from else None})
+    claim(session)
+    show = _progress_printer()
     config = LoopConfig(iterations=args.iterations, wall_time_s=args.wall_time, target_s=args.target,
                         dropout_p=args.dropout, seed=args.seed, max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
                         screen=not args.no_screen)
     loop = AgentLoop(problem, proposer, profile, options, config, session.path / ".work", session,
                      retrieve=_retriever(args, problem, profile), on_event=show)
     outcome = loop.run()
-    best = outcome.incumbent
-    if best is not None and best.sha:
-        tag = session.tag_accepted(best.sha, f"{problem.name}-best")
-        print(f"best kernel: {session.path}/iterations/{best.iteration:04d}/kernel.py (tag {tag})")
+    _tag_best(session, problem.name, outcome.incumbent)
+    _report(args, session, problem, proposer, outcome, profile, options.tier or resolve_tier(options, device))
+    return 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """`aka optimize --resume ID`: continue a recorded (possibly killed) session after its last commit, with
+    the proposer, seed, dropout, device and tier recorded in session.json."""
+    from aka_tui.agent.loop import AgentLoop, LoopConfig, LoopOutcome
+    from aka_tui.agent.resume import check_resumable, missing_evaluated_events, rebuild_attempts
+    from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
+    from aka_tui.bench.problem import default_suite_dir, is_problem_dir, load_problem
+    from aka_tui.errors import AkaError
+    from aka_tui.record.listing import resolve_session
+    from aka_tui.record.recovery import claim, discard_uncommitted, running_owner
+    from aka_tui.record.session_repo import SessionError, SessionRepo, read_meta
+
+    path = resolve_session(args.resume, Path(args.sessions))
+    meta = read_meta(path)
+    session = SessionRepo.open(path)
+    owner = running_owner(path)
+    if owner is not None and not args.force:
+        raise SessionError(f"session {path.name} looks running (process {owner}); stop it first, or pass --force")
+    recorded = str(meta.get("problem", ""))
+    if args.problem and Path(args.problem).name != recorded:
+        raise SessionError(f"session {path.name} optimised {recorded!r}, not {args.problem!r}")
+    directory = next((Path(d) for d in (args.problem, meta.get("problem_dir")) if d and is_problem_dir(Path(d))),
+                     default_suite_dir() / recorded)
+    if not is_problem_dir(directory):
+        raise SessionError(f"problem {recorded!r} of session {path.name} is not in {directory.parent}")
+    problem = load_problem(directory)
+    try:
+        device = resolve_device(args.device if args.device != "auto" else str(meta.get("device", "auto")))
+    except AkaError:
+        if not args.force:
+            raise SessionError(f"session {path.name} ran on {meta.get('device')}, which this machine does not "
+                               "have (--force continues here)") from None
+        device = resolve_device("auto")
+    options = EvalOptions(device=device, tier=args.tier or meta.get("tier"), cases=int(meta.get("cases", args.cases)))
+    profile = resolve_profile(options, device)
+    for difference in check_resumable(meta, problem, profile, args.force):
+        print(f"warning (--force): {difference}", file=sys.stderr)
+    discarded = discard_uncommitted(session)
+    attempts = rebuild_attempts(session, problem, profile)
+    wins = [a for a in attempts if a.accepted]
+    incumbent = wins[-1] if wins else None
+    for a in missing_evaluated_events(session, attempts):  # killed between a commit and its event
+        session.events.append("candidate_evaluated", iteration=a.iteration, s_op=a.score.s_op, s_raw=a.score.s_raw_op,
+                              correct=a.score.correct, real=a.score.real, accepted=a.accepted, sha=a.sha,
+                              recovered=True)
+    first = session.next_iteration()
+    budget = int(meta.get("iterations", DEFAULT_ITERATIONS))
+    iterations = args.iterations if args.iterations is not None else max(budget - (first - 1), 0)
+    proposer = _make_proposer(str(meta.get("proposer", "offline")), problem, profile, int(meta.get("seed", 0)),
+                              meta.get("model") or args.model, meta.get("replay_from") or args.replay_from,
+                              done=first - 1)
+    if meta.get("proposer") == "replay":
+        iterations = min(iterations, proposer.remaining)
+    print(f"resuming {path.name} at iteration {first}: {len(attempts)} committed candidate(s) kept; incumbent "
+          + (f"iteration {incumbent.iteration} (S_op {incumbent.score.s_op:.4f})" if incumbent else "none yet")
+          + (f"; discarded uncommitted {', '.join(discarded)}" if discarded else ""))
+    if iterations <= 0:
+        print(f"the session's budget of {budget} iterations is spent; pass --iterations N to run N more")
+        _tag_best(session, problem.name, incumbent)
+        return 0
+    session.events.append("session_resumed", from_iteration=first, iterations=iterations, discarded=discarded,
+                          incumbent_iteration=incumbent.iteration if incumbent else None)
+    claim(session)
+    config = LoopConfig(iterations=iterations, wall_time_s=args.wall_time, target_s=args.target,
+                        dropout_p=float(meta.get("dropout_p", args.dropout)), seed=int(meta.get("seed", 0)),
+                        max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
+                        screen=bool(meta.get("screen", not args.no_screen)) and not args.no_screen)
+    args.no_kb = args.no_kb or meta.get("kb") is False
+    loop = AgentLoop(problem, proposer, profile, options, config, session.path / ".work", session,
+                     retrieve=_retriever(args, problem, profile), on_event=_progress_printer())
+    outcome = loop.run(incumbent=incumbent, first_iteration=first, earlier=attempts)
+    _tag_best(session, problem.name, outcome.incumbent or incumbent)
+    whole = LoopOutcome([*attempts, *outcome.attempts], outcome.baseline_s_raw, outcome.stop_reason)
+    _report(args, session, problem, proposer, whole, profile, options.tier or resolve_tier(options, device))
+    return 0
+
+
+def _report(args: argparse.Namespace, session: Any, problem: Any, proposer: Any, outcome: Any, profile: Any,
+            tier: str) -> None:
+    """Where the session is, model usage, the proposed experience entry, the interpreter caveat."""
+    from aka_tui.knowledge.store import default_kb_dir, load_kb
+
     print(f"session recorded in {session.path} (git log there shows every candidate)")
     usage = getattr(proposer, "usage", None)
     if usage is not None:
@@ -110,22 +234,25 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if not args.no_propose:
         from aka_tui.agent.experience import propose_experience
 
-        proposed = propose_experience(load_kb(default_kb_dir()), problem, outcome, profile, name,
-                                      options.tier or ("full" if device.startswith("cuda") else "smoke"))
+        proposed = propose_experience(load_kb(default_kb_dir()), problem, outcome, profile, session.path.name, tier)
         if proposed is not None:
             print(f"proposed experience entry {proposed} (review with `aka kb pending` / accept / reject)")
     if not profile.representative:
         print("note: CPU interpreter timings are not representative of any GPU")
-    return 0
 
 
 def register(sub: Any) -> None:
+    """`aka optimize`, then the commands on recorded sessions (`aka sessions`, `aka export`, `aka replay`)."""
+    from aka_tui.agent.session_commands import register as register_session_commands
+
     p = sub.add_parser("optimize", help="run the agent's measure–revise loop on one problem",
                        description="Baseline, then propose → evaluate → decide for N iterations; every candidate "
                                    "is a commit in a session repository under --sessions.")
-    p.add_argument("problem", help="problem name or directory")
+    p.add_argument("problem", nargs="?", help="problem name or directory (not needed with --resume)")
     p.add_argument("--proposer", default="offline", choices=["offline", "anthropic", "replay"])
-    p.add_argument("--iterations", type=int, default=8)
+    p.add_argument("--iterations", type=int,
+                   help=f"iterations to run (default {DEFAULT_ITERATIONS}; with --resume: the rest of the recorded "
+                        "budget)")
     p.add_argument("--wall-time", type=float, help="stop after this many seconds")
     p.add_argument("--target", type=float, help="stop when S_op reaches this fraction of the roofline")
     p.add_argument("--dropout", type=float, default=0.5, help="optimization dropout p (default 0.5)")
@@ -143,4 +270,11 @@ def register(sub: Any) -> None:
                         "no fuzzing; only promising candidates get the full hardened evaluation)")
     p.add_argument("--model", help="model id for --proposer anthropic (default: $AKA_MODEL or claude-sonnet-5-5)")
     p.add_argument("--from", dest="replay_from", help="with --proposer replay: the recorded session to re-issue")
+    p.add_argument("--resume", metavar="ID",
+                   help="continue a recorded session (a name under --sessions, or a directory) with its recorded "
+                        "proposer, seed, dropout, device and tier; uncommitted work of a killed iteration is redone")
+    p.add_argument("--force", action="store_true",
+                   help="with --resume: continue although the problem or the hardware changed, or the session "
+                        "looks running")
     p.set_defaults(func=cmd_optimize)
+    register_session_commands(sub)

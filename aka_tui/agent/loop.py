@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
 from aka_tui.agent.offline import Proposal
@@ -228,8 +228,10 @@ class AgentLoop:
             return f"cost budget spent (${usage.cost_usd:.2f} of ${self.config.max_cost_usd:.2f})"
         return ""
 
-    def run(self, incumbent: Attempt | None = None, first_iteration: int = 1) -> LoopOutcome:
-        """Run the loop; `incumbent` and `first_iteration` continue an earlier run of the same session."""
+    def run(self, incumbent: Attempt | None = None, first_iteration: int = 1,
+            earlier: Sequence[Attempt] = ()) -> LoopOutcome:
+        """Run the loop; `incumbent`, `first_iteration` and `earlier` (the attempts already recorded, the
+        proposer's memory) continue an earlier run of the same session. The outcome holds the new attempts."""
         started = time.monotonic()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         outcome = LoopOutcome()
@@ -261,17 +263,19 @@ class AgentLoop:
                 ids, knowledge = self.retrieve(text)
                 context["knowledge"] = knowledge
                 self._emit("knowledge_retrieved", iteration=iteration, ids=ids)
-            if outcome.attempts and not outcome.attempts[-1].score.correct:
-                context["last_error"] = outcome.attempts[-1].error
+            history = [*earlier, *outcome.attempts]
+            if history and not history[-1].score.correct:
+                context["last_error"] = history[-1].error
             wants_context = getattr(self.proposer, "wants_context", False)
             if incumbent is None:
                 proposal = self.proposer.first(context) if wants_context else self.proposer.first()
                 masked = {"masked_iterations": [], "masked_tactics": []}
                 bottleneck = None
             else:
+                wins = [a for a in history if a.accepted]
                 memory = [MemoryRecord(a.iteration, a.proposal.rationale, a.score.s_op, a.proposal.point,
-                                       incumbent=a is incumbent, latest_win=a.accepted and a is outcome.incumbent)
-                          for a in outcome.attempts]
+                                       incumbent=a is incumbent, latest_win=bool(wins) and a is wins[-1])
+                          for a in history]
                 drop = apply_dropout(memory, self.proposer.tactics(), self.config.dropout_p,
                                      dropout_rng(self.config.seed, iteration))
                 masked = drop.record()

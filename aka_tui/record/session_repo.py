@@ -50,6 +50,19 @@ def _git() -> Any:
     return git
 
 
+def read_meta(path: Path) -> dict[str, Any]:
+    """`session.json` of a session directory; a missing or corrupt file is a SessionError."""
+    try:
+        meta = json.loads((path / SESSION_FILE).read_text())
+    except FileNotFoundError:
+        raise SessionError(f"{path} is not a session (no {SESSION_FILE})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SessionError(f"{path / SESSION_FILE} is unreadable ({exc})") from None
+    if not isinstance(meta, dict):
+        raise SessionError(f"{path / SESSION_FILE} is not a JSON object")
+    return meta
+
+
 def _dump(data: Any) -> str:
     return scrub(json.dumps(data, indent=1, sort_keys=True, default=str)) + "\n"
 
@@ -89,12 +102,14 @@ class SessionRepo:
         try:
             repo = git.Repo(path)
         except (git.exc.InvalidGitRepositoryError, git.exc.NoSuchPathError):
-            raise SessionError(f"{path} has a {SESSION_FILE} but no git repository") from None
+            hint = " (a shipped example: `git clone history.bundle DIR` gives its repository)" \
+                if (path / "history.bundle").is_file() else ""
+            raise SessionError(f"{path} has a {SESSION_FILE} but no git repository{hint}") from None
         return SessionRepo(path, repo)
 
     @property
     def meta(self) -> dict[str, Any]:
-        return json.loads((self.path / SESSION_FILE).read_text())
+        return read_meta(self.path)
 
     def _commit(self, message: str, files: list[str], author: tuple[str, str]) -> str:
         git = _git()

@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka_tui.record.events import read_events
+from aka_tui.record.history import IterationFacts, facts_from_events, recorded_iterations
+
+__all__ = ["IterationFacts", "IterationView", "ShapeMetrics", "build_views", "facts_from_events", "make_view",
+           "recorded_iterations", "shape_metrics"]
 
 
 @dataclass(frozen=True)
@@ -113,43 +116,6 @@ def shape_metrics(problem: Any, profile: Any, result_json: dict[str, Any]) -> tu
                                     s.bottleneck, roof.flops if roof else None, roof.bytes_total if roof else None,
                                     audit.own_share if audit else None, s.real, foreign, error))
     return op, metrics
-
-
-@dataclass(frozen=True)
-class IterationFacts:
-    """What the events say about an iteration (accepted, author, tags)."""
-
-    accepted: bool = False
-    author: str = "aka agent"
-    sha: str | None = None
-    tags: tuple[str, ...] = ()
-
-
-def facts_from_events(session_dir: Path) -> tuple[dict[int, IterationFacts], list[str]]:
-    """Per iteration: accepted/adopted, author and accepted-tags, from events.jsonl (problems reported)."""
-    events, problems = read_events(session_dir / "events.jsonl")
-    raw: dict[int, dict[str, Any]] = {}
-    tags_by_sha: dict[str, list[str]] = {}
-    for e in events:
-        if e.kind == "candidate_recorded":
-            raw.setdefault(int(e.data["iteration"]), {})["author"] = str(e.data.get("author", "aka agent"))
-        elif e.kind == "candidate_evaluated":
-            item = raw.setdefault(int(e.data["iteration"]), {})
-            item["accepted"] = bool(e.data.get("accepted"))
-            item["sha"] = e.data.get("sha")
-        elif e.kind == "candidate_accepted":
-            tags_by_sha.setdefault(str(e.data.get("sha")), []).append(str(e.data.get("tag")))
-    facts = {i: IterationFacts(bool(d.get("accepted")), d.get("author", "aka agent"), d.get("sha"),
-                               tuple(tags_by_sha.get(str(d.get("sha")), [])))
-             for i, d in raw.items()}
-    return facts, problems
-
-
-def recorded_iterations(session_dir: Path) -> list[int]:
-    folder = session_dir / "iterations"
-    if not folder.is_dir():
-        return []
-    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit() and (p / "result.json").is_file())
 
 
 def build_views(session_dir: Path, problem: Any, profile: Any) -> tuple[list[IterationView], list[str]]:

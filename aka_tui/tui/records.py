@@ -12,26 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka_tui.record.events import read_events
+from aka_tui.record.listing import SessionSummary, list_sessions, read_session_summary
 
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """One recorded session, as listed on the Problems and Replay screens."""
-
-    path: Path
-    problem: str
-    proposer: str
-    hardware: str
-    iterations: int
-    best_s: float | None
-    best_real: bool
-    started: float
-    example: bool = False
-
-    @property
-    def label(self) -> str:
-        return ("example: " if self.example else "") + self.path.name
+__all__ = ["RecordedBest", "Records", "SessionSummary", "list_sessions", "load_records", "read_session_summary",
+           "report_bests"]
 
 
 @dataclass
@@ -42,36 +26,6 @@ class RecordedBest:
     real: bool
     hardware: str
     source: str
-
-
-def read_session_summary(path: Path, example: bool = False) -> SessionSummary | None:
-    """Summary of a session directory, or None when it is not one (unreadable files are skipped)."""
-    try:
-        meta = json.loads((path / "session.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    events, _problems = read_events(path / "events.jsonl")
-    evaluated = [e.data for e in events if e.kind == "candidate_evaluated"]
-    real = [d for d in evaluated if d.get("correct") and d.get("real")]
-    best = max(real, key=lambda d: float(d.get("s_op", 0.0)), default=None)
-    return SessionSummary(path, str(meta.get("problem", "?")), str(meta.get("proposer", "?")),
-                          str(meta.get("hardware_profile", "?")), len(evaluated),
-                          float(best["s_op"]) if best else (0.0 if evaluated else None), best is not None,
-                          events[0].ts if events else 0.0, example)
-
-
-def list_sessions(directories: list[tuple[Path, bool]]) -> list[SessionSummary]:
-    """Sessions under each (directory, is_example) pair, newest first."""
-    found: list[SessionSummary] = []
-    for directory, example in directories:
-        if not directory.is_dir():
-            continue
-        for child in sorted(directory.iterdir()):
-            if child.is_dir() and (child / "session.json").is_file():
-                summary = read_session_summary(child, example)
-                if summary is not None:
-                    found.append(summary)
-    return sorted(found, key=lambda s: (s.example, -s.started, s.path.name))
 
 
 def report_bests(directories: list[Path]) -> dict[str, RecordedBest]:
