@@ -23,9 +23,9 @@ for _ in $(seq 1 90); do
   if tmux capture-pane -p -t aka-journey | grep -q "finished:"; then break; fi
 done
 shot 5-iterations
-key a; shot 6-accepted
-tmux send-keys -t aka-journey C-u; tmux send-keys -t aka-journey -l "$OUT/silu_and_mul_kernel.py"; sleep 1; key Enter
-shot 7-exported
+key a; sleep 2; shot 6-accepted  # the tag is a git write: give it time on a busy machine
+tmux send-keys -t aka-journey C-u; sleep 1; tmux send-keys -t aka-journey -l "$OUT/silu_and_mul_kernel.py"; sleep 2
+key Enter; sleep 2; shot 7-exported
 key C-q
 test -s "$OUT/silu_and_mul_kernel.py" && echo "exported kernel: $OUT/silu_and_mul_kernel.py"
 git -C "$OUT"/sessions/silu_and_mul-* tag -l
