@@ -87,6 +87,9 @@ def _progress_printer() -> Callable[[Any], None]:
             print(f"{elapsed}  iter {d['iteration']}: knowledge: {', '.join(d['ids'][:6])}")
         elif event.kind == "candidate_proposed":
             print(f"{elapsed}  iter {d['iteration']}: {d['rationale']}")
+        elif event.kind == "candidates_screened_in_parallel":
+            print(f"{elapsed}  iter {d['iteration']}: best-of-{d['k']} screened in parallel: S_op "
+                  + ", ".join(f"{s:.4f}" for s in d["s_ops"]) + f"; keeping #{d['best_rank'] + 1}")
         elif event.kind == "candidate_screened" and not d["promising"]:
             state = ("correct" if d["correct"] else "incorrect") + ("" if d["real"] else ", fallback")
             print(f"{elapsed}  iter {d['iteration']}: screened on the weighted shapes: S_op {d['s_op']:.4f} ({state}) "
@@ -135,9 +138,14 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     show = _progress_printer()
     config = LoopConfig(iterations=args.iterations, wall_time_s=args.wall_time, target_s=args.target,
                         dropout_p=args.dropout, seed=args.seed, max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
-                        screen=not args.no_screen)
+                        screen=not args.no_screen, best_of=args.best_of)
+    executor = None
+    if args.best_of > 1:
+        from aka_tui.bench.executor import LocalExecutor
+
+        executor = LocalExecutor(device, gpus=args.gpus, cpu_workers=args.best_of)
     loop = AgentLoop(problem, proposer, profile, options, config, session.path / ".work", session,
-                     retrieve=_retriever(args, problem, profile), on_event=show)
+                     retrieve=_retriever(args, problem, profile), on_event=show, executor=executor)
     outcome = loop.run()
     _tag_best(session, problem.name, outcome.incumbent)
     _report(args, session, problem, proposer, outcome, profile, options.tier or resolve_tier(options, device))
@@ -265,6 +273,10 @@ def register(sub: Any) -> None:
     p.add_argument("--max-tokens", type=int, help="stop once the model has used this many tokens")
     p.add_argument("--max-cost", type=float, help="stop once the model has cost this many USD")
     p.add_argument("--no-propose", action="store_true", help="do not propose an experience entry from a win")
+    p.add_argument("--best-of", type=int, default=1, metavar="K",
+                   help="propose K candidates per step and screen them in parallel, one per GPU (or K CPU "
+                        "workers); every one is recorded, the best goes on to the full evaluation")
+    p.add_argument("--gpus", type=int, help="with --best-of: use the first N visible GPUs (default: all)")
     p.add_argument("--no-screen", action="store_true",
                    help="evaluate every proposal fully (default: screen on the weighted shapes first, one case, "
                         "no fuzzing; only promising candidates get the full hardened evaluation)")

@@ -48,6 +48,7 @@ class LoopConfig:
     close_rel: float = 0.10  # within this fraction of the incumbent, re-measure both, interleaved
     remeasure_rounds: int = 2
     screen: bool = True  # screen proposals on the weighted shapes before the full evaluation
+    best_of: int = 1  # with an executor: propose k candidates per step, screen them in parallel, keep the best
     max_tokens: int | None = None  # model tokens (input + output, cache included) for the whole session
     max_cost_usd: float | None = None
 
@@ -117,8 +118,9 @@ class AgentLoop:
     def __init__(self, problem: Problem, proposer: Any, profile: HardwareProfile, options: EvalOptions,
                  config: LoopConfig, work_dir: Path, session: SessionRepo | None = None,
                  retrieve: Callable[[str], tuple[list[str], str]] | None = None,
-                 on_event: Callable[[AgentEvent], None] | None = None) -> None:
+                 on_event: Callable[[AgentEvent], None] | None = None, executor: Any = None) -> None:
         self.problem, self.proposer, self.profile = problem, proposer, profile
+        self.executor = executor  # an aka_tui.bench.executor.Executor, used for best-of-k screening
         self.options, self.config, self.work_dir = options, config, work_dir
         self.session, self.retrieve = session, retrieve
         self.on_event = on_event or (lambda _e: None)
@@ -198,6 +200,61 @@ class AgentLoop:
         self._emit("candidate_screened", iteration=iteration, s_op=score.s_op, correct=score.correct,
                    real=score.real, incumbent_s=incumbent.score.s_op, promising=promising)
         return promising, score, result
+
+    def _best_of_k(self, first: Proposal, propose_next: Callable[..., Proposal], iteration: int, incumbent: Attempt,
+                   outcome: LoopOutcome, masked: dict[str, Any], bottleneck: str | None
+                   ) -> tuple[Proposal, tuple[bool, OpScore, Any], int]:
+        """Best-of-k: k proposals screened in parallel on the executor's slots (one GPU each); every one is
+        recorded as a candidate, the best promising one goes on to the full evaluation. Returns it, its
+        screening and the iteration number it gets (after the k-1 others)."""
+        from aka_tui.bench.executor import EvalJob
+
+        proposals = [first]
+        for _ in range(4 * self.config.best_of):  # a few tries for k distinct sources
+            if len(proposals) >= self.config.best_of:
+                break
+            extra = propose_next([p.point for p in proposals])
+            if all(extra.source != p.source for p in proposals):
+                proposals.append(extra)
+        quick = self._quick_options()
+        jobs = []
+        for rank, proposal in enumerate(proposals):
+            path = self.work_dir / f"screen_{iteration:04d}_{rank}.py"
+            path.write_text(proposal.source)
+            jobs.append(EvalJob(str(rank), self.problem, CandidateSpec.file(path), quick))
+        results: dict[int, Any] = {}
+        assert self.executor is not None
+        for done in self.executor.run(jobs):
+            results[int(done.job.key)] = done.result
+        screens = []
+        for rank in range(len(proposals)):
+            score = score_op(self.problem, results[rank], self.profile)
+            promising = (score.correct and score.real
+                         and score.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel))
+            screens.append((promising, score, results[rank]))
+        best = max(range(len(proposals)), key=lambda r: (screens[r][0], screens[r][1].s_op, -r))
+        self._emit("candidates_screened_in_parallel", iteration=iteration, k=len(proposals), best_rank=best,
+                   s_ops=[sc[1].s_op for sc in screens], promising=[sc[0] for sc in screens])
+        for rank, proposal in enumerate(proposals):
+            if rank == best:
+                continue
+            promising, score, result = screens[rank]
+            self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale,
+                       changed={k: list(v) for k, v in proposal.changed.items()}, masked=masked)
+            attempt = Attempt(iteration, proposal, score, False, error=_first_error(result))
+            if self.session is not None:
+                attempt.sha = self.session.record_candidate(
+                    iteration, proposal.source, result.to_json(),
+                    {"proposer": self.proposer.name, "rationale": proposal.rationale, "point": proposal.point,
+                     "changed": {k: list(v) for k, v in proposal.changed.items()}, "bottleneck": bottleneck,
+                     "dropout": masked, "screened_out": True, "best_of": {"k": len(proposals), "rank": rank,
+                                                                           "chosen": False}},
+                    f"rejected (screened, best-of-{len(proposals)}) S_op={score.s_op:.4f}")
+            outcome.attempts.append(attempt)
+            self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
+                       correct=score.correct, real=score.real, accepted=False, sha=attempt.sha, screened_out=True)
+            iteration += 1
+        return proposals[best], screens[best], iteration
 
     def _remeasure(self, iteration: int, incumbent: Attempt, source: str) -> bool:
         """Time incumbent and candidate alternately (I, C, I, C …) and accept only if the candidate's median
@@ -286,16 +343,25 @@ class AgentLoop:
                     context["incumbent_measurements"] = measurements_text(incumbent.score)
                     context["memory"] = "\n".join(f"iteration {r.iteration}: S_op {r.s_op:.4f} — {r.summary}"
                                                   for r in drop.kept if r.s_op is not None)
-                    proposal = self.proposer.propose(incumbent.proposal.point, [r.tactics for r in drop.kept],
-                                                     bottleneck, drop.tactics_kept, context=context)
-                else:
-                    proposal = self.proposer.propose(incumbent.proposal.point, [r.tactics for r in drop.kept],
-                                                     bottleneck, drop.tactics_kept)
+
+                def propose_next(also_seen: Sequence[dict[str, Any]] = (), inc: Attempt = incumbent, drop: Any = drop,
+                                 bottleneck: str | None = bottleneck) -> Proposal:
+                    """The proposer's next step; `also_seen` are points already proposed this step (best-of-k)."""
+                    args = (inc.proposal.point, [r.tactics for r in drop.kept] + list(also_seen), bottleneck,
+                            drop.tactics_kept)
+                    return (self.proposer.propose(*args, context=context) if wants_context
+                            else self.proposer.propose(*args))
+
+                proposal = propose_next()
+            screened: tuple[bool, OpScore, Any] | None = None
+            if incumbent is not None and self.config.best_of > 1 and self.executor is not None:
+                proposal, screened, iteration = self._best_of_k(proposal, propose_next, iteration, incumbent,
+                                                                outcome, masked, bottleneck)
             self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale,
                        changed={k: list(v) for k, v in proposal.changed.items()}, masked=masked)
             screened_out = False
             if incumbent is not None and self.config.screen:
-                promising, score, result = self._screen(proposal.source, iteration, incumbent)
+                promising, score, result = screened or self._screen(proposal.source, iteration, incumbent)
                 screened_out = not promising
             if not screened_out:
                 score, result = self._evaluate(proposal.source, iteration)

@@ -103,3 +103,24 @@ def test_a_clearly_slower_candidate_is_screened_out_without_a_full_evaluation(tm
     # baseline, full evaluation of iteration 1, then only the screening of iteration 2 (weighted shapes, no fuzz)
     assert len(calls) == 3
     assert calls[2][0] == [s.shape_id for s in problem.shapes_for("smoke") if s.weight > 0] and calls[2][1] == 0
+
+
+def test_best_of_k_screens_k_proposals_in_parallel_and_records_each(tmp_path: Path) -> None:
+    from aka_tui.bench.executor import LocalExecutor
+
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=3)
+    session = SessionRepo.create(tmp_path / "session", {"problem": problem.name, "proposer": "offline", "seed": 3})
+    events: list[AgentEvent] = []
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
+    loop = AgentLoop(problem, proposer, get_profile("cpu"), options, LoopConfig(iterations=2, seed=3, best_of=2),
+                     tmp_path / "work", session, on_event=events.append, executor=LocalExecutor("cpu", cpu_workers=2))
+    outcome = loop.run()
+    parallel = [e.data for e in events if e.kind == "candidates_screened_in_parallel"]
+    assert len(parallel) == 1 and parallel[0]["k"] == 2 and len(parallel[0]["s_ops"]) == 2
+    # iteration 1 (first kernel) + a best-of-2 step = 3 candidates, each its own commit
+    assert [a.iteration for a in outcome.attempts] == [1, 2, 3]
+    assert [c.iteration for c in session.candidates()] == [1, 2, 3]
+    loser = session.iteration_files(2)["proposal"]
+    assert loser["best_of"] == {"k": 2, "rank": 1 - parallel[0]["best_rank"], "chosen": False}
+    assert outcome.attempts[1].proposal.source != outcome.attempts[2].proposal.source
