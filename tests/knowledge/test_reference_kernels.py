@@ -61,3 +61,18 @@ def test_bench_finds_a_kb_kernel_for_every_problem() -> None:
     suite = load_suite(PROBLEMS)
     missing = [p.name for p in suite.problems.values() if find_candidate(KB.root / "family", p) is None]
     assert not missing, f"`aka bench --candidates kb/family` finds no kernel for {missing}"
+
+
+@pytest.mark.slow
+def test_kv_cache_write_contiguous_rows_variant_is_correct(tmp_path: Path) -> None:
+    kernel = next(k for k, op in CASES if op == "kv_cache_write")
+    source = kernel.path.read_text()
+    _, space = read_tunables(source, kernel.path)
+    variant = tmp_path / "kv_cache_write_contig.py"
+    variant.write_text(with_tunables(source, {"CONTIG_ROWS": True}, space, kernel.path))
+    problem = load_problem(PROBLEMS / "kv_cache_write")
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=2,
+                          limits=WorkerLimits(startup_s=120, per_shape_s=240))
+    result = evaluate_candidate(problem, CandidateSpec.file(variant), options)
+    op_score = score_op(problem, result, get_profile("cpu"))
+    assert op_score.correct and op_score.real, {s.shape_id: (s.status, s.error) for s in result.shapes}

@@ -13,11 +13,12 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK": 1024, "TOKENS_PER_PROGRAM": 1, "num_warps": 4}
+TUNABLES = {"BLOCK": 1024, "TOKENS_PER_PROGRAM": 1, "num_warps": 4, "CONTIG_ROWS": False}
 SEARCH_SPACE = {
     "BLOCK": [128, 256, 512, 1024, 2048],
     "TOKENS_PER_PROGRAM": [1, 2, 4, 8],
     "num_warps": [1, 2, 4, 8],
+    "CONTIG_ROWS": [False, True],
 }
 
 
@@ -27,7 +28,7 @@ def _kv_cache_write_kernel(
     num_tokens, head_dim, row_elems, block_size,
     sk_t, sk_h, sk_d, sv_t, sv_h, sv_d,
     skc_b, skc_s, skc_h, skc_d, svc_b, svc_s, svc_h, svc_d,
-    BLOCK: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr,
+    BLOCK: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr, CONTIG_ROWS: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
@@ -45,12 +46,18 @@ def _kv_cache_write_kernel(
         for e0 in range(0, row_elems, BLOCK):
             e = e0 + offs
             m = (e < row_elems) & ok
-            h = (e // head_dim).to(tl.int64)
-            d = (e - h * head_dim).to(tl.int64)
-            k = tl.load(k_row + h * sk_h + d * sk_d, mask=m)
-            v = tl.load(v_row + h * sv_h + d * sv_d, mask=m)
-            tl.store(kc_row + h * skc_h + d * skc_d, k.to(key_cache_ptr.dtype.element_ty), mask=m)
-            tl.store(vc_row + h * svc_h + d * svc_d, v.to(value_cache_ptr.dtype.element_ty), mask=m)
+            if CONTIG_ROWS:
+                k = tl.load(k_row + e, mask=m)
+                v = tl.load(v_row + e, mask=m)
+                tl.store(kc_row + e, k.to(key_cache_ptr.dtype.element_ty), mask=m)
+                tl.store(vc_row + e, v.to(value_cache_ptr.dtype.element_ty), mask=m)
+            else:
+                h = (e // head_dim).to(tl.int64)
+                d = (e - h * head_dim).to(tl.int64)
+                k = tl.load(k_row + h * sk_h + d * sk_d, mask=m)
+                v = tl.load(v_row + h * sv_h + d * sv_d, mask=m)
+                tl.store(kc_row + h * skc_h + d * skc_d, k.to(key_cache_ptr.dtype.element_ty), mask=m)
+                tl.store(vc_row + h * svc_h + d * svc_d, v.to(value_cache_ptr.dtype.element_ty), mask=m)
 
 
 def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping):
@@ -59,12 +66,18 @@ def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping):
     if num_tokens == 0:
         return key_cache, value_cache
     tpp = TUNABLES["TOKENS_PER_PROGRAM"]
+
+    def rows_contiguous(t: torch.Tensor, head_axis: int) -> bool:
+        return t.stride(head_axis + 1) == 1 and t.stride(head_axis) == head_dim
+
+    contig = bool(TUNABLES["CONTIG_ROWS"]) and all(
+        rows_contiguous(t, axis) for t, axis in ((key, 1), (value, 1), (key_cache, 2), (value_cache, 2)))
     grid = (triton.cdiv(num_tokens, tpp),)
     _kv_cache_write_kernel[grid](
         key, value, key_cache, value_cache, slot_mapping,
         num_tokens, head_dim, heads * head_dim, block_size,
         *key.stride(), *value.stride(), *key_cache.stride(), *value_cache.stride(),
-        BLOCK=TUNABLES["BLOCK"], TOKENS_PER_PROGRAM=tpp, num_warps=TUNABLES["num_warps"],
+        BLOCK=TUNABLES["BLOCK"], TOKENS_PER_PROGRAM=tpp, CONTIG_ROWS=contig, num_warps=TUNABLES["num_warps"],
     )
     return key_cache, value_cache
 
