@@ -16,26 +16,10 @@ DEFAULT_ITERATIONS = 8
 def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable[[str], tuple[list[str], str]] | None:
     if args.no_kb:
         return None
-    try:
-        from aka_tui.knowledge.index import KbIndex
-        from aka_tui.knowledge.retrieval import KbQuery, render_context, retrieve
-        from aka_tui.knowledge.store import default_kb_dir, load_kb
+    from aka_tui.agent.retriever import make_retriever
 
-        kb = load_kb(default_kb_dir())
-        index = KbIndex(kb.root, on_message=lambda m: print(m, file=sys.stderr))
-        index.sync(kb)
-    except Exception as exc:  # retrieval is an aid: the loop runs without it, and says so
-        print(f"warning: knowledge retrieval unavailable ({type(exc).__name__}: {exc}); continuing without it",
-              file=sys.stderr)
-        return None
-
-    def ask(text: str) -> tuple[list[str], str]:
-        query = KbQuery(text=text, hardware=profile.name, vendor=profile.vendor, arch=profile.arch,
-                        family=problem.family, op=problem.name)
-        result = retrieve(kb, index, query)
-        return result.ids, render_context(result)
-
-    return ask
+    return make_retriever(problem, profile, lambda m: print(f"warning: {m}" if "unavailable" in m else m,
+                                                             file=sys.stderr))
 
 
 def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str | None,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from aka_tui.agent.retriever import make_retriever
 from aka_tui.record.events import EventLog
 from aka_tui.record.session_repo import SessionRepo
 
@@ -87,29 +88,6 @@ def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Any:
     from aka_tui.knowledge.store import default_kb_dir, load_kb
 
     return OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), problem.name), seed=settings.seed)
-
-
-def make_retriever(problem: Any, profile: Any, on_message: Callable[[str], None]) -> Any:
-    """Knowledge retrieval for the loop, or None (with a message) when the index cannot be used."""
-    try:
-        from aka_tui.knowledge.index import KbIndex
-        from aka_tui.knowledge.retrieval import KbQuery, render_context, retrieve
-        from aka_tui.knowledge.store import default_kb_dir, load_kb
-
-        kb = load_kb(default_kb_dir())
-        index = KbIndex(kb.root, on_message=on_message)
-        index.sync(kb)
-    except Exception as exc:  # retrieval is an aid; the loop runs without it and says so
-        on_message(f"knowledge retrieval unavailable ({type(exc).__name__}: {exc}); continuing without it")
-        return None
-
-    def ask(text: str) -> tuple[list[str], str]:
-        query = KbQuery(text=text, hardware=profile.name, vendor=profile.vendor, arch=profile.arch,
-                        family=problem.family, op=problem.name)
-        result = retrieve(kb, index, query)
-        return result.ids, render_context(result)
-
-    return ask
 
 
 class AgentRunner:
