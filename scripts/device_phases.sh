@@ -12,7 +12,8 @@
 #   integrity the two GPU tests fixed after session 2, the eager reference evaluated as a candidate (its
 #             own_share must say fallback) and the hardening cost of one honest kernel on the GPU
 #   optimize  `aka optimize --proposer offline` on every op ($OPT_ITERS iterations), ops split over the GPUs,
-#             then the best kernel of each session benched on the full tier (issues 5 and 8)
+#             then the best kernel of each session benched on the full tier (issues 5 and 8); $OPT_OPS
+#             (space-separated) restricts the ops
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -72,7 +73,7 @@ run_integrity() {
     eval kb/family/norm/rms_norm.py --problem rms_norm $h > /dev/null; done 2>&1 | tee "$2/hardening-cost.txt"
 }
 run_optimize() {
-  ops=$(python3 -c "from aka_tui.bench.problem import load_suite; print(' '.join(load_suite('problems').problems))")
+  ops=${OPT_OPS:-$(python3 -c "from aka_tui.bench.problem import load_suite; print(' '.join(load_suite('problems').problems))")}
   n=$(python3 -c "import torch; print(max(1, torch.cuda.device_count()))")
   per_op=$(( $1 * n / $(echo $ops | wc -w) ))
   for g in $(seq 0 $((n - 1))); do
@@ -86,7 +87,8 @@ run_optimize() {
         fi; i=$((i + 1)); done ) &
   done
   wait
-  timeout 240 python3 -m aka_tui bench --candidates "$2/best" --compare-eager --out "$2" --name optimized-best \
+  timeout 240 python3 -m aka_tui bench --candidates "$2/best" --ops "$(echo $ops | tr ' ' ,)" --compare-eager \
+    --out "$2" --name optimized-best \
     > "$2/bench.txt" 2> "$2/bench.err"; tail -n 30 "$2/bench.txt"
 }
 run_trace() {
