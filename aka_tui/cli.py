@@ -201,7 +201,7 @@ def cmd_illusion(args: argparse.Namespace) -> int:
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     from aka_tui.bench.report import render_text, write_reports
-    from aka_tui.bench.suite_run import rescore_report
+    from aka_tui.bench.suite_run import merge_reports, rescore_report
 
     suite = _load_suite(args)
     reports = []
@@ -213,16 +213,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
             raise EvaluationError(f"cannot read report {path}: {exc}") from None
         reports.append(rescore_report(data, suite))
-    report = reports[0]
-    for extra in reports[1:]:  # several partial reports of one suite: later ones fill the missing ops
-        have = {r.problem for r in report.results}
-        for result, score in zip(extra.results, extra.ops):
-            if result.problem not in have:
-                report.results.append(result)
-                report.ops.append(score)
-    from aka_tui.bench.score import aggregate
-
-    report.aggregate = aggregate(report.ops)
+    report = merge_reports(reports)  # several partial reports of one suite: later ones fill the missing ops
     stem = args.name or Path(args.rescore[0]).stem + "-rescored"
     json_path, md_path = write_reports(report, Path(args.out), stem)
     print(render_text(report))

@@ -191,12 +191,24 @@ class AgentLoop:
             weighted = [s.shape_id for s in shapes if s.weight > 0] or [s.shape_id for s in shapes]
         return replace(self.options, cases=1, fuzz=0, shape_ids=weighted)
 
+    def _promising(self, screened: OpScore, incumbent: Attempt) -> bool:
+        """Worth a full evaluation: correct, real and not clearly slower than the incumbent."""
+        return (screened.correct and screened.real
+                and screened.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel))
+
+    def _proposal_record(self, proposal: Proposal, bottleneck: str | None, masked: dict[str, Any],
+                         screened_out: bool, **extra: Any) -> dict[str, Any]:
+        """What a candidate commit records about its proposal (proposal.json)."""
+        return {"proposer": self.proposer.name, "rationale": proposal.rationale, "point": proposal.point,
+                "changed": {k: list(v) for k, v in proposal.changed.items()}, "bottleneck": bottleneck,
+                "dropout": masked, "screened_out": screened_out, **extra}
+
     def _screen(self, source: str, iteration: int, incumbent: Attempt) -> tuple[bool, OpScore, Any]:
         path = self.work_dir / f"screen_{iteration:04d}.py"
         path.write_text(source)
         result = evaluate_candidate(self.problem, CandidateSpec.file(path), self._quick_options())
         score = score_op(self.problem, result, self.profile)
-        promising = score.correct and score.real and score.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel)
+        promising = self._promising(score, incumbent)
         self._emit("candidate_screened", iteration=iteration, s_op=score.s_op, correct=score.correct,
                    real=score.real, incumbent_s=incumbent.score.s_op, promising=promising)
         return promising, score, result
@@ -229,8 +241,7 @@ class AgentLoop:
         screens = []
         for rank in range(len(proposals)):
             score = score_op(self.problem, results[rank], self.profile)
-            promising = (score.correct and score.real
-                         and score.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel))
+            promising = self._promising(score, incumbent)
             screens.append((promising, score, results[rank]))
         best = max(range(len(proposals)), key=lambda r: (screens[r][0], screens[r][1].s_op, -r))
         self._emit("candidates_screened_in_parallel", iteration=iteration, k=len(proposals), best_rank=best,
@@ -245,10 +256,8 @@ class AgentLoop:
             if self.session is not None:
                 attempt.sha = self.session.record_candidate(
                     iteration, proposal.source, result.to_json(),
-                    {"proposer": self.proposer.name, "rationale": proposal.rationale, "point": proposal.point,
-                     "changed": {k: list(v) for k, v in proposal.changed.items()}, "bottleneck": bottleneck,
-                     "dropout": masked, "screened_out": True, "best_of": {"k": len(proposals), "rank": rank,
-                                                                           "chosen": False}},
+                    self._proposal_record(proposal, bottleneck, masked, True,
+                                          best_of={"k": len(proposals), "rank": rank, "chosen": False}),
                     f"rejected (screened, best-of-{len(proposals)}) S_op={score.s_op:.4f}")
             outcome.attempts.append(attempt)
             self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
@@ -378,10 +387,10 @@ class AgentLoop:
             if self.session is not None:
                 attempt.sha = self.session.record_candidate(
                     iteration, proposal.source, result.to_json(),
-                    {"proposer": self.proposer.name, "rationale": proposal.rationale, "point": proposal.point,
-                     "changed": {k: list(v) for k, v in proposal.changed.items()}, "bottleneck": bottleneck,
-                     "dropout": masked, "screened_out": screened_out, "transcript": list(getattr(self.proposer, "transcript", [])[-1:]),
-                     "usage": vars(getattr(self.proposer, "usage", None)) if hasattr(self.proposer, "usage") else None},
+                    self._proposal_record(
+                        proposal, bottleneck, masked, screened_out,
+                        transcript=list(getattr(self.proposer, "transcript", [])[-1:]),
+                        usage=vars(getattr(self.proposer, "usage", None)) if hasattr(self.proposer, "usage") else None),
                     summary)
             outcome.attempts.append(attempt)
             self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,

@@ -82,16 +82,25 @@ def export_text(session_name: str, meta: dict[str, Any], step: Any) -> str:
     return "\n".join(header) + "\n" + source
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    from aka_tui.record.history import exported_step, read_steps
+def _load_session(args: argparse.Namespace) -> tuple[Path, dict[str, Any], list[Any]]:
+    """Session ID's directory, metadata and recorded steps; unreadable parts are warned about, not fatal."""
+    from aka_tui.record.history import read_steps
     from aka_tui.record.listing import resolve_session
-    from aka_tui.record.session_repo import SessionError, read_meta
+    from aka_tui.record.session_repo import read_meta
 
     path = resolve_session(args.id, Path(args.sessions))
     meta = read_meta(path)
     steps, problems = read_steps(path)
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
+    return path, meta, steps
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from aka_tui.record.history import exported_step
+    from aka_tui.record.session_repo import SessionError
+
+    path, meta, steps = _load_session(args)
     if not steps:
         raise SessionError(f"session {path.name} has no recorded candidates")
     step = exported_step(steps, args.iteration)
@@ -179,15 +188,8 @@ def _rerun(args: argparse.Namespace, path: Path, meta: dict[str, Any], steps: li
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from aka_tui.bench.report import text_table
-    from aka_tui.record.history import read_steps
-    from aka_tui.record.listing import resolve_session
-    from aka_tui.record.session_repo import read_meta
 
-    path = resolve_session(args.id, Path(args.sessions))
-    meta = read_meta(path)
-    steps, problems = read_steps(path)
-    for problem in problems:
-        print(f"warning: {problem}", file=sys.stderr)
+    path, meta, steps = _load_session(args)
     if not args.rerun:
         print("\n".join(_replay_text(path, meta, steps)))
         return 0

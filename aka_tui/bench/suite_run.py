@@ -188,3 +188,16 @@ def rescore_report(data: dict[str, Any], suite: Suite, label_suffix: str = "resc
     return BenchReport(f"{data.get('label', '?')} ({label_suffix})", str(suite.directory), str(data.get("device")),
                        str(data.get("tier")), profile, kept, scores, aggregate(scores), float(data.get("wall_s", 0)),
                        dropped, executor=str(data.get("executor", "local")), slots=list(data.get("slots", [])))
+
+
+def merge_reports(reports: list[BenchReport]) -> BenchReport:
+    """Partial reports of one suite as one: the first report wins per op; the aggregate is recomputed."""
+    merged = reports[0]
+    for extra in reports[1:]:
+        have = {r.problem for r in merged.results}
+        for result, score in zip(extra.results, extra.ops):
+            if result.problem not in have:
+                merged.results.append(result)
+                merged.ops.append(score)
+    merged.aggregate = aggregate(merged.ops)
+    return merged
