@@ -37,7 +37,38 @@ def _problem_of(meta: dict[str, Any], session_name: str) -> Any:
     return load_problem(directory)
 
 
+def cmd_sessions_score(args: argparse.Namespace) -> int:
+    from aka_tui.bench.problem import load_suite
+    from aka_tui.bench.report import aggregate_lines, text_table, write_reports
+    from aka_tui.record.suite_score import OUTCOME_HEADERS, outcome_rows, score_sessions
+
+    sessions_dir = Path(args.sessions)
+    if not sessions_dir.is_dir():
+        print(f"error: no sessions directory {sessions_dir} (give --sessions DIR)", file=sys.stderr)
+        return 2
+    from aka_tui.bench.problem import default_suite_dir
+
+    suite = load_suite(Path(args.suite) if args.suite else default_suite_dir())
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else None
+    if args.problem:
+        ops = [args.problem]
+    report, outcomes, warnings = score_sessions(sessions_dir, suite, args.tier, ops)
+    print(f"{report.label}: the newest session's incumbent per problem, scored with {suite.directory}'s weights "
+          f"(profile {report.hardware.name}, tier {report.tier}; nothing re-run)")
+    print(text_table(outcome_rows(report, outcomes), OUTCOME_HEADERS))
+    for line in aggregate_lines(report.aggregate)[:2]:
+        print(line)
+    for warning in warnings:
+        print(f"warning: {warning}")
+    if args.out:
+        json_path, md_path = write_reports(report, Path(args.out), args.name)
+        print(f"wrote {json_path} and {md_path}")
+    return 0
+
+
 def cmd_sessions(args: argparse.Namespace) -> int:
+    if args.score:
+        return cmd_sessions_score(args)
     from aka_tui.bench.report import text_table
     from aka_tui.record.listing import list_sessions, session_dirs
 
@@ -204,6 +235,15 @@ def register(sub: Any) -> None:
                                    "proposer, hardware, iterations, best S_op, accepted tag, start time.")
     p.add_argument("--sessions", default="sessions", help="where session repositories are (default sessions/)")
     p.add_argument("--problem", help="only sessions of this problem")
+    p.add_argument("--score", action="store_true",
+                   help="score the newest session's incumbent of every problem as one suite run (S before and "
+                        "after, own_share, iterations, S_agg with the suite's weights; nothing re-run)")
+    p.add_argument("--suite", help="with --score: the suite whose weights score the sessions (default: the shipped problems/)")
+    p.add_argument("--ops", help="with --score: comma-separated subset of problems")
+    p.add_argument("--tier", default="full", choices=["smoke", "full", "all"],
+                   help="with --score: the tier the sessions ran (default full)")
+    p.add_argument("--out", help="with --score: also write JSON and Markdown reports here")
+    p.add_argument("--name", default="sessions-score", help="with --score: report file stem")
     p.set_defaults(func=cmd_sessions)
 
     p = sub.add_parser("export", help="write a session's accepted kernel as a candidate file",

@@ -1,0 +1,116 @@
+"""Reference Triton kernel: LayerNorm over the last dimension with weight and bias (biased variance).
+
+y = (x - mean) * rsqrt(var + eps) * weight + bias, statistics in fp32, one final rounding to x.dtype.
+
+Tiling: each program owns ROWS_PER_PROGRAM rows as a [ROWS, BLOCK] register tile.
+  * ONE_PASS (or BLOCK_N >= hidden): BLOCK = next_power_of_2(hidden); the row is read once and the exact
+    two-step statistics (mean, then the centred sum of squares) are taken on the registers.
+  * otherwise a column loop over BLOCK_N chunks. Pass 1 takes each chunk's exact mean and centred M2 and
+    merges them into the running (mean, M2) with Chan's parallel update, so the statistics cost one sweep
+    and do not suffer the cancellation of sum/sum-of-squares. Pass 2 re-reads the row (L2-resident thanks
+    to the evict_last hint of pass 1), normalises and stores.
+"""
+
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+TUNABLES = {'BLOCK_N': 2048, 'ONE_PASS': True, 'ROWS_PER_PROGRAM': 1, 'num_warps': 8, 'num_stages': 1}
+SEARCH_SPACE = {
+    "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
+    "ONE_PASS": [True, False],
+    "ROWS_PER_PROGRAM": [1, 2, 4, 8],
+    "num_warps": [1, 2, 4, 8, 16],
+    "num_stages": [1, 2, 3],
+}
+
+_MAX_TILE_ELEMS = 65536  # largest ROWS * BLOCK register tile ONE_PASS may form; beyond it the loop is used
+
+
+@triton.jit
+def _layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, eps,
+                       ROWS: tl.constexpr, BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = pid.to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    row_mask = rows < n_rows
+    x_rows = x_ptr + rows[:, None] * stride_x
+    y_rows = y_ptr + rows[:, None] * stride_y
+    offs = tl.arange(0, BLOCK)
+    if SINGLE_TILE:
+        col_mask = offs < n_cols
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_rows + offs[None, :], mask=mask, other=0.0).to(tl.float32)
+        mean = tl.sum(x, axis=1) / n_cols
+        xc = tl.where(mask, x - mean[:, None], 0.0)
+        rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, axis=1) / n_cols + eps)
+        w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
+        y = xc * rstd[:, None] * w[None, :] + b[None, :]
+        tl.store(y_rows + offs[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        mean = tl.zeros([ROWS], dtype=tl.float32)
+        m2 = tl.zeros([ROWS], dtype=tl.float32)
+        for start in range(0, n_cols, BLOCK):
+            cols = start + offs
+            mask = row_mask[:, None] & (cols < n_cols)[None, :]
+            x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            n_a = start * 1.0  # columns merged so far (every earlier chunk is full), as fp32
+            n_b = tl.minimum(n_cols - start, BLOCK).to(tl.float32)
+            mean_b = tl.sum(x, axis=1) / n_b
+            xc = tl.where(mask, x - mean_b[:, None], 0.0)
+            m2_b = tl.sum(xc * xc, axis=1)
+            n_ab = n_a + n_b
+            delta = mean_b - mean
+            mean = mean + delta * (n_b / n_ab)
+            m2 = m2 + m2_b + delta * delta * (n_a * n_b / n_ab)
+        rstd = 1.0 / tl.sqrt(m2 / n_cols + eps)
+        for start in range(0, n_cols, BLOCK):
+            cols = start + offs
+            col_mask = cols < n_cols
+            mask = row_mask[:, None] & col_mask[None, :]
+            x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+            w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+            y = (x - mean[:, None]) * rstd[:, None] * w[None, :] + b[None, :]
+            tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _tile(n_cols: int, cfg: dict) -> tuple[int, bool]:
+    rows = cfg["ROWS_PER_PROGRAM"]
+    full = triton.next_power_of_2(n_cols)
+    if cfg["ONE_PASS"] and rows * full <= _MAX_TILE_ELEMS:
+        return full, True
+    block = min(cfg["BLOCK_N"], full)
+    return block, block >= n_cols
+
+
+def launch_layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float,
+                      cfg: dict | None = None) -> torch.Tensor:
+    cfg = TUNABLES if cfg is None else cfg
+    n_cols = x.shape[-1]
+    x2 = x.reshape(-1, n_cols)
+    if x2.stride(-1) != 1:
+        x2 = x2.contiguous()
+    weight = weight.contiguous()
+    bias = bias.contiguous()
+    n_rows = x2.shape[0]
+    y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
+    if n_rows > 0:
+        rows = cfg["ROWS_PER_PROGRAM"]
+        block, single = _tile(n_cols, cfg)
+        grid = (triton.cdiv(n_rows, rows),)
+        _layer_norm_kernel[grid](x2, weight, bias, y, n_rows, n_cols, x2.stride(0), y.stride(0), eps,
+                                 ROWS=rows, BLOCK=block, SINGLE_TILE=single,
+                                 num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    return y.view(x.shape)
+
+
+class Model(nn.Module):
+    def __init__(self, hidden_size: int, eps: float = 1e-5):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return launch_layer_norm(x, weight, bias, self.eps)
