@@ -11,9 +11,12 @@
 #   split     GPU 0: compile baseline of $COMPILE_OPS; GPU 1: KB kernels of $KERNEL_OPS (in that order)
 #   integrity the two GPU tests fixed after session 2, the eager reference evaluated as a candidate (its
 #             own_share must say fallback) and the hardening cost of one honest kernel on the GPU
+#   moecompile compile baseline of moe_fused_experts alone, its full shapes split over the GPUs (each
+#             shape recompiles per routing until dynamo's recompile limit), merged into one report;
+#             $MOE_GPU1_FIRST names a phase the second GPU runs (pinned to it) before its part
 #   optimize  `aka optimize --proposer offline` on every op ($OPT_ITERS iterations), ops split over the GPUs,
 #             then the best kernel of each session benched on the full tier (issues 5 and 8); $OPT_OPS
-#             (space-separated) restricts the ops
+#             (space-separated) restricts the ops; OPT_BENCH=0 skips the bench (the sessions hold S and own_share)
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -44,11 +47,13 @@ run_eager12() {
     tail -4 "$2/eager$n.txt"; grep wall "$2/eager$n.err"; done
 }
 run_ablation() {
+  ops=${ABLATION_OPS:-rms_norm silu_and_mul quant_fp8_per_token_group}; per_op=$(( $1 / $(echo $ops | wc -w) ))
   for g in 0 1; do
     ( p=$([ $g = 0 ] && echo 0.5 || echo 0.0)
-      for op in ${ABLATION_OPS:-rms_norm silu_and_mul quant_fp8_per_token_group}; do
-        CUDA_VISIBLE_DEVICES=$g timeout $(( $1 / 3 )) python3 -m aka_tui optimize "$op" --proposer offline \
-          --iterations ${ABLATION_ITERS:-5} --dropout $p --seed 7 --sessions "$2/sessions-p$p" --no-propose --no-kb \
+      for op in $ops; do
+        CUDA_VISIBLE_DEVICES=$g timeout $per_op python3 -m aka_tui optimize "$op" --proposer offline \
+          --iterations ${ABLATION_ITERS:-5} --wall-time $(( per_op - 45 )) --dropout $p --seed ${ABLATION_SEED:-7} \
+          --sessions "$2/sessions-p$p" --no-propose --no-kb \
           > "$2/$op-p$p.txt" 2>&1; tail -3 "$2/$op-p$p.txt"; done ) &
   done
   wait
@@ -80,16 +85,32 @@ run_optimize() {
     ( i=0; for op in $ops; do
         if [ $((i % n)) = $g ]; then
           CUDA_VISIBLE_DEVICES=$g timeout $per_op python3 -m aka_tui optimize "$op" --proposer offline --no-kb \
-            --iterations ${OPT_ITERS:-6} --seed 1 --sessions "$2/sessions" --no-propose > "$2/$op.txt" 2>&1
+            --iterations ${OPT_ITERS:-6} --wall-time $(( per_op * 2 / 3 )) --seed 1 --sessions "$2/sessions" --no-propose > "$2/$op.txt" 2>&1
           best=$(grep -o "best kernel: [^ ]*" "$2/$op.txt" | cut -d' ' -f3)
           mkdir -p "$2/best"; [ -n "$best" ] && cp "$best" "$2/best/$op.py"
           echo "$op: $(grep -E 'done:' "$2/$op.txt" | tail -n 1)"
         fi; i=$((i + 1)); done ) &
   done
   wait
+  [ "${OPT_BENCH:-1}" = 1 ] || return 0
   timeout 240 python3 -m aka_tui bench --candidates "$2/best" --ops "$(echo $ops | tr ' ' ,)" --compare-eager \
     --out "$2" --name optimized-best \
     > "$2/bench.txt" 2> "$2/bench.err"; tail -n 30 "$2/bench.txt"
+}
+run_moecompile() {
+  n=$(python3 -c "import torch; print(max(1, torch.cuda.device_count()))")
+  python3 scripts/split_suite.py problems moe_fused_experts "$n" "$2"
+  for g in $(seq 0 $((n - 1))); do
+    ( if [ "$g" = 1 ] && [ -n "${MOE_GPU1_FIRST:-}" ]; then mkdir -p "$ROOT/$MOE_GPU1_FIRST"
+        budget_var="T_${MOE_GPU1_FIRST}"; CUDA_VISIBLE_DEVICES=1 "run_$MOE_GPU1_FIRST" "${!budget_var:-$1}" \
+          "$ROOT/$MOE_GPU1_FIRST" > "$2/gpu1-first.txt" 2>&1; cat "$2/gpu1-first.txt"; fi
+      CUDA_VISIBLE_DEVICES=$g /usr/bin/time -f "GPU $g wall %e s" timeout "${MOE_T:-$1}" python3 -m aka_tui bench \
+        --suite "$2/suite$g" --baseline compile --ops moe_fused_experts --shape-timeout "${MOE_SHAPE_T:-180}" \
+        --out "$2" --name moe-compile-part$g > "$2/part$g.txt" 2> "$2/part$g.err"
+      tail -n 4 "$2/part$g.txt"; grep wall "$2/part$g.err" ) &
+  done
+  wait
+  python3 scripts/split_suite.py --merge problems "$2/moe-compile" "$2"/moe-compile-part*.json
 }
 run_trace() {
   timeout "$1" python3 -m aka_tui trace record --device cuda --budget-s $(( $1 - 25 )) --out "$2/trace.json.gz" \
@@ -102,5 +123,6 @@ for phase in "$@"; do
   echo "== $phase (limit ${budget}s, $(date -u +%H:%M:%S))" | tee -a "$ROOT/summary.txt"
   "run_$phase" "$budget" "$ROOT/$phase" 2>&1 | tee -a "$ROOT/summary.txt" > /dev/null
 done
-tar czf "$ROOT/results.tgz" --exclude='*.so' --exclude='*/cache/*' -C "$ROOT" "$@" && rm -rf "${@/#/$ROOT/}"
+extra=${MOE_GPU1_FIRST:-}; [ -d "$ROOT/$extra" ] || extra=""
+tar czf "$ROOT/results.tgz" --exclude='*.so' --exclude='*/cache/*' -C "$ROOT" "$@" $extra && rm -rf "${@/#/$ROOT/}"
 cat "$ROOT/summary.txt"

@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_N": 2048, "ROWS_PER_PROGRAM": 1, "ONE_PASS": 1, "EXACT_DIV": 1, "num_warps": 8,
+TUNABLES = {"BLOCK_N": 2048, "ROWS_PER_PROGRAM": 1, "ONE_PASS": 1, "EXACT_DIV": 0, "num_warps": 8,
             "num_stages": 1}
 SEARCH_SPACE = {
     "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
