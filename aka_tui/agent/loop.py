@@ -1,7 +1,8 @@
 """The measure–revise loop: baseline → (retrieve → propose → evaluate → decide) × N.
 
 A library API with an event stream (`on_event`); the CLI prints it, the TUI will post it as messages.
-Accepts only a correct, real candidate whose S_op beats the incumbent by more than the noise margin.
+Accepts only a correct, real candidate whose S_op beats the incumbent by more than the noise margin, confirmed
+by an interleaved re-measurement of both whenever the candidate looks better or close.
 
 Cost control (each evaluation is a worker process; on a GPU most of a full evaluation is start-up, fuzzed
 shapes and extra correctness cases): once there is an incumbent, a proposal is first *screened* on the
@@ -45,8 +46,11 @@ class LoopConfig:
     dropout_p: float = 0.5
     seed: int = 0
     noise_rel: float = 0.03  # a candidate must beat the incumbent's S_op by more than this fraction
-    close_rel: float = 0.10  # within this fraction of the incumbent, re-measure both, interleaved
-    remeasure_rounds: int = 2
+    # A candidate within this fraction of the incumbent, or apparently better, is re-measured with the incumbent,
+    # interleaved, before it can be accepted: on the H200 (2026-11-30) separate evaluations of one kernel
+    # differed by up to 60%, and the loop had accepted no-op changes as wins.
+    close_rel: float = 0.10
+    remeasure_rounds: int = 3  # I, C, I, C, I, C: a true median of three each
     screen: bool = True  # screen proposals on the weighted shapes before the full evaluation
     best_of: int = 1  # with an executor: propose k candidates per step, screen them in parallel, keep the best
     max_tokens: int | None = None  # model tokens (input + output, cache included) for the whole session
@@ -378,7 +382,7 @@ class AgentLoop:
                 incumbent is None or score.s_op > incumbent.score.s_op * (1.0 + self.config.noise_rel))
             if (incumbent is not None and not screened_out and score.correct and score.real
                     and self.config.remeasure_rounds > 0
-                    and abs(score.s_op - incumbent.score.s_op) <= self.config.close_rel * incumbent.score.s_op):
+                    and score.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel)):
                 better = self._remeasure(iteration, incumbent, proposal.source)
             attempt = Attempt(iteration, proposal, score, better, error=_first_error(result))
             summary = (f"{'accepted' if better else 'rejected'}{' (screened)' if screened_out else ''} "

@@ -3,7 +3,9 @@ problem and searches its tunables, one neighbourhood step at a time, steered by 
 
 Tunables are grouped into tactics by name (tile sizes, work per program, warps, pipeline stages, split,
 swizzle, algorithm flags); the bottleneck orders which tactic to change first, optimization dropout masks
-some tactics each step, and points already in (unmasked) memory are not proposed again.
+some tactics each step, and points already in (unmasked) memory are not proposed again. Tunables the kernel
+declares inert at the incumbent (its INERT rules) are not proposed, and points differing only in inert
+tunables count as the same point.
 """
 
 from __future__ import annotations
@@ -87,8 +89,9 @@ class OfflineProposer:
         """One step from the incumbent: change one tunable of the highest-priority tactic in play."""
         seen = {self._key(p) for p in remembered} | {self._key(incumbent)}
         order = PRIORITY.get(bottleneck or "", PRIORITY["memory-bound"])
+        # a tunable that is inert at the incumbent (the kernel's INERT rules) would only re-measure it
         params = [p for p, values in self.kernel.search_space.items()
-                  if len(values) > 1 and tactic_of(p) in tactics_in_play]
+                  if len(values) > 1 and tactic_of(p) in tactics_in_play and not self.kernel.is_inert(p, incumbent)]
         params.sort(key=lambda p: (order.index(tactic_of(p)) if tactic_of(p) in order else len(order),
                                    self.rng.random()))
         for param in params:
@@ -112,6 +115,6 @@ class OfflineProposer:
         changed = {k: (incumbent.get(k), v) for k, v in point.items() if incumbent.get(k) != v}
         return Proposal(self.kernel.instantiate(point), self.kernel.entry_id, point, changed, why, list(tactics))
 
-    @staticmethod
-    def _key(point: dict[str, Any]) -> tuple:
-        return tuple(sorted(point.items()))
+    def _key(self, point: dict[str, Any]) -> tuple:
+        """Points that differ only in inert tunables launch the same kernel: one key."""
+        return tuple(sorted(self.kernel.canonical(point).items()))

@@ -1,13 +1,16 @@
 """Reference kernels of the knowledge base: their tunables, search space, and instantiation at a point.
 
 A reference kernel is a complete candidate file with two module-level dict literals, `TUNABLES` and
-`SEARCH_SPACE`; instantiating it at a point rewrites the `TUNABLES` literal and nothing else.
+`SEARCH_SPACE`; instantiating it at a point rewrites the `TUNABLES` literal and nothing else. An optional
+third literal, `INERT`, names tunables that do not change the launched kernel under given settings of
+others (e.g. `{"BLOCK_N": {"ONE_PASS": [True]}}`: with a single-tile row, the loop's chunk size is unused),
+so the offline search neither spends an evaluation on them nor counts two such points as different.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,16 @@ class ReferenceKernel:
     family: str
     tunables: dict[str, Any]
     search_space: dict[str, list[Any]]
+    inert: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+
+    def is_inert(self, param: str, point: dict[str, Any]) -> bool:
+        """True when `param` has no effect at `point` (every condition of its INERT rule holds)."""
+        conditions = self.inert.get(param)
+        return bool(conditions) and all(point.get(k) in values for k, values in conditions.items())
+
+    def canonical(self, point: dict[str, Any]) -> dict[str, Any]:
+        """`point` with every inert tunable reset to its default: equal canonical points launch the same kernel."""
+        return {k: (self.tunables.get(k, v) if self.is_inert(k, point) else v) for k, v in point.items()}
 
     @property
     def source(self) -> str:
@@ -65,6 +78,32 @@ def read_tunables(source: str, path: Path) -> tuple[dict[str, Any], dict[str, li
     return tunables, {k: list(v) for k, v in space.items()}
 
 
+def read_inert(source: str, path: Path, space: dict[str, list[Any]]) -> dict[str, dict[str, list[Any]]]:
+    """The optional INERT literal: {param: {other_param: [values under which param has no effect]}}."""
+    node = _literal_assignment(ast.parse(source), "INERT")
+    if node is None:
+        return {}
+    try:
+        inert = ast.literal_eval(node.value)
+    except ValueError:
+        raise KbEntryError(f"{path}: INERT: must be a literal dict") from None
+    if not isinstance(inert, dict):
+        raise KbEntryError(f"{path}: INERT: must be a dict {{param: {{other_param: [values]}}}}")
+    for param, conditions in inert.items():
+        if param not in space:
+            raise KbEntryError(f"{path}: INERT: {param!r} is not in SEARCH_SPACE")
+        if not isinstance(conditions, dict) or not conditions:
+            raise KbEntryError(f"{path}: INERT[{param!r}]: must be a non-empty dict {{other_param: [values]}}")
+        for other, values in conditions.items():
+            if other not in space or other == param:
+                raise KbEntryError(f"{path}: INERT[{param!r}]: condition on {other!r}, which is not another "
+                                   "tunable of SEARCH_SPACE")
+            if not isinstance(values, (list, tuple)) or any(v not in space[other] for v in values):
+                raise KbEntryError(f"{path}: INERT[{param!r}][{other!r}]: must list values of "
+                                   f"SEARCH_SPACE[{other!r}]")
+    return {p: {k: list(v) for k, v in c.items()} for p, c in inert.items()}
+
+
 def with_tunables(source: str, point: dict[str, Any], space: dict[str, list[Any]], path: Path) -> str:
     """Replace the TUNABLES literal with `point` (every key of the space, values inside it)."""
     for key, value in point.items():
@@ -92,10 +131,11 @@ def reference_kernels(kb: KnowledgeBase) -> list[ReferenceKernel]:
 
 def load_reference_kernel(entry: KbEntry) -> ReferenceKernel:
     assert entry.kernel_path is not None
-    tunables, space = read_tunables(entry.kernel_path.read_text(), entry.kernel_path)
+    source = entry.kernel_path.read_text()
+    tunables, space = read_tunables(source, entry.kernel_path)
     families = entry.scope_values("family")
     return ReferenceKernel(entry.id, entry.kernel_path, entry.scope_values("ops"), families[0] if families else "",
-                           tunables, space)
+                           tunables, space, read_inert(source, entry.kernel_path, space))
 
 
 def kernels_for_op(kb: KnowledgeBase, op: str) -> list[ReferenceKernel]:

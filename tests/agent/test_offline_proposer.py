@@ -72,3 +72,43 @@ def test_proposals_evaluate_as_real_kernels(tmp_path) -> None:  # type: ignore[n
                                     EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=1))
         assert all(s.passed for s in result.shapes), [(s.shape_id, s.error) for s in result.shapes]
         assert all(s.audit.real for s in result.shapes if s.audit)
+
+
+def test_inert_tunables_are_never_proposed_and_equivalent_points_count_once() -> None:
+    proposer = OfflineProposer(kernels_for_op(KB, "layer_norm"), seed=5)
+    kernel = proposer.kernel
+    assert kernel.inert["BLOCK_N"] == {"ONE_PASS": [True]}
+    incumbent = dict(kernel.tunables)  # ONE_PASS on: BLOCK_N and num_stages do nothing
+    assert kernel.is_inert("BLOCK_N", incumbent) and not kernel.is_inert("BLOCK_N", {**incumbent, "ONE_PASS": False})
+    remembered: list[dict] = []
+    for _ in range(8):
+        proposal = proposer.propose(incumbent, remembered, "memory-bound", ["tile", "stages", "warps", "flags"])
+        if proposal.rationale.startswith("neighbourhood exhausted"):
+            break
+        assert not set(proposal.changed) & {"BLOCK_N", "num_stages"}, proposal.changed
+        remembered.append(proposal.point)
+    # a remembered point that differs from a candidate only in inert tunables is the same point
+    same = {**incumbent, "num_warps": 4, "BLOCK_N": 4096}
+    assert kernel.canonical(same) == kernel.canonical({**incumbent, "num_warps": 4})
+    step = proposer.propose(incumbent, [same], "memory-bound", ["warps"])
+    assert step.point.get("num_warps") != 4
+    # with the loop path on, the chunk size matters again and is proposed
+    looped = {**incumbent, "ONE_PASS": False}
+    changed = {p for _ in range(6) for p in proposer.propose(looped, [], "memory-bound", ["tile"]).changed}
+    assert changed == {"BLOCK_N"}
+
+
+def test_malformed_inert_rules_are_clear_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from aka_tui.errors import KbEntryError
+    from aka_tui.knowledge.reference_kernels import read_inert
+
+    space = {"BLOCK_N": [256, 512], "ONE_PASS": [True, False]}
+    path = tmp_path / "k.py"
+    assert read_inert("X = 1\n", path, space) == {}
+    for literal, message in (('{"BLOCK_Q": {"ONE_PASS": [True]}}', "not in SEARCH_SPACE"),
+                             ('{"BLOCK_N": {"MODE": [1]}}', "not another tunable"),
+                             ('{"BLOCK_N": {"ONE_PASS": [3]}}', "must list values"),
+                             ('{"BLOCK_N": {}}', "non-empty dict"),
+                             ('[1]', "must be a dict")):
+        with pytest.raises(KbEntryError, match=message):
+            read_inert(f"INERT = {literal}\n", path, space)

@@ -28,6 +28,9 @@ SEARCH_SPACE = {
     "num_warps": [2, 4, 8],
     "num_stages": [1, 2, 3, 4],
 }
+# Tunables with no effect (the offline search skips them): without SPLIT_KV there are no partitions and no
+# reduce kernel.
+INERT = {"PARTITION": {"SPLIT_KV": [0]}, "BLOCK_S": {"SPLIT_KV": [0]}}
 
 LOG2E = 1.4426950408889634
 

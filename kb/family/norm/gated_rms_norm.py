@@ -25,6 +25,10 @@ SEARCH_SPACE = {
     "num_warps": [1, 2, 4, 8, 16],
     "num_stages": [1, 2, 3],
 }
+# Tunables with no effect (the offline search skips them): with ONE_PASS a row is one register tile (as long as
+# ROWS_PER_PROGRAM * next_power_of_2(row) <= _MAX_TILE_ELEMS, true for every suite shape), so there is no column
+# loop to chunk or pipeline.
+INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]}}
 
 _MAX_TILE_ELEMS = 65536  # largest ROWS * BLOCK register tile ONE_PASS may form; beyond it the loop is used
 

@@ -22,6 +22,9 @@ SEARCH_SPACE = {
     "num_warps": [1, 2, 4, 8, 16],
     "num_stages": [1, 2, 3],
 }
+# Tunables with no effect (the offline search skips them): with ONE_PASS the row is one tile of
+# next_power_of_2(hidden) columns (up to ONE_PASS_MAX_BLOCK), so BLOCK_N is unused.
+INERT = {"BLOCK_N": {"ONE_PASS": [1]}}
 
 FP8_MAX = 448.0
 AMAX_FLOOR = 1e-10
