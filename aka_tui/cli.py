@@ -221,7 +221,35 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_library_compare(args: argparse.Namespace) -> int:
+    from aka_tui.bench import library_compare as lc
+    from aka_tui.errors import EvaluationError
+
+    device, tier = lc.resolve_run_device(args.device, args.tier)  # the CPU only as an explicit smoke dry-run
+    shape_sets = lc.parse_shape_sets(args.shapes)
+    if args.rounds < 1:
+        raise EvaluationError("--rounds must be at least 1")
+    suite = _load_suite(args)
+    stem = args.name or f"library-compare-{tier}"
+    partial = Path(args.out) / f"{stem}.partial.json"
+
+    def checkpoint(report_so_far: Any) -> None:
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(report_so_far.to_json(), default=str) + "\n")
+
+    report = lc.run_library_compare(suite, device, tier, ops=args.ops.split(",") if args.ops else None,
+                                    shape_sets=shape_sets, candidates_dir=Path(args.library_compare),
+                                    rounds=args.rounds, hardware=args.hardware, checkpoint=checkpoint)
+    json_path, md_path = lc.write_reports(report, Path(args.out), stem)
+    partial.unlink(missing_ok=True)
+    print(lc.render_text(report))
+    print(f"wrote {json_path} and {md_path}")
+    return 0 if not report.errors else 1
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.library_compare:  # before anything imports triton: a CPU dry-run must switch on its interpreter first
+        return cmd_library_compare(args)
     from aka_tui.bench.evaluate import resolve_device, resolve_tier
     from aka_tui.bench.report import render_text, write_reports
     from aka_tui.bench.suite_run import run_bench
@@ -379,6 +407,15 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--rescore", nargs="+", metavar="REPORT",
                    help="score stored report JSON(s) again with the suite's current weights (nothing is re-run); "
                         "several partial reports of one suite are merged, the first report winning per op")
+    group.add_argument("--library-compare", nargs="?", const="kb/family", metavar="DIR",
+                       help="issue 8's bars: the candidates of DIR (default kb/family) against torch.matmul, "
+                            "torch._scaled_mm and scaled_dot_product_attention on the same problems, timed side by "
+                            "side (needs a CUDA GPU; --device cpu --tier smoke is a dry-run); docs/scoring.md")
+    p.add_argument("--shapes", default="largest,weighted",
+                   help="with --library-compare: comma-separated largest (by FLOPs), weighted (weight > 0), all "
+                        "(default largest,weighted)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="with --library-compare: interleaved timing rounds per side (default 3; median of rounds)")
     p.add_argument("--report", choices=["scores", "illusion"], default="scores",
                    help="illusion: with --candidates, pass rates under a naive check vs the hardened one vs real kernels")
     p.add_argument("--out", default="reports", help="directory for the JSON and Markdown reports (default reports/)")

@@ -8,6 +8,8 @@
 #   eager12   eager baseline with --gpus 1, then --gpus 2 (executor speed-up, issue 9)
 #   ablation  optimization dropout on (GPU 0) vs off (GPU 1), offline proposer, same budget (issue 5)
 #   trace     `aka trace record` on cuda (issue 7)
+#   library   issue 8's bars on GPU 0: the KB kernels of the two GEMMs and prefill attention against
+#             torch.matmul / torch._scaled_mm / SDPA, largest and weighted full shapes, interleaved timing
 #   split     GPU 0: compile baseline of $COMPILE_OPS; GPU 1: KB kernels of $KERNEL_OPS (in that order)
 #   integrity the two GPU tests fixed after session 2, the eager reference evaluated as a candidate (its
 #             own_share must say fallback) and the hardening cost of one honest kernel on the GPU
@@ -40,6 +42,11 @@ run_redteam() {
 run_kernels() {
   timeout "$1" python3 -m aka_tui bench --candidates kb/family --compare-eager --out "$2" --name kb-kernels-full \
     > "$2/kb-kernels.txt" 2> "$2/kb-kernels.err"; tail -32 "$2/kb-kernels.txt"
+}
+run_library() {
+  CUDA_VISIBLE_DEVICES=0 /usr/bin/time -f "library compare wall %e s" timeout "$1" python3 -m aka_tui bench \
+    --library-compare --shapes largest,weighted --out "$2" --name library-compare > "$2/library.txt" 2> "$2/library.err"
+  cat "$2/library.txt"; grep wall "$2/library.err"
 }
 run_eager12() {
   for n in 1 2; do /usr/bin/time -f "eager --gpus $n wall %e s" timeout "$1" python3 -m aka_tui bench \

@@ -11,7 +11,7 @@ FORBIDDEN = ("textual", "chromadb", "anthropic", "git", "sentence_transformers",
 CORE_MODULES = (
     "aka_tui.bench.problem", "aka_tui.bench.evaluate", "aka_tui.bench.suite_run", "aka_tui.bench.report",
     "aka_tui.bench.score", "aka_tui.bench.roofline_refresh", "aka_tui.bench.worker", "aka_tui.bench.hardware",
-    "aka_tui.bench.check_problem", "aka_tui.cli",
+    "aka_tui.bench.check_problem", "aka_tui.bench.library_compare", "aka_tui.cli",
 )
 
 

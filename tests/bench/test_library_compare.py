@@ -1,0 +1,120 @@
+"""`aka bench --library-compare`: the CPU dry-run of the three ops, the fp8 form fallback, the GPU-required error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from aka_tui.bench import library_compare as lc
+from aka_tui.bench.problem import load_problem
+from aka_tui.cli import main
+from aka_tui.errors import EvaluationError
+from tests.conftest import PROBLEMS, REPO
+
+CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU paths: dry-run and the GPU-required error")
+
+
+def test_scaled_mm_form_falls_back_from_blockwise_to_rowwise() -> None:
+    probed = []
+
+    def probe(form: lc.ScaledMMForm) -> tuple[bool, str]:
+        probed.append(form)
+        if form.kind == "blockwise":
+            if form.layout:
+                raise RuntimeError("Invalid scaling configuration.\n- For BlockWise 128x128 scaling ...")
+            return False, "runs but disagrees with the dequantised product"
+        return True, "ok"
+
+    choice = lc.select_scaled_mm_form(probe)
+    assert choice.form == lc.ScaledMMForm("rowwise")
+    assert [a["ok"] for a in choice.attempts] == [False, False, False, False, True]
+    assert choice.attempts[1]["reason"] == "RuntimeError: Invalid scaling configuration."  # first line only
+    assert all(f.kind != "tensorwise" for f in probed)  # stops at the first form that works
+
+
+def test_scaled_mm_form_tensorwise_last_and_none_when_nothing_runs() -> None:
+    assert lc.select_scaled_mm_form(lambda f: (f.kind == "tensorwise", "no")).form == lc.ScaledMMForm("tensorwise")
+    nothing = lc.select_scaled_mm_form(lambda f: (False, "unsupported"))
+    assert nothing.form is None and len(nothing.attempts) == len(lc.FP8_FORMS)
+    assert lc.select_scaled_mm_form(lambda f: (True, "ok")).form == lc.FP8_FORMS[0]  # block-wise first
+
+
+def test_blockwise_scales_have_the_strides_pytorch_checks_for() -> None:
+    a_scale, b_scale = torch.rand(64, 3), torch.rand(5, 3)  # M = 64, K = 384, N = 600
+    sa, sb = lc.scaled_mm_scales(lc.ScaledMMForm("blockwise"), a_scale, b_scale, n=600)
+    assert sa.shape == (64, 3) and sa.stride() == (1, 64) and torch.equal(sa, a_scale)  # outer-dim-major
+    assert sb.t().shape == (5, 3) and sb.t().stride() == (3, 1) and torch.equal(sb.t(), b_scale)
+    _, padded = lc.scaled_mm_scales(lc.ScaledMMForm("blockwise", layout="padded-stride"), a_scale, b_scale, n=600)
+    assert padded.t().stride() == (4, 1) and torch.equal(padded, sb)
+
+
+def test_coarser_fp8_scales_are_the_problem_on_coarser_scales() -> None:
+    """Row-wise `_scaled_mm` scales, applied by the problem's reference layout, give the same product."""
+    a = torch.randn(8, 256).to(torch.float8_e4m3fn)
+    b = torch.randn(200, 256).to(torch.float8_e4m3fn)
+    a_scale, b_scale = torch.rand(8, 2) + 0.5, torch.rand(2, 2) + 0.5
+    form = lc.ScaledMMForm("rowwise")
+    sa, sb = lc.scaled_mm_scales(form, a_scale, b_scale, n=200)
+    direct = (a.float() * sa) @ (b.float() * sb.t()).t()
+    applied_a, applied_b = lc.problem_scales_for(form, a_scale, b_scale)
+    via_problem = lc._dequant_matmul(a, applied_a, b, applied_b)
+    torch.testing.assert_close(direct, via_problem)
+
+
+def test_select_shapes_largest_by_flops_and_weighted() -> None:
+    problem = load_problem(PROBLEMS / "gemm_bf16_linear_epilogue")
+    chosen = lc.select_shapes(problem, "full", ["largest", "weighted"], lambda s: problem.roofline[s.shape_id].flops)
+    assert {s.shape_id: why for s, why in chosen} == {
+        "qwen2.5_7b_qkv_bias_prefill_m8192": ["weighted"], "llama3_8b_down_residual_prefill_m8192": ["weighted"],
+        "starcoder2_15b_fc_gelu_bias_prefill_m4096": ["largest"]}
+    with pytest.raises(EvaluationError):
+        lc.parse_shape_sets("largest,biggest")
+
+
+@CPU_ONLY
+@pytest.mark.parametrize("argv", [[], ["--device", "cpu"], ["--device", "cpu", "--tier", "full"], ["--device", "cuda"]],
+                         ids=["auto", "cpu-full-by-default", "cpu-full", "cuda"])
+def test_without_a_gpu_it_says_so_in_one_line(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    rc = main(["bench", "--library-compare", "--out", str(tmp_path), *argv])
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and "needs a CUDA GPU" in lines[0], captured.err
+    assert not any(tmp_path.iterdir())
+
+
+@CPU_ONLY
+def test_dry_run_on_the_interpreter_exercises_all_three_ops(tmp_path: Path) -> None:
+    """The CLI in a fresh process without TRITON_INTERPRET in its environment (it must switch the interpreter on
+    before triton is imported), the largest smoke shape of each op, two interleaved rounds."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "aka_tui", "bench", "--library-compare", "--device", "cpu", "--tier", "smoke",
+         "--shapes", "largest", "--rounds", "2", "--out", str(tmp_path), "--name", "lc"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "timings and ratios are meaningless" in proc.stdout
+    data = json.loads((tmp_path / "lc.json").read_text())
+    assert data["dry_run"] and "meaningless" in (tmp_path / "lc.md").read_text()
+    comps = {c["op"]: c for c in data["comparisons"]}
+    assert set(comps) == set(lc.TARGETS) and not data["errors"]
+    for op, comp in comps.items():
+        assert comp["selected_as"] == ["largest"] and comp["target"] == lc.TARGETS[op]
+        assert comp["ours"]["check"] == "ok" and len(comp["ours"]["round_ms"]) == 2, comp["ours"]
+        for side in comp["library"]:
+            assert side["check"] == "ok" and side["median_ms"] > 0 and len(side["round_ms"]) == 2, side
+        assert all(row["ratio"] is not None and row["met"] is not None for row in comp["rows"])
+    gemm = comps["gemm_bf16_linear_epilogue"]  # smoke_m33: silu + residual, so both library rows
+    assert [s["role"] for s in gemm["library"]] == ["bar", "context"]
+    assert gemm["library"][0]["flops"] < gemm["ours"]["flops"] == gemm["library"][1]["flops"]
+    fp8 = comps["gemm_fp8_blockscale"]["library"][0]  # the CPU's _scaled_mm has no block-wise scaling
+    assert fp8["details"]["form"] == "rowwise"
+    assert [a["ok"] for a in data["fp8_probe"]][:4] == [False] * 4
+    attention = comps["attention_prefill_varlen"]["library"][0]
+    assert attention["details"]["sdpa_backend"] != "unknown" and attention["details"]["strategy"]
+    assert len(attention["details"]["alternatives"]) >= 3
