@@ -40,7 +40,7 @@ def _problem_of(meta: dict[str, Any], session_name: str) -> Any:
 def cmd_sessions_score(args: argparse.Namespace) -> int:
     from aka_tui.bench.problem import load_suite
     from aka_tui.bench.report import aggregate_lines, text_table, write_reports
-    from aka_tui.record.suite_score import OUTCOME_HEADERS, outcome_rows, score_sessions
+    from aka_tui.agent.suite_score import OUTCOME_HEADERS, outcome_rows, score_sessions
 
     sessions_dir = Path(args.sessions)
     if not sessions_dir.is_dir():

@@ -12,7 +12,7 @@ from aka_tui.bench.problem import default_suite_dir, load_suite
 from aka_tui.cli import main
 from aka_tui.record.events import read_events
 from aka_tui.record.listing import EXAMPLES_DIR
-from aka_tui.record.suite_score import score_sessions
+from aka_tui.agent.suite_score import score_sessions
 
 
 @pytest.fixture()
