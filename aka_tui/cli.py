@@ -453,8 +453,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from aka_tui.agent.commands import register as register_optimize
     from aka_tui.knowledge.commands import register as register_kb
+    from aka_tui.tuning.commands import register as register_sweep
 
-    register_kb(sub)
+    register_sweep(register_kb(sub))  # `aka kb sweep` lives in aka_tui.tuning (it needs the benchmark core)
     register_optimize(sub)
     from aka_tui.trace.commands import register as register_trace
 

@@ -19,6 +19,11 @@
 #   optimize  `aka optimize --proposer offline` on every op ($OPT_ITERS iterations), ops split over the GPUs,
 #             then the best kernel of each session benched on the full tier (issues 5 and 8); $OPT_OPS
 #             (space-separated) restricts the ops; OPT_BENCH=0 skips the bench (the sessions hold S and own_share)
+#   sweep     `aka kb sweep` (coordinate search of the KB kernels' tunables, one check per configuration, the
+#             evaluator's timer) of $SWEEP_OPS on the weighted and the largest full shapes, ops split over the
+#             visible GPUs (one process per GPU, CUDA_VISIBLE_DEVICES), merged into sweep.json/.md; stops
+#             starting configurations 30 s before T_sweep. $SWEEP_MAX_CONFIGS (24), $SWEEP_SHAPES, $SWEEP_TIER,
+#             $SWEEP_ARGS (extra flags, e.g. --device cpu for a dry run)
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -118,6 +123,24 @@ run_moecompile() {
   done
   wait
   python3 scripts/split_suite.py --merge problems "$2/moe-compile" "$2"/moe-compile-part*.json
+}
+run_sweep() {
+  ops=${SWEEP_OPS:-quant_fp8_per_token quant_fp8_per_token_group layer_norm qk_head_norm kv_cache_write gated_rms_norm attention_mla_decode}
+  n=$(python3 -c "import torch; print(max(1, torch.cuda.device_count()))")
+  budget=$(( $1 > 90 ? $1 - 30 : $1 * 2 / 3 ))
+  for g in $(seq 0 $((n - 1))); do
+    ( mine=$(echo $ops | tr ' ' '\n' | awk -v n="$n" -v g="$g" '(NR - 1) % n == g' | tr '\n' ' ')
+      [ -n "${mine// /}" ] || exit 0
+      CUDA_VISIBLE_DEVICES=$g timeout "$1" python3 -m aka_tui kb sweep $mine --shapes "${SWEEP_SHAPES:-weighted,largest}" \
+        --tier "${SWEEP_TIER:-full}" --max-configs "${SWEEP_MAX_CONFIGS:-24}" --budget-s "$budget" ${SWEEP_ARGS:-} \
+        --out "$2" --name "sweep-gpu$g" > "$2/gpu$g.txt" 2> "$2/gpu$g.err"
+      echo "-- GPU $g ($mine): exit $?"; grep -E "^(recommended|[a-z0-9_]+: (recommended|keep|ERROR|WARNING))" "$2/gpu$g.txt" ) &
+  done
+  wait
+  ls "$2"/sweep-gpu*.json > /dev/null 2>&1 && python3 -c "import sys
+from aka_tui.tuning.report import merge_reports, render_text, write_report
+r = merge_reports(sorted(sys.argv[2:])); write_report(r, sys.argv[1], 'sweep'); print(render_text(r))" \
+    "$2" "$2"/sweep-gpu*.json
 }
 run_trace() {
   timeout "$1" python3 -m aka_tui trace record --device cuda --budget-s $(( $1 - 25 )) --out "$2/trace.json.gz" \

@@ -216,8 +216,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
-    """Add `aka kb` and its actions to the CLI parser."""
+def register(sub: Any) -> Any:
+    """Add `aka kb` and its actions to the CLI parser; returns the actions (other packages add theirs)."""
     p = sub.add_parser("kb", help="knowledge base: search, show, add, edit, rm, reindex, validate, curate",
                        description="The layered knowledge base (plain files under kb/; the Chroma index is derived).")
     p.add_argument("--kb", help="knowledge-base directory (default: the shipped kb/)")
@@ -285,3 +285,4 @@ def register(sub: Any) -> None:
                                        "of the query set after a warm-up (query embedding included).")
     s.add_argument("--rounds", type=int, default=3)
     s.set_defaults(func=cmd_bench)
+    return actions

@@ -1,0 +1,179 @@
+"""One child process per swept op: a crash or a hang costs one configuration, not the sweep.
+
+The child (`python -m aka_tui.tuning.isolation EVENTS_FILE < job.json`) sweeps one op and appends one JSON
+line per event to EVENTS_FILE: `ready`, `start` (a configuration begins), `trial` (its record), `result`.
+When the child dies (a signal, a fatal CUDA error) or stays silent longer than the stall limit, the parent
+records the configuration in flight as `crashed` / `timeout` and starts a fresh child with every trial so far:
+the child replays them instead of running them again (the search is deterministic given the measurements),
+so it continues where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+EXIT_CUDA_ERROR = 3  # as the evaluator's worker (bench/worker_entry.EXIT_RESTART): the context is unusable
+MAX_RESTARTS = 4
+STARTUP_S = 300.0
+
+
+def _signal_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _stderr_fd() -> int:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured or replaced sys.stderr: the process's own fd 2
+        return 2
+
+
+class _Events:
+    """Reads the complete lines appended to the child's events file since the last call."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(data)
+        data = self.partial + data
+        lines = data.split(b"\n")
+        self.partial = lines.pop()
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def run_isolated(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Sweep `job['op']` in child processes; returns the op's record (a failed one when it cannot finish)."""
+    from aka_tui.tuning.sweep import Trial, config_key
+
+    trials: dict[tuple[str, str], dict[str, Any]] = {}
+    restarts = 0
+    last_error = ""
+    with tempfile.TemporaryDirectory(prefix="aka-sweep-") as tmp:
+        while restarts <= MAX_RESTARTS:
+            path = Path(tmp) / f"events-{restarts}.jsonl"
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
+            if not str(job["device"]).startswith("cuda"):
+                env["TRITON_INTERPRET"] = "1"
+            # The child's own output (kernel prints, warnings) goes to our stderr, never into the table.
+            proc = subprocess.Popen([sys.executable, "-m", "aka_tui.tuning.isolation", str(path)],
+                                    stdin=subprocess.PIPE, stdout=_stderr_fd(), stderr=_stderr_fd(),
+                                    env=env, start_new_session=True)
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps({**job, "known": list(trials.values())}).encode())
+            proc.stdin.close()
+            events = _Events(path)
+            inflight: dict[str, Any] | None = None
+            result: dict[str, Any] | None = None
+            ready, last, stalled = False, time.monotonic(), False
+            lock_wait: float | None = None  # since when the child waits for the GPU lock (no stall limit then)
+            told = False
+            while True:
+                code = proc.poll()
+                for event in events.read():
+                    last = time.monotonic()
+                    kind = event.get("event")
+                    if kind == "gpu_lock":
+                        lock_wait = last if event.get("state") == "waiting" else None
+                    elif kind == "ready":
+                        ready = True
+                        on_event(event)
+                    elif kind == "start":
+                        inflight = event
+                    elif kind == "trial":
+                        trial = event["trial"]
+                        trials[(config_key(trial["config"]), trial["shape_id"])] = trial
+                        inflight = None
+                        on_event(event)
+                    elif kind == "result":
+                        result = event["result"]
+                if code is not None:
+                    break
+                if lock_wait is not None:
+                    if not told and time.monotonic() - lock_wait > 2.0:
+                        print(f"{job['op']}: waiting for the GPU lock (another aka process is timing on this GPU)",
+                              file=sys.stderr, flush=True)
+                        told = True
+                    last = time.monotonic()
+                limit = stall_s if ready else max(stall_s, STARTUP_S)
+                if time.monotonic() - last > limit:
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                    code = proc.wait()
+                    stalled = True
+                    for event in events.read():  # anything written before the kill
+                        if event.get("event") == "trial":
+                            trial = event["trial"]
+                            trials[(config_key(trial["config"]), trial["shape_id"])] = trial
+                            inflight = None
+                    break
+                time.sleep(0.1)
+            if result is not None:
+                return result
+            if inflight is not None:
+                status = "timeout" if stalled else "crashed"
+                what = f"no progress for {stall_s:.0f} s; child killed" if stalled else f"child {_signal_text(code)}"
+                failed = Trial(int(inflight["index"]), inflight["shape_id"], inflight["config"], inflight["changed"],
+                               inflight["phase"], status, f"{what} while running this configuration").to_json()
+                trials[(config_key(failed["config"]), failed["shape_id"])] = failed
+                on_event({"event": "trial", "trial": failed, "op": job["op"]})
+                last_error = failed["error"]
+            elif code != EXIT_CUDA_ERROR:
+                last_error = (f"child {_signal_text(code)}" + (" (stalled)" if stalled else "") +
+                              " outside any configuration (see its output above)")
+                if not ready:
+                    break  # it cannot even load the op: a restart would do the same
+            restarts += 1
+    from aka_tui.tuning.sweep import failed_op_record
+
+    return failed_op_record(job["op"], None, f"the sweep could not finish: {last_error}", list(trials.values()))
+
+
+def child_main(events_path: str) -> int:
+    """Entry of the child: sweep the job's op, writing events; exit EXIT_CUDA_ERROR after a fatal CUDA error."""
+    job = json.loads(sys.stdin.read())
+    if not str(job["device"]).startswith("cuda"):
+        os.environ["TRITON_INTERPRET"] = "1"  # before any kernel module is imported
+    handle = open(events_path, "a", buffering=1)
+
+    def emit(event: dict[str, Any]) -> None:
+        handle.write(json.dumps(event, default=str) + "\n")
+        handle.flush()
+
+    from aka_tui.tuning.runner import sweep_job
+
+    result = sweep_job(job, emit)
+    cuda_lost = bool(result.get("cuda_context_lost"))
+    if not cuda_lost:  # after a fatal CUDA error a fresh child replays the trials and goes on
+        emit({"event": "result", "result": result})
+    handle.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_CUDA_ERROR if cuda_lost else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(sys.argv[1]))
