@@ -14,7 +14,10 @@ def _empty_kernel(x_ptr):  # type: ignore[no-untyped-def]
 
 
 def measure_empty_launch_ms(timers: Timers, l2_bytes: int) -> float:
-    """Median time of one empty launch with exactly the protocol candidates are timed with (L2 flush, events)."""
+    """Median time of one empty launch as the host sees it: the host-bound pass of the candidates' protocol
+    (L2 flush, events, no GPU backlog), so host launch latency is in it. Candidates are reported from the
+    GPU-saturated pass, which leaves that latency out; this floor is what the launch-aware S puts back."""
     x = torch.empty(1, device="cuda")
-    stats = time_cuda(lambda _inputs: _empty_kernel[(1,)](x), [{}], timers, l2_bytes, min_reps=50, max_reps=200)
+    stats = time_cuda(lambda _inputs: _empty_kernel[(1,)](x), [{}], timers, l2_bytes, min_reps=50, max_reps=200,
+                      saturate=False)
     return stats.median_ms

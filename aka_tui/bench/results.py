@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -27,7 +27,14 @@ class StageError:
 
 @dataclass(frozen=True)
 class TimingStats:
-    """Per-call device time of a callable over rotating input sets (milliseconds)."""
+    """Per-call device time of a callable over rotating input sets (milliseconds).
+
+    On CUDA `median_ms`, `min_ms`, `p20_ms`, `p80_ms` and `reps` are the GPU-saturated pass when `saturated`
+    (device time only, see timing.py), else the host-bound pass. The `host_bound_*` fields always describe the
+    first (host-bound) pass, whose intervals may include host launch latency; `wall_ms_per_call` and
+    `flush_ms` belong to it too and feed the escaped-work check. Results written before the saturated pass (2026-11-30)
+    lack these fields: there `median_ms` & co. are the host-bound pass and `saturated` loads as False.
+    """
 
     median_ms: float
     min_ms: float
@@ -37,8 +44,23 @@ class TimingStats:
     input_sets: int
     timer: str  # "cuda_events" | "perf_counter"
     l2_flush_bytes: int
-    wall_ms_per_call: float | None = None  # synchronised wall time per loop iteration (flush included)
+    wall_ms_per_call: float | None = None  # synchronised wall time per host-bound iteration (flush included)
     flush_ms: float | None = None  # device time of one L2 flush
+    saturated: bool = False  # the reported figures come from the GPU-saturated pass
+    host_bound_median_ms: float | None = None  # first pass: flush, events and call enqueued with no GPU backlog
+    host_bound_min_ms: float | None = None
+    host_bound_p20_ms: float | None = None
+    host_bound_p80_ms: float | None = None
+    host_bound_reps: int | None = None
+    host_enqueue_ms: float | None = None  # host time to enqueue one first-pass iteration (sizes the sleep)
+    sleep_ms: float | None = None  # measured GPU sleep before the saturated pass
+    saturation_note: str = ""  # why the reported figures are not from a saturated pass (empty when they are)
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> TimingStats:
+        """Accepts old records (no saturated-pass fields); unknown keys from newer records are ignored."""
+        known = {f.name for f in fields(TimingStats)}
+        return TimingStats(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass(frozen=True)
@@ -86,7 +108,7 @@ class ShapeResult:
     @staticmethod
     def from_json(data: dict[str, Any]) -> ShapeResult:
         def timing(key: str) -> TimingStats | None:
-            return TimingStats(**data[key]) if data.get(key) else None
+            return TimingStats.from_json(data[key]) if data.get(key) else None
 
         return ShapeResult(
             shape_id=data["shape_id"], status=data["status"], seeds=list(data.get("seeds", [])),
