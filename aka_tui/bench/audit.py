@@ -68,6 +68,9 @@ class TritonLaunchRecorder:
         self.active = False
         self.audit: AtenAuditMode | None = None
         self._originals: list[tuple[Any, Any]] = []
+        # While timing on CUDA: the timed stream's handle, and launches that went to any other stream
+        self.timed_stream: int | None = None
+        self.off_stream: Counter[str] = Counter()
 
     def install(self) -> None:
         """Wrap the `run` of Triton's launch classes; called once in the worker before any candidate loads."""
@@ -82,6 +85,12 @@ class TritonLaunchRecorder:
                 if recorder.active and not kwargs.get("warmup", False):
                     fn = getattr(self, "fn", None)
                     recorder.launches[(getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"))] += 1
+                if recorder.timed_stream is not None and not kwargs.get("warmup", False):
+                    import torch
+
+                    if torch.cuda.current_stream().cuda_stream != recorder.timed_stream:
+                        fn = getattr(self, "fn", None)
+                        recorder.off_stream[f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"] += 1
                 audit = recorder.audit
                 if audit is not None:
                     audit.paused += 1  # the interpreter's own tensor handling is not the candidate's
@@ -93,6 +102,20 @@ class TritonLaunchRecorder:
 
             self._originals.append((cls, original))
             cls.run = run  # type: ignore[method-assign]
+
+    @contextmanager
+    def guarding_stream(self, stream_handle: int) -> Iterator[None]:
+        """Count Triton launches on any stream but `stream_handle` (the timed one) while timing.
+
+        The saturated timing pass cannot see work that escapes to a side stream (the GPU sleep hides it), so
+        a candidate that moved its kernels off the timed stream only there would go unnoticed by the
+        wall-time check of the host-bound pass; this check holds in both passes."""
+        self.off_stream.clear()
+        self.timed_stream = stream_handle
+        try:
+            yield
+        finally:
+            self.timed_stream = None
 
     @contextmanager
     def recording(self, audit: AtenAuditMode | None) -> Iterator[None]:

@@ -276,14 +276,20 @@ def _time(ctx: WorkerContext, model: Any, input_sets: list[dict[str, Any]], chec
 
     before = thread_census()
     mark = ctx.thread_starts.mark()
+    off_stream: dict[str, int] = {}
     try:
         if ctx.device.startswith("cuda"):
-            stats = time_cuda(call, input_sets, ctx.timers, int(ctx.job["l2_bytes"]))
+            with ctx.recorder.guarding_stream(torch.cuda.current_stream().cuda_stream):
+                stats = time_cuda(call, input_sets, ctx.timers, int(ctx.job["l2_bytes"]))
+            off_stream = dict(ctx.recorder.off_stream)
         else:
             stats = time_cpu(call, input_sets, ctx.timers, reps=int(ctx.job.get("cpu_reps", 3)))
     except Exception as exc:
         status = "cuda_error" if _is_cuda_fatal(exc) else "runtime_error"
         raise _Failure(status, "timing", f"{type(exc).__name__}: {str(exc)[:500]}", _trace(exc)) from None
+    if check_threads and ctx.device.startswith("cuda") and off_stream:
+        raise _Failure("tampered", "timing", "kernel launches on a stream other than the timed one during timing: "
+                       + ", ".join(f"{k}×{v}" for k, v in sorted(off_stream.items())))
     if check_threads:
         left = sorted(set(new_threads(before) + ctx.thread_starts.since(mark)))
         if left:
