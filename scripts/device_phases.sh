@@ -24,6 +24,8 @@
 #             visible GPUs (one process per GPU, CUDA_VISIBLE_DEVICES), merged into sweep.json/.md; stops
 #             starting configurations 30 s before T_sweep. $SWEEP_MAX_CONFIGS (24), $SWEEP_SHAPES, $SWEEP_TIER,
 #             $SWEEP_ARGS (extra flags, e.g. --device cpu for a dry run)
+#   gputiming the saturated timing pass and the stream guard on GPU 0: their GPU tests, the side-stream red-team
+#             cases, and the layer_norm KB kernel's per-shape medians (saturated vs host-bound) from `aka eval`
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -141,6 +143,24 @@ run_sweep() {
 from aka_tui.tuning.report import merge_reports, render_text, write_report
 r = merge_reports(sorted(sys.argv[2:])); write_report(r, sys.argv[1], 'sweep'); print(render_text(r))" \
     "$2" "$2"/sweep-gpu*.json
+}
+run_gputiming() {
+  CUDA_VISIBLE_DEVICES=0 timeout "$1" python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gpu_timing.py \
+    "tests/redteam/test_redteam.py::test_corpus_on_gpu[saturation_aware_side_stream]" \
+    "tests/redteam/test_redteam.py::test_corpus_on_gpu[side_stream]" \
+    "tests/redteam/test_redteam.py::test_corpus_on_gpu[rms_norm_2d_grid]" > "$2/tests.txt" 2>&1
+  tail -n 5 "$2/tests.txt"
+  CUDA_VISIBLE_DEVICES=0 timeout "$1" python3 -m aka_tui eval kb/family/norm/layer_norm.py --problem layer_norm \
+    --json "$2/layer_norm.json" > "$2/layer_norm.txt" 2>&1
+  python3 - "$2/layer_norm.json" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1]))["shapes"]:
+    t = s.get("timing") or {}
+    if t:
+        print(f"{s['shape_id'][:40]:40s} saturated={t.get('saturated')} median {t.get('median_ms')} ms "
+              f"(p20 {t.get('p20_ms')}, p80 {t.get('p80_ms')}) host-bound {t.get('host_bound_median_ms')} "
+              f"{t.get('saturation_note') or ''}")
+PY
 }
 run_trace() {
   timeout "$1" python3 -m aka_tui trace record --device cuda --budget-s $(( $1 - 25 )) --out "$2/trace.json.gz" \
