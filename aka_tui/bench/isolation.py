@@ -35,7 +35,7 @@ class JobOutcome:
     empty_launch_ms: float | None = None
 
 
-def _signal_name(code: int) -> str:
+def exit_description(code: int) -> str:
     if code < 0:
         try:
             return f"killed by signal {signal.Signals(-code).name}"
@@ -146,7 +146,7 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
                             restarts += 1  # a CUDA error was reported; the rest needs a fresh context
                             break
                         tail = _log_tail(log_path)
-                        failure = ("crashed", f"worker {_signal_name(code)}" + (f"; log tail: {tail}" if tail else ""))
+                        failure = ("crashed", f"worker {exit_description(code)}" + (f"; log tail: {tail}" if tail else ""))
                     else:
                         worker.kill()
                         worker.close()

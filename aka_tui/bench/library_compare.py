@@ -658,18 +658,9 @@ def _l2_bytes(device: str, hardware: str | None) -> int:
 
 def _input_sets(ctx: _Context, shape: Shape, count: int) -> list[dict]:
     """The evaluator's timing inputs (same seeds); fewer sets when they would crowd the GPU's memory."""
-    from aka_tui.bench.inputs import make_inputs
+    from aka_tui.bench.inputs import timing_input_sets
 
-    sets = []
-    for i in range(count):
-        seed = derive_seed(ctx.problem.name, shape.shape_id, i, "timing")
-        sets.append(make_inputs(ctx.problem, ctx.input_module, shape, ctx.device, seed))
-        if i == 0 and ctx.device.startswith("cuda"):
-            size = sum(t.numel() * t.element_size() for t in sets[0].values() if isinstance(t, torch.Tensor))
-            free, _ = torch.cuda.mem_get_info()
-            if size * count > free // 8:
-                break
-    return sets
+    return timing_input_sets(ctx.problem, ctx.input_module, shape, ctx.device, count, memory_fraction=0.125)
 
 
 def _display(path: Path) -> str:

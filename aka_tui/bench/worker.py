@@ -16,7 +16,7 @@ import torch
 from aka_tui.bench import attribution, poison
 from aka_tui.bench.audit import AtenAuditMode, TritonLaunchRecorder, build_report
 from aka_tui.bench.fuzz import is_fuzz_id, resolve_shape
-from aka_tui.bench.inputs import clone_inputs, make_inputs, upcast_inputs
+from aka_tui.bench.inputs import clone_inputs, make_inputs, timing_input_sets, upcast_inputs
 from aka_tui.bench.integrity import IntegritySnapshot, ThreadStartCounter, new_threads, thread_census
 from aka_tui.bench.module_loading import import_file
 from aka_tui.bench.problem import Problem, Shape, load_problem
@@ -256,17 +256,7 @@ def _attribute_on_gpu(ctx: WorkerContext, shape: Shape, cand: Any, seed: int, re
 
 
 def _input_sets(ctx: WorkerContext, shape: Shape) -> list[dict[str, Any]]:
-    count = int(ctx.job.get("input_sets", 3))
-    sets = []
-    for i in range(count):
-        seed = derive_seed(ctx.problem.name, shape.shape_id, i, "timing")
-        sets.append(make_inputs(ctx.problem, ctx.input_module, shape, ctx.device, seed))
-        if i == 0 and ctx.device.startswith("cuda"):
-            size = sum(t.numel() * t.element_size() for t in sets[0].values() if isinstance(t, torch.Tensor))
-            free, _ = torch.cuda.mem_get_info()
-            if size * count > free // 4:
-                break  # keep memory for the candidate: fewer rotating sets for huge shapes
-    return sets
+    return timing_input_sets(ctx.problem, ctx.input_module, shape, ctx.device, int(ctx.job.get("input_sets", 3)))
 
 
 def _time(ctx: WorkerContext, model: Any, input_sets: list[dict[str, Any]], check_threads: bool) -> TimingStats:

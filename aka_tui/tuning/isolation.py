@@ -20,18 +20,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from aka_tui.bench.isolation import exit_description
+
 EXIT_CUDA_ERROR = 3  # as the evaluator's worker (bench/worker_entry.EXIT_RESTART): the context is unusable
 MAX_RESTARTS = 4
 STARTUP_S = 300.0
 
 
-def _signal_text(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exited with status {code}"
 
 
 def _stderr_fd() -> int:
@@ -135,14 +130,14 @@ def run_isolated(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[s
                 return result
             if inflight is not None:
                 status = "timeout" if stalled else "crashed"
-                what = f"no progress for {stall_s:.0f} s; child killed" if stalled else f"child {_signal_text(code)}"
+                what = f"no progress for {stall_s:.0f} s; child killed" if stalled else f"child {exit_description(code)}"
                 failed = Trial(int(inflight["index"]), inflight["shape_id"], inflight["config"], inflight["changed"],
                                inflight["phase"], status, f"{what} while running this configuration").to_json()
                 trials[(config_key(failed["config"]), failed["shape_id"])] = failed
                 on_event({"event": "trial", "trial": failed, "op": job["op"]})
                 last_error = failed["error"]
             elif code != EXIT_CUDA_ERROR:
-                last_error = (f"child {_signal_text(code)}" + (" (stalled)" if stalled else "") +
+                last_error = (f"child {exit_description(code)}" + (" (stalled)" if stalled else "") +
                               " outside any configuration (see its output above)")
                 if not ready:
                     break  # it cannot even load the op: a restart would do the same

@@ -39,7 +39,7 @@ from aka_tui.bench import poison
 from aka_tui.bench.evaluate import EvalOptions
 from aka_tui.bench.fuzz import resolve_shape
 from aka_tui.bench.hardware import HardwareProfile
-from aka_tui.bench.inputs import clone_inputs, make_inputs, upcast_inputs
+from aka_tui.bench.inputs import clone_inputs, make_inputs, timing_input_sets, upcast_inputs
 from aka_tui.bench.module_loading import import_file
 from aka_tui.bench.problem import Problem, RooflineEntry, Shape
 from aka_tui.bench.roofline import bound, measure_entry
@@ -408,16 +408,8 @@ class OpSweeper:
     def _timing_sets(self, state: _ShapeState) -> list[dict[str, Any]]:
         """The evaluator's rotating timing inputs (same seeds), fewer when they would crowd GPU memory."""
         if state.timing_sets is None:
-            sets = []
-            for i in range(self.input_sets):
-                seed = derive_seed(self.problem.name, state.shape.shape_id, i, "timing")
-                sets.append(make_inputs(self.problem, self.input_module, state.shape, self.device, seed))
-                if i == 0 and self.device.startswith("cuda"):
-                    size = sum(t.numel() * t.element_size() for t in sets[0].values() if isinstance(t, torch.Tensor))
-                    free, _ = torch.cuda.mem_get_info()
-                    if size * self.input_sets > free // 4:
-                        break
-            state.timing_sets = sets
+            state.timing_sets = timing_input_sets(self.problem, self.input_module, state.shape, self.device,
+                                                  self.input_sets)
         return state.timing_sets
 
     def _build_model(self, shape: Shape, ref_model: torch.nn.Module) -> Any:
