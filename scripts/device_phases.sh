@@ -5,7 +5,8 @@
 #   compile   compile baseline, whole suite full tier, caches warmed in parallel, all visible GPUs
 #   redteam   GPU tests + red-team corpus, split across two GPUs (one pytest per GPU)
 #   kernels   every KB reference kernel on the full tier, all visible GPUs, with eager timings
-#   eager12   eager baseline with --gpus 1, then --gpus 2 (executor speed-up, issue 9)
+#   eager12   eager baseline with --gpus 1, then --gpus 2 (executor speed-up, issue 9); T_eager12 limits each run:
+#             give it >= 330 (session 3: ~12 s per op on one GPU, 22 ops)
 #   ablation  optimization dropout on (GPU 0) vs off (GPU 1), offline proposer, same budget (issue 5)
 #   trace     `aka trace record` on cuda (issue 7)
 #   library   issue 8's bars on GPU 0: the KB kernels of the two GEMMs and prefill attention against
