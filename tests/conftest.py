@@ -18,6 +18,11 @@ import torch  # noqa: E402
 
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"  # before any kernel module is imported
+    # Evaluation workers and CLI subprocesses (this process has its threads already): one OpenMP thread
+    # each. Tests run independent evaluations side by side (tests/prefetch.py), and two workers with two
+    # spinning OpenMP threads each on the 2-core CI machine slow each other down: 8 red-team evaluations,
+    # two at a time, took 15.8 s with 2 threads per worker and 9.9 s with 1 (one at a time: 19.6 s / 20.9 s).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 PROBLEMS = REPO / "problems"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from aka_tui.agent.loop import AgentEvent, AgentLoop, LoopConfig
 from aka_tui.agent.offline import OfflineProposer
@@ -13,18 +16,65 @@ from aka_tui.knowledge.reference_kernels import kernels_for_op
 from aka_tui.knowledge.store import default_kb_dir, load_kb
 from aka_tui.record.session_repo import SessionRepo
 from tests.conftest import PROBLEMS
+from tests.prefetch import Prefetch, prefetch, selected
 
 
-def test_three_iterations_are_evaluated_decided_and_recorded(tmp_path: Path) -> None:
+def _three_iterations(tmp_path: Path):  # type: ignore[no-untyped-def]
     problem = load_problem(PROBLEMS / "silu_and_mul")
     proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=1)
     session = SessionRepo.create(tmp_path / "session", {"problem": problem.name, "proposer": "offline", "seed": 1})
     events: list[AgentEvent] = []
     options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=1)
-    loop = AgentLoop(problem, proposer, get_profile("cpu"), options, LoopConfig(iterations=3, seed=1),
+    # No interleaved re-measurement of wins and close calls (two more evaluations per round, each time):
+    # test_close_candidates_are_remeasured_interleaved forces and checks it.
+    config = LoopConfig(iterations=3, seed=1, remeasure_rounds=0)
+    loop = AgentLoop(problem, proposer, get_profile("cpu"), options, config,
                      tmp_path / "work", session, retrieve=lambda text: (["activation-silu-mul-vectorisation"], "stream it"),
                      on_event=events.append)
-    outcome = loop.run()
+    return loop.run(), events, session
+
+
+def _close_candidates(tmp_path: Path):  # type: ignore[no-untyped-def]
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=2)
+    events: list[AgentEvent] = []
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
+    # close_rel = 100: every correct candidate counts as "close", so the re-measurement must run.
+    config = LoopConfig(iterations=2, seed=2, close_rel=100.0, remeasure_rounds=1)
+    outcome = AgentLoop(problem, proposer, get_profile("cpu"), options, config, tmp_path / "work",
+                        on_event=events.append).run()
+    return outcome, events
+
+
+def _best_of_two(tmp_path: Path):  # type: ignore[no-untyped-def]
+    from aka_tui.bench.executor import LocalExecutor
+
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=3)
+    session = SessionRepo.create(tmp_path / "session", {"problem": problem.name, "proposer": "offline", "seed": 3})
+    events: list[AgentEvent] = []
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
+    # remeasure_rounds=0: as in the first test, wins and close calls are not re-measured here.
+    config = LoopConfig(iterations=2, seed=3, best_of=2, remeasure_rounds=0)
+    loop = AgentLoop(problem, proposer, get_profile("cpu"), options, config,
+                     tmp_path / "work", session, on_event=events.append, executor=LocalExecutor("cpu", cpu_workers=2))
+    return loop.run(), events, session
+
+
+@pytest.fixture(scope="module")
+def loops(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prefetch]:
+    """The selected loop runs that patch nothing, side by side (tests/prefetch.py): each is a series of
+    evaluation workers the test only waits on."""
+    runs = {"test_three_iterations_are_evaluated_decided_and_recorded": _three_iterations,
+            "test_close_candidates_are_remeasured_interleaved": _close_candidates,
+            "test_best_of_k_screens_k_proposals_in_parallel_and_records_each": _best_of_two}
+    wanted = [test for test, _ in selected(request) if test in runs]
+    with prefetch((test, lambda test=test: runs[test](tmp_path_factory.mktemp("loop"))) for test in wanted) as ahead:
+        yield ahead
+
+
+def test_three_iterations_are_evaluated_decided_and_recorded(loops: Prefetch) -> None:
+    outcome, events, session = loops.result("test_three_iterations_are_evaluated_decided_and_recorded")
     kinds = [e.kind for e in events]
     assert kinds[0] == "baseline_measured" and kinds[-1] == "session_finished"
     assert kinds.count("candidate_evaluated") == 3 and "knowledge_retrieved" in kinds
@@ -38,15 +88,8 @@ def test_three_iterations_are_evaluated_decided_and_recorded(tmp_path: Path) -> 
     assert recorded["changed"]  # one tunable changed from the incumbent
 
 
-def test_close_candidates_are_remeasured_interleaved(tmp_path: Path) -> None:
-    problem = load_problem(PROBLEMS / "silu_and_mul")
-    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=2)
-    events: list[AgentEvent] = []
-    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
-    # close_rel = 100: every correct candidate counts as "close", so the re-measurement must run.
-    config = LoopConfig(iterations=2, seed=2, close_rel=100.0, remeasure_rounds=1)
-    outcome = AgentLoop(problem, proposer, get_profile("cpu"), options, config, tmp_path / "work",
-                        on_event=events.append).run()
+def test_close_candidates_are_remeasured_interleaved(loops: Prefetch) -> None:
+    outcome, events = loops.result("test_close_candidates_are_remeasured_interleaved")
     remeasured = [e for e in events if e.kind == "candidates_remeasured"]
     assert len(remeasured) == 1
     samples = remeasured[0].data["samples"]
@@ -75,9 +118,11 @@ class _ScriptedProposer:
         return self.proposals.pop(0)
 
 
-def test_a_clearly_slower_candidate_is_screened_out_without_a_full_evaluation(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_clearly_slower_candidate_is_screened_out_without_a_full_evaluation(  # type: ignore[no-untyped-def]
+        tmp_path: Path, monkeypatch, loops: Prefetch) -> None:
     import aka_tui.agent.loop as loop_module
 
+    loops.wait()  # the loop's evaluate_candidate is patched below: no other loop may be running then
     honest = (PROBLEMS / "silu_and_mul/solutions/correct/triton_silu_and_mul.py").read_text()
     # The same real kernel, launched 40 times per call: correct, real, and far slower.
     slow = honest.replace("class Model(", "class _Once(", 1) + (
@@ -105,17 +150,8 @@ def test_a_clearly_slower_candidate_is_screened_out_without_a_full_evaluation(tm
     assert calls[2][0] == [s.shape_id for s in problem.shapes_for("smoke") if s.weight > 0] and calls[2][1] == 0
 
 
-def test_best_of_k_screens_k_proposals_in_parallel_and_records_each(tmp_path: Path) -> None:
-    from aka_tui.bench.executor import LocalExecutor
-
-    problem = load_problem(PROBLEMS / "silu_and_mul")
-    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=3)
-    session = SessionRepo.create(tmp_path / "session", {"problem": problem.name, "proposer": "offline", "seed": 3})
-    events: list[AgentEvent] = []
-    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
-    loop = AgentLoop(problem, proposer, get_profile("cpu"), options, LoopConfig(iterations=2, seed=3, best_of=2),
-                     tmp_path / "work", session, on_event=events.append, executor=LocalExecutor("cpu", cpu_workers=2))
-    outcome = loop.run()
+def test_best_of_k_screens_k_proposals_in_parallel_and_records_each(loops: Prefetch) -> None:
+    outcome, events, session = loops.result("test_best_of_k_screens_k_proposals_in_parallel_and_records_each")
     parallel = [e.data for e in events if e.kind == "candidates_screened_in_parallel"]
     assert len(parallel) == 1 and parallel[0]["k"] == 2 and len(parallel[0]["s_ops"]) == 2
     # iteration 1 (first kernel) + a best-of-2 step = 3 candidates, each its own commit

@@ -3,6 +3,7 @@ and every family of the suite has at least one."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +17,12 @@ from aka_tui.errors import KbEntryError
 from aka_tui.knowledge.reference_kernels import read_tunables, reference_kernels, with_tunables
 from aka_tui.knowledge.store import default_kb_dir, load_kb
 from tests.conftest import PROBLEMS
+from tests.prefetch import Prefetch, prefetch, selected
 
 KB = load_kb(default_kb_dir())
 KERNELS = reference_kernels(KB)
 CASES = [(k, op) for k in KERNELS for op in k.ops]
+KERNEL_OF = {k.entry_id: k for k in KERNELS}
 
 
 def test_every_suite_family_has_a_reference_kernel() -> None:
@@ -28,14 +31,28 @@ def test_every_suite_family_has_a_reference_kernel() -> None:
     assert families <= covered, f"families without a reference kernel: {sorted(families - covered)}"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("kernel, op", CASES, ids=[f"{k.entry_id}:{op}" for k, op in CASES])
-def test_reference_kernel_is_correct_and_real_on_the_interpreter(kernel, op: str) -> None:  # type: ignore[no-untyped-def]
+def _evaluate(key: tuple[str, str]):  # type: ignore[no-untyped-def]
+    entry_id, op = key
     problem = load_problem(PROBLEMS / op)
     options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=2,
                           limits=WorkerLimits(startup_s=120, per_shape_s=240))
-    result = evaluate_candidate(problem, CandidateSpec.file(kernel.path), options)
-    op_score = score_op(problem, result, get_profile("cpu"))
+    result = evaluate_candidate(problem, CandidateSpec.file(KERNEL_OF[entry_id].path), options)
+    return result, score_op(problem, result, get_profile("cpu"))
+
+
+@pytest.fixture(scope="module")
+def evaluations(request: pytest.FixtureRequest) -> Iterator[Prefetch]:
+    """The selected kernels' evaluations, run a few at a time (tests/prefetch.py)."""
+    keys = [(params["kernel"].entry_id, params["op"]) for test, params in selected(request)
+            if test == "test_reference_kernel_is_correct_and_real_on_the_interpreter"]
+    with prefetch((key, lambda key=key: _evaluate(key)) for key in keys) as ahead:
+        yield ahead
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel, op", CASES, ids=[f"{k.entry_id}:{op}" for k, op in CASES])
+def test_reference_kernel_is_correct_and_real_on_the_interpreter(kernel, op: str, evaluations: Prefetch) -> None:  # type: ignore[no-untyped-def]
+    result, op_score = evaluations.result((kernel.entry_id, op))
     details = {s.shape_id: (s.status, s.error.message if s.error else "", s.audit.reason if s.audit else "")
                for s in result.shapes}
     assert op_score.correct and op_score.real, details

@@ -8,6 +8,7 @@ the full tier does not declare, e.g. fp32 rounded to fp16). Add every cheat foun
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from aka_tui.bench.isolation import WorkerLimits
 from aka_tui.bench.problem import load_problem
 from aka_tui.bench.score import score_op
 from tests.conftest import PROBLEMS
+from tests.prefetch import Prefetch, prefetch, selected
 
 HERE = Path(__file__).resolve().parent
 CHEATS = sorted((HERE / "candidates").glob("*.py"))
@@ -55,9 +57,19 @@ def _evaluate(path: Path, device: str):  # type: ignore[no-untyped-def]
     return result, score_op(problem, result, get_profile("cpu") if device == "cpu" else get_profile("h200"))
 
 
-def _check(path: Path, device: str) -> None:
+@pytest.fixture(scope="module")
+def cpu_evaluations(request: pytest.FixtureRequest) -> Iterator[Prefetch]:
+    """The selected CPU cases' evaluations, run a few at a time (tests/prefetch.py)."""
+    cpu_tests = ("test_cheat_is_caught_on_cpu", "test_honest_kernel_passes_on_cpu")
+    paths = [params["path"] for test, params in selected(request) if test in cpu_tests]
+    with prefetch((path, lambda path=path: _evaluate(path, "cpu")) for path in paths) as ahead:
+        yield ahead
+
+
+def _check(path: Path, evaluated) -> None:  # type: ignore[no-untyped-def]
+    """`evaluated`: what `_evaluate(path, device)` returned."""
     verdict, _ = expected_verdict(path)
-    result, op = _evaluate(path, device)
+    result, op = evaluated
     statuses = {s.shape_id: s.status for s in result.shapes}
     if verdict == "passed":
         assert op.correct and op.real, {s.shape_id: (s.status, s.error, s.audit) for s in result.shapes}
@@ -79,13 +91,13 @@ def test_corpus_size() -> None:
 
 
 @pytest.mark.parametrize("path", [p for p in CHEATS if not expected_verdict(p)[1]], ids=lambda p: p.stem)
-def test_cheat_is_caught_on_cpu(path: Path) -> None:
-    _check(path, "cpu")
+def test_cheat_is_caught_on_cpu(path: Path, cpu_evaluations: Prefetch) -> None:
+    _check(path, cpu_evaluations.result(path))
 
 
 @pytest.mark.parametrize("path", HONEST, ids=lambda p: p.stem)
-def test_honest_kernel_passes_on_cpu(path: Path) -> None:
-    _check(path, "cpu")
+def test_honest_kernel_passes_on_cpu(path: Path, cpu_evaluations: Prefetch) -> None:
+    _check(path, cpu_evaluations.result(path))
 
 
 @pytest.mark.gpu
@@ -93,4 +105,4 @@ def test_honest_kernel_passes_on_cpu(path: Path) -> None:
 def test_corpus_on_gpu(path: Path) -> None:
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    _check(path, "cuda")
+    _check(path, _evaluate(path, "cuda"))

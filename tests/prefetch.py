@@ -1,0 +1,97 @@
+"""Run a test module's independent evaluations a few at a time, ahead of the tests that assert on them.
+
+On the CPU an evaluation is a worker process that spends ~2 s importing torch and then runs the Triton
+interpreter on one core, while the test process only waits on its pipe: run one after another, half of
+the 2-core CI machine sits idle. A module whose tests each wait on such work (an evaluation, an `aka`
+process, a whole agent loop), none depending on another's, submits it here when its first test starts:
+only what pytest selected, in collection order. Each test then takes its own result (or exception) and
+asserts exactly what it asserted before. Nothing asserted on a timing runs through here, and on a GPU
+every evaluation holds the per-GPU lock, so two of them never time the device at once.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+
+def parallel_slots() -> int:
+    """Evaluations at once: one per usable core, at most 4; AKA_TEST_EVAL_SLOTS=1 runs them one by one."""
+    if os.environ.get("AKA_TEST_EVAL_SLOTS"):
+        return max(1, int(os.environ["AKA_TEST_EVAL_SLOTS"]))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
+
+
+class Prefetch:
+    """Evaluations by key, started up front; `result(key)` waits for one and returns (or raises) what it did."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self._pool = pool
+        self._futures: dict[Hashable, Future[Any]] = {}
+
+    def submit(self, key: Hashable, work: Callable[[], Any]) -> None:
+        if key not in self._futures:
+            self._futures[key] = self._pool.submit(work)
+
+    def result(self, key: Hashable) -> Any:
+        return self._futures[key].result()
+
+    def wait(self) -> None:
+        """Until every submitted job has finished (their outcomes stay for `result`)."""
+        futures.wait(list(self._futures.values()))
+
+
+def selected(request: pytest.FixtureRequest) -> list[tuple[str, dict[str, Any]]]:
+    """(test function name, parameters) of every selected item of the requesting module, in order."""
+    return [(item.originalname, dict(item.callspec.params) if hasattr(item, "callspec") else {})
+            for item in request.session.items
+            if isinstance(item, pytest.Function) and item.module is request.module]
+
+
+_PARSE_LOCK = threading.RLock()
+
+
+@contextmanager
+def _one_parse_at_a_time() -> Iterator[None]:
+    """CPython 3.11 converts a parsed tree to `ast` nodes with interpreter-wide state: a garbage collection
+    during `ast.parse` can run a finalizer that switches to another thread's `ast.parse`, and one of them
+    fails with "SystemError: AST constructor recursion depth mismatch" (seen here once in a full run; a
+    two-thread reproducer fails on 3.11.7, not on 3.12.1). The jobs parse (load_problem, the static scan,
+    KB tunables), so while they run, parsing in this process takes a lock."""
+    real_parse = ast.parse
+
+    def parse(*args: Any, **kwargs: Any) -> Any:
+        with _PARSE_LOCK:
+            return real_parse(*args, **kwargs)
+
+    ast.parse = parse  # ast.literal_eval looks `parse` up here too
+    try:
+        yield
+    finally:
+        ast.parse = real_parse
+
+
+@contextmanager
+def prefetch(jobs: Iterable[tuple[Hashable, Callable[[], Any]]]) -> Iterator[Prefetch]:
+    """Start every `(key, work)` on `parallel_slots()` threads, in order; on exit, wait for the running ones."""
+    pool = ThreadPoolExecutor(parallel_slots(), thread_name_prefix="aka-test-eval")
+    ahead = Prefetch(pool)
+    with _one_parse_at_a_time():
+        try:
+            for key, work in jobs:
+                ahead.submit(key, work)
+            yield ahead
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
