@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import os
-import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,6 +20,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+
+from aka_tui.safe_ast import PARSE_LOCK
 
 
 def parallel_slots() -> int:
@@ -60,20 +61,14 @@ def selected(request: pytest.FixtureRequest) -> list[tuple[str, dict[str, Any]]]
             if isinstance(item, pytest.Function) and item.module is request.module]
 
 
-_PARSE_LOCK = threading.RLock()
-
-
 @contextmanager
 def _one_parse_at_a_time() -> Iterator[None]:
-    """CPython 3.11 converts a parsed tree to `ast` nodes with interpreter-wide state: a garbage collection
-    during `ast.parse` can run a finalizer that switches to another thread's `ast.parse`, and one of them
-    fails with "SystemError: AST constructor recursion depth mismatch" (seen here once in a full run; a
-    two-thread reproducer fails on 3.11.7, not on 3.12.1). The jobs parse (load_problem, the static scan,
-    KB tunables), so while they run, parsing in this process takes a lock."""
+    """The package parses under `aka_tui.safe_ast.PARSE_LOCK` (CPython 3.11's `ast.parse` is not
+    thread-safe); while the jobs run, parses by other code in this process (torch, triton) take it too."""
     real_parse = ast.parse
 
     def parse(*args: Any, **kwargs: Any) -> Any:
-        with _PARSE_LOCK:
+        with PARSE_LOCK:
             return real_parse(*args, **kwargs)
 
     ast.parse = parse  # ast.literal_eval looks `parse` up here too

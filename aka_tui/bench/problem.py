@@ -16,6 +16,7 @@ import torch
 from aka_tui.bench.dtypes import dtype_name, parse_dtype
 from aka_tui.bench.tolerance import Tolerance, default_tolerance
 from aka_tui.errors import ProblemFormatError
+import aka_tui.safe_ast as safe_ast
 
 TIERS = ("smoke", "full")
 FAMILIES = (
@@ -127,7 +128,7 @@ def _check_python_defines(problem: str, path: Path, kind: str, name: str) -> Non
     if not path.is_file():
         raise _fail(problem, path, "file is missing")
     try:
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = safe_ast.parse(path.read_text(), filename=str(path))
     except SyntaxError as exc:
         raise _fail(problem, path, f"syntax error at line {exc.lineno}: {exc.msg}") from None
     node_type = ast.ClassDef if kind == "class" else (ast.FunctionDef, ast.AsyncFunctionDef)

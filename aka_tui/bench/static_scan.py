@@ -10,6 +10,7 @@ import ast
 from dataclasses import dataclass
 
 from aka_tui.bench.audit import ALLOWED_OPS
+import aka_tui.safe_ast as safe_ast
 
 _TORCH_ROOTS = {"torch", "F", "nn", "functional"}
 _ALLOWED_CALLS = ALLOWED_OPS | {
@@ -94,7 +95,7 @@ class _Scanner(ast.NodeVisitor):
 def scan_source(source: str) -> list[ScanFinding]:
     """Findings in line order; a file that does not parse yields none (the compile stage reports it)."""
     try:
-        tree = ast.parse(source)
+        tree = safe_ast.parse(source)
     except SyntaxError:
         return []
     scanner = _Scanner()

@@ -17,6 +17,7 @@ from typing import Any
 from aka_tui.errors import KbEntryError
 from aka_tui.knowledge.entry import KbEntry
 from aka_tui.knowledge.store import KnowledgeBase
+import aka_tui.safe_ast as safe_ast
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def _literal_assignment(tree: ast.Module, name: str) -> ast.Assign | None:
 def read_tunables(source: str, path: Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     """(TUNABLES, SEARCH_SPACE) of a reference kernel; KbEntryError when missing or inconsistent."""
     try:
-        tree = ast.parse(source)
+        tree = safe_ast.parse(source)
     except SyntaxError as exc:
         raise KbEntryError(f"{path}: kernel: syntax error at line {exc.lineno}") from None
     values: dict[str, Any] = {}
@@ -66,7 +67,7 @@ def read_tunables(source: str, path: Path) -> tuple[dict[str, Any], dict[str, li
         if node is None:
             raise KbEntryError(f"{path}: {name}: a reference kernel defines a module-level {name} dict literal")
         try:
-            values[name] = ast.literal_eval(node.value)
+            values[name] = safe_ast.literal_eval(node.value)
         except ValueError:
             raise KbEntryError(f"{path}: {name}: must be a literal dict") from None
         if not isinstance(values[name], dict):
@@ -80,11 +81,11 @@ def read_tunables(source: str, path: Path) -> tuple[dict[str, Any], dict[str, li
 
 def read_inert(source: str, path: Path, space: dict[str, list[Any]]) -> dict[str, dict[str, list[Any]]]:
     """The optional INERT literal: {param: {other_param: [values under which param has no effect]}}."""
-    node = _literal_assignment(ast.parse(source), "INERT")
+    node = _literal_assignment(safe_ast.parse(source), "INERT")
     if node is None:
         return {}
     try:
-        inert = ast.literal_eval(node.value)
+        inert = safe_ast.literal_eval(node.value)
     except ValueError:
         raise KbEntryError(f"{path}: INERT: must be a literal dict") from None
     if not isinstance(inert, dict):
@@ -109,11 +110,11 @@ def with_tunables(source: str, point: dict[str, Any], space: dict[str, list[Any]
     for key, value in point.items():
         if key not in space or value not in space[key]:
             raise KbEntryError(f"{path}: {key}={value!r} is outside the search space")
-    tree = ast.parse(source)
+    tree = safe_ast.parse(source)
     node = _literal_assignment(tree, "TUNABLES")
     assert node is not None and node.end_lineno is not None
     lines = source.splitlines(keepends=True)
-    current = ast.literal_eval(node.value)
+    current = safe_ast.literal_eval(node.value)
     merged = {**current, **point}
     replacement = "TUNABLES = " + repr(merged) + "\n"
     return "".join(lines[: node.lineno - 1]) + replacement + "".join(lines[node.end_lineno:])

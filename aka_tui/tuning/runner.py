@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import contextlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -12,6 +11,7 @@ from aka_tui.errors import AkaError
 from aka_tui.knowledge.reference_kernels import ReferenceKernel, kernels_for_op
 from aka_tui.knowledge.store import KnowledgeBase, load_kb
 from aka_tui.tuning.sweep import SweepError, SweepOptions, failed_op_record
+import aka_tui.safe_ast as safe_ast
 
 
 def resolve_problem(op: str, suite_dir: Path) -> Problem:
@@ -48,7 +48,7 @@ def parse_space(items: list[str] | None, kernel: ReferenceKernel) -> dict[str, l
         values = []
         for raw in text.split(","):
             try:
-                value = ast.literal_eval(raw.strip())
+                value = safe_ast.literal_eval(raw.strip())
             except (ValueError, SyntaxError):
                 value = raw.strip()
             if value not in kernel.search_space[name]:

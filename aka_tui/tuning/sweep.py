@@ -50,6 +50,7 @@ from aka_tui.bench.tolerance import compare_outputs
 from aka_tui.bench.worker import CUDA_FATAL_MARKERS
 from aka_tui.knowledge.reference_kernels import ReferenceKernel
 from aka_tui.tuning import DEFAULT_MAX_CONFIGS, STRATEGIES, SweepError, describe_changes
+import aka_tui.safe_ast as safe_ast
 
 SWEEP_VERSION = 1
 MIN_GAIN = 0.01  # a change must also win by at least 1% of the incumbent's median (events tick at ~0.5 us)
@@ -191,7 +192,7 @@ def binding_warnings(source: str, module: ModuleType) -> list[str]:
     functions rebinding it. Dynamic: a default argument that equals TUNABLES but is another dict (a copy).
     """
     warnings: list[str] = []
-    tree = ast.parse(source)
+    tree = safe_ast.parse(source)
     assigned = 0
 
     def check_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: str = "") -> None:

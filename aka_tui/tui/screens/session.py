@@ -20,12 +20,13 @@ from aka_tui.tui.iteration_view import IterationFacts, IterationView, make_view
 from aka_tui.tui.messages import AgentEventReceived, IterationRecorded, LoopMessage
 from aka_tui.tui.screens.dialogs import PathPrompt, TextEditor
 from aka_tui.tui.widgets.candidate_panels import CandidatePanels, IterationList
+import aka_tui.safe_ast as safe_ast
 
 
 def kernel_problem(text: str) -> str:
     """Why a kernel cannot be evaluated as typed ('' when it parses and defines class Model)."""
     try:
-        tree = ast.parse(text)
+        tree = safe_ast.parse(text)
     except SyntaxError as exc:
         return f"syntax error at line {exc.lineno}: {exc.msg}"
     if not any(isinstance(node, ast.ClassDef) and node.name == "Model" for node in tree.body):
