@@ -27,6 +27,11 @@
 #             $SWEEP_ARGS (extra flags, e.g. --device cpu for a dry run)
 #   gputiming the saturated timing pass and the stream guard on GPU 0: their GPU tests, the side-stream red-team
 #             cases, and the layer_norm KB kernel's per-shape medians (saturated vs host-bound) from `aka eval`
+#   gridsweep restricted sweeps of the kernels far from issue 8's bars: GPU 0 the fp8 GEMM (grid over tile,
+#             warps, stages) then MLA decode (grid over heads per program, partition, warps); GPU 1
+#             moe_fused_experts (coordinate); each op gets its share of T_gridsweep
+#   ceiling   GPU 0: copy bandwidth at the size of each memory-bound op's largest full shape, with the
+#             evaluator's timer (scripts/copy_ceiling.py), next to the calibrated 4 GiB copy
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -162,6 +167,26 @@ for s in json.load(open(sys.argv[1]))["shapes"]:
               f"(p20 {t.get('p20_ms')}, p80 {t.get('p80_ms')}) host-bound {t.get('host_bound_median_ms')} "
               f"{t.get('saturation_note') or ''}")
 PY
+}
+run_gridsweep() {
+  sw() { CUDA_VISIBLE_DEVICES=$1 timeout "$3" python3 -m aka_tui kb sweep "$2" --shapes weighted,largest \
+      --max-configs 24 --budget-s $(( $3 - 20 )) --out "$OUT_DIR" --name "sweep-$2" "${@:4}" > "$OUT_DIR/$2.txt" 2>&1
+    echo "-- $2: exit $?"; grep -E "^$2: (recommended|keep|ERROR)" "$OUT_DIR/$2.txt"; }
+  OUT_DIR=$2; half=$(( $1 / 2 ))
+  ( sw 0 gemm_fp8_blockscale $half --strategy grid --space BLOCK_M=64,128 --space BLOCK_N=128,256 \
+      --space BLOCK_K=128 --space GROUP_M=8 --space SPLIT_K=1 --space UPCAST=0 --space num_warps=4,8 \
+      --space num_stages=3,4
+    sw 0 attention_mla_decode $half --strategy grid --space BLOCK_H=16,32 --space PARTITION=256,512,1024 \
+      --space num_warps=4,8 --space SPLIT_KV=1 --space BLOCK_N=32 --space BLOCK_S=8 --space num_stages=2 ) &
+  ( sw 1 moe_fused_experts $(( $1 - 10 )) --space BLOCK_M=32,64,128 --space BLOCK_N=64,128,256 \
+      --space BLOCK_K=64,128 --space DOWN_BLOCK_N=64,128,256 --space DOWN_BLOCK_K=64,128 --space GROUP_M=8 \
+      --space PAIR_FP32=0 --space ROUTE_CHUNK=1024 --space num_stages=2,3,4 ) &
+  wait
+  grep -hE "^[a-z0-9_]+ {2,}[a-z0-9_.]+ " "$2"/*.txt | sort -u
+}
+run_ceiling() {
+  CUDA_VISIBLE_DEVICES=0 timeout "$1" python3 scripts/copy_ceiling.py "$2/copy-ceiling.json" > "$2/ceiling.txt" 2>&1
+  cat "$2/ceiling.txt"
 }
 run_trace() {
   timeout "$1" python3 -m aka_tui trace record --device cuda --budget-s $(( $1 - 25 )) --out "$2/trace.json.gz" \

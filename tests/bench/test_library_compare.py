@@ -45,6 +45,29 @@ def test_scaled_mm_form_tensorwise_last_and_none_when_nothing_runs() -> None:
     assert lc.select_scaled_mm_form(lambda f: (True, "ok")).form == lc.FP8_FORMS[0]  # block-wise first
 
 
+@pytest.mark.parametrize("blockwise_runs", [True, False])
+def test_blockwise_scaled_mm_is_the_fp8_bar_when_it_runs(blockwise_runs: bool) -> None:
+    """The problem's own (block-wise) scaling is the bar; row-wise is context then, and the bar without it."""
+    attempts = [{"form": f.label, "ok": f.kind != "blockwise" or (blockwise_runs and not f.layout and f.api != "F.scaled_mm"),
+                 "reason": "ok"} for f in lc.FP8_FORMS]
+
+    class Ctx:
+        def fp8_probe(self) -> lc.FormChoice:
+            return lc.FormChoice(None, attempts)
+
+    shape = load_problem(PROBLEMS / "gemm_fp8_blockscale").shapes_for("full")[0]
+    inputs = {"a": torch.empty(256, 512), "b": torch.empty(384, 512)}
+    groups = lc._gemm_fp8_groups(shape, inputs, Ctx())  # type: ignore[arg-type]
+    if blockwise_runs:
+        assert [g.role for g in groups] == ["bar", "context"]
+        assert {p.details["form"] for p in groups[0].alternatives} == {"blockwise"}
+        assert {p.details["form"] for p in groups[1].alternatives} == {"rowwise", "tensorwise"}
+    else:
+        assert [g.role for g in groups] == ["bar"]
+        first_runnable = next(p for p in groups[0].alternatives if not p.unavailable)
+        assert first_runnable.details["form"] == "rowwise"
+
+
 def test_blockwise_scales_have_the_strides_pytorch_checks_for() -> None:
     a_scale, b_scale = torch.rand(64, 3), torch.rand(5, 3)  # M = 64, K = 384, N = 600
     sa, sb = lc.scaled_mm_scales(lc.ScaledMMForm("blockwise"), a_scale, b_scale, n=600)

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"ROWS_PER_PROGRAM": 8, "SINGLE_LAUNCH": True, "num_warps": 4}
+TUNABLES = {"ROWS_PER_PROGRAM": 16, "SINGLE_LAUNCH": True, "num_warps": 4}
 SEARCH_SPACE = {
     "ROWS_PER_PROGRAM": [1, 2, 4, 8, 16, 32, 64],
     "SINGLE_LAUNCH": [True, False],

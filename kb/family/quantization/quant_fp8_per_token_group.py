@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_G": 8, "TILES_PER_PROGRAM": 1, "EXACT_DIV": 1, "num_warps": 4, "num_stages": 2}
+TUNABLES = {"BLOCK_G": 16, "TILES_PER_PROGRAM": 1, "EXACT_DIV": 0, "num_warps": 4, "num_stages": 1}
 SEARCH_SPACE = {
     "BLOCK_G": [1, 2, 4, 8, 16, 32],
     "TILES_PER_PROGRAM": [1, 2, 4, 8],
