@@ -32,6 +32,9 @@
 #             moe_fused_experts (coordinate); each op gets its share of T_gridsweep
 #   ceiling   GPU 0: copy bandwidth at the size of each memory-bound op's largest full shape, with the
 #             evaluator's timer (scripts/copy_ceiling.py), next to the calibrated 4 GiB copy
+#   ab        A/B sweeps of this session's kernel changes against the old defaults (scripts/ab_spaces.py pins the
+#             other tunables): GPU 0 the fp8 GEMM's PREFETCH_SCALES, MLA decode's BLOCK_H x num_warps, then the
+#             library comparison; GPU 1 the quant kernels' HW_CAST and moe_fused_experts' tiles x decode regime
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -187,6 +190,17 @@ run_gridsweep() {
 run_ceiling() {
   CUDA_VISIBLE_DEVICES=0 timeout "$1" python3 scripts/copy_ceiling.py "$2/copy-ceiling.json" > "$2/ceiling.txt" 2>&1
   cat "$2/ceiling.txt"
+}
+run_ab() {
+  ab() { CUDA_VISIBLE_DEVICES=$1 timeout "$2" python3 -m aka_tui kb sweep "$3" --strategy grid --shapes weighted,largest \
+      --max-configs 8 --budget-s $(( $2 - 20 )) --out "$OUT_DIR" --name "ab-$3" $(python3 scripts/ab_spaces.py "${@:3}") > "$OUT_DIR/$3.txt" 2>&1
+    echo "-- $3 (${*:4}): exit $?"; grep -hE "^[a-z0-9_]+ {2,}[a-z0-9_.]+ " "$OUT_DIR/$3.txt"; }
+  OUT_DIR=$2; t=$(( $1 / 4 ))
+  ( ab 0 $t gemm_fp8_blockscale PREFETCH_SCALES=0,1; ab 0 $t attention_mla_decode BLOCK_H=16,32 num_warps=4,8
+    run_library $(( $1 / 3 )) "$2" ) &
+  ( ab 1 $t quant_fp8_per_token HW_CAST=0,1; ab 1 $t quant_fp8_per_token_group HW_CAST=0,1
+    ab 1 $(( $1 / 2 )) moe_fused_experts BLOCK_M=64,128 DOWN_BLOCK_N=128,256 SMALL_MAX_PAIRS_PER_EXPERT=0,32 ) &
+  wait
 }
 run_trace() {
   timeout "$1" python3 -m aka_tui trace record --device cuda --budget-s $(( $1 - 25 )) --out "$2/trace.json.gz" \

@@ -20,8 +20,8 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_H": 16, "BLOCK_N": 32, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 8,
-            "num_warps": 8, "num_stages": 2}
+TUNABLES = {"BLOCK_H": 32, "BLOCK_N": 32, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 8,
+            "num_warps": 4, "num_stages": 2}
 SEARCH_SPACE = {
     "BLOCK_H": [16, 32],
     "BLOCK_N": [16, 32, 64],
@@ -152,7 +152,9 @@ def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, 
         return out
     block_c = max(16, triton.next_power_of_2(kv_lora_rank))
     block_r = max(16, triton.next_power_of_2(rope_dim))
-    block_h = TUNABLES["BLOCK_H"]
+    # No wider than the heads need: 32-row tiles for 16 heads ran 1.3x slower than 16-row ones on the H200
+    # (sweep of 2026-11-30), while 128 heads ran 1.3x faster with 32 than with 16.
+    block_h = min(TUNABLES["BLOCK_H"], max(16, triton.next_power_of_2(num_heads)))
     split = bool(TUNABLES["SPLIT_KV"])
     partition = TUNABLES["PARTITION"]
     num_splits = max(1, triton.cdiv(block_tables.shape[1] * block_size, partition)) if split else 1

@@ -6,7 +6,8 @@ L2 swizzle. BLOCK_K divides the scale group, so every K step lies inside one gro
 tl.dot starts from zero (fp32 result) and is added to the fp32 accumulator times a_scale[m, g] (a
 [BLOCK_M] vector) and b_scale[n // 128, g] (a [BLOCK_N] vector; constant when BLOCK_N <= 128 divides
 128). Promoting every K step also bounds the error of the tensor cores' limited-precision fp8
-accumulation. UPCAST converts the fp8 tiles to fp16 (exact) before the dot, for GPUs without fp8 MMA.
+accumulation. PREFETCH_SCALES loads the next K step's scales before the current step's dot (module code
+comment: on the H200 the scale loads otherwise stall every step). UPCAST converts the fp8 tiles to fp16 (exact) before the dot, for GPUs without fp8 MMA.
 SPLIT_K > 1 writes fp32 partials to a workspace that a second kernel sums in split order.
 """
 
@@ -16,7 +17,7 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8, "SPLIT_K": 1, "UPCAST": 0,
-            "num_warps": 4, "num_stages": 4}
+            "PREFETCH_SCALES": 1, "num_warps": 4, "num_stages": 4}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -24,6 +25,7 @@ SEARCH_SPACE = {
     "GROUP_M": [1, 4, 8, 16],
     "SPLIT_K": [1, 2, 4, 8],
     "UPCAST": [0, 1],
+    "PREFETCH_SCALES": [0, 1],
     "num_warps": [2, 4, 8],
     "num_stages": [2, 3, 4, 5],
 }
@@ -49,6 +51,7 @@ def _fit_smem(stages: int, block_k: int, bytes_per_k: int):
 def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M, N, K, k_per_split,
                                 stride_am, stride_asm, stride_bn, stride_bsn, stride_om,
                                 GROUP: tl.constexpr, SPLIT_K: tl.constexpr, UPCAST: tl.constexpr,
+                                PREFETCH_SCALES: tl.constexpr,
                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                 GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
@@ -73,6 +76,9 @@ def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M
     sa_ptrs = as_ptr + rows * stride_asm
     sb_ptrs = bs_ptr + (cols // GROUP) * stride_bsn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    last_g = (K - 1) // GROUP
+    sa = tl.load(sa_ptrs + k_lo // GROUP)
+    sb = tl.load(sb_ptrs + k_lo // GROUP)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         k_ok = (k0 + offs_k) < k_hi
         a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
@@ -80,10 +86,18 @@ def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M
         if UPCAST:
             a = a.to(tl.float16)
             b = b.to(tl.float16)
-        g = k0 // GROUP
-        sa = tl.load(sa_ptrs + g)
-        sb = tl.load(sb_ptrs + g)
-        acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
+        if PREFETCH_SCALES:
+            # The next step's scales are loaded before this step's dot: their global-load latency overlaps
+            # the MMA instead of stalling between the dot and the promotion (the pipeliner leaves them alone).
+            g_next = tl.minimum((k0 + BLOCK_K) // GROUP, last_g)
+            sa_next = tl.load(sa_ptrs + g_next)
+            sb_next = tl.load(sb_ptrs + g_next)
+            acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
+            sa = sa_next
+            sb = sb_next
+        else:
+            g = k0 // GROUP
+            acc += tl.dot(a, b) * tl.load(sa_ptrs + g)[:, None] * tl.load(sb_ptrs + g)[None, :]
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K
 
@@ -132,6 +146,7 @@ def launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, out_dtype: torch.dtype, g
     _gemm_fp8_blockscale_kernel[grid](a, a_scale, b, b_scale, out, ws, M, N, K, k_per_split,
                                       a.stride(0), a_scale.stride(0), b.stride(0), b_scale.stride(0), out.stride(0),
                                       GROUP=group_size, SPLIT_K=split, UPCAST=bool(cfg["UPCAST"]),
+                                      PREFETCH_SCALES=bool(cfg.get("PREFETCH_SCALES", 1)),
                                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
                                       num_warps=cfg["num_warps"], num_stages=stages)
     if split > 1:

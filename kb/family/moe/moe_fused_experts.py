@@ -21,8 +21,10 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "DOWN_BLOCK_N": 128, "DOWN_BLOCK_K": 64,
-            "GROUP_M": 8, "PAIR_FP32": 0, "ROUTE_CHUNK": 1024, "num_warps": 8, "num_stages": 3}
+TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "DOWN_BLOCK_N": 256, "DOWN_BLOCK_K": 64,
+            "GROUP_M": 8, "PAIR_FP32": 0, "ROUTE_CHUNK": 1024, "num_warps": 8, "num_stages": 3,
+            "SMALL_MAX_PAIRS_PER_EXPERT": 32, "SMALL_BLOCK_M": 32, "SMALL_BLOCK_N": 64, "SMALL_BLOCK_K": 128,
+            "SMALL_DOWN_BLOCK_N": 64, "SMALL_DOWN_BLOCK_K": 128, "SMALL_WARPS": 4}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [32, 64, 128, 256],
@@ -34,7 +36,22 @@ SEARCH_SPACE = {
     "ROUTE_CHUNK": [256, 1024, 4096],
     "num_warps": [4, 8],
     "num_stages": [2, 3, 4],
+    "SMALL_MAX_PAIRS_PER_EXPERT": [0, 8, 32, 128],
+    "SMALL_BLOCK_M": [16, 32, 64],
+    "SMALL_BLOCK_N": [32, 64, 128],
+    "SMALL_BLOCK_K": [64, 128, 256],
+    "SMALL_DOWN_BLOCK_N": [32, 64, 128],
+    "SMALL_DOWN_BLOCK_K": [64, 128, 256],
+    "SMALL_WARPS": [2, 4, 8],
 }
+# Decode-sized batches (few (token, expert) pairs per expert) run the SMALL_* tiles instead; with
+# SMALL_MAX_PAIRS_PER_EXPERT 0 there is no such regime.
+INERT = {"SMALL_BLOCK_M": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
+         "SMALL_BLOCK_N": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
+         "SMALL_BLOCK_K": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
+         "SMALL_DOWN_BLOCK_N": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
+         "SMALL_DOWN_BLOCK_K": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
+         "SMALL_WARPS": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]}}
 
 ROUTE_SUB = 64
 SCAN_CHUNKS = 16
@@ -225,6 +242,19 @@ def _moe_combine_kernel(y_ptr, out_ptr, top_k, H, stride_ym, stride_ot, BLOCK: t
     tl.store(out_ptr + t * stride_ot + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+def regime_config(cfg: dict, num_pairs: int, num_experts: int) -> dict:
+    """The tiles for this batch: the SMALL_* ones when the mean (token, expert) pairs per expert is at most
+    SMALL_MAX_PAIRS_PER_EXPERT. Measured on the H200 (sweep of 2026-11-30): at 2-4 pairs per expert (decode)
+    the 32-row tiles with 4 warps were 1.07-1.08x faster than the default 64-row tiles; at 512 (prefill) the
+    128-row tiles with 256-wide down tiles were 1.19x faster."""
+    limit = cfg.get("SMALL_MAX_PAIRS_PER_EXPERT", 0)
+    if not limit or num_pairs > limit * num_experts:
+        return cfg
+    small = {"BLOCK_M": "SMALL_BLOCK_M", "BLOCK_N": "SMALL_BLOCK_N", "BLOCK_K": "SMALL_BLOCK_K",
+             "DOWN_BLOCK_N": "SMALL_DOWN_BLOCK_N", "DOWN_BLOCK_K": "SMALL_DOWN_BLOCK_K", "num_warps": "SMALL_WARPS"}
+    return {**cfg, **{base: cfg[key] for base, key in small.items() if key in cfg}}
+
+
 def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict = TUNABLES):
     hidden = hidden if hidden.stride(-1) == 1 else hidden.contiguous()
     w1 = w1.contiguous()
@@ -240,6 +270,7 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
         return out
     flat_ids = topk_ids.reshape(-1).contiguous()
     flat_w = topk_weights.reshape(-1).contiguous()
+    cfg = regime_config(cfg, n, E)
     bm = cfg["BLOCK_M"]
     length = _max_padded_len(n, E, bm)
     n_blocks = length // bm

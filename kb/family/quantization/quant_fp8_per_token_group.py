@@ -4,7 +4,8 @@ With x contiguous, group g of token t is the flat group index t * (H / group_siz
 [T, H / group_size] scale tensor uses the same flat index, so the op is a 1-D problem over T * H / gs
 groups. A program takes TILES_PER_PROGRAM tiles of [BLOCK_G, GROUP] elements (BLOCK_G groups side by
 side), reduces |x| along the group axis, writes BLOCK_G fp32 scales and the quantised tile. Values are
-rounded to the e4m3 grid in fp32 (nearest even, subnormals included) before the exact final cast.
+rounded to the e4m3 grid in fp32 (nearest even, subnormals included) before the exact final cast, except on
+a GPU with HW_CAST, where the conversion instruction (cvt.rn.satfinite, sm_89+) rounds to nearest even itself.
 """
 
 import torch
@@ -12,11 +13,12 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_G": 16, "TILES_PER_PROGRAM": 1, "EXACT_DIV": 0, "num_warps": 4, "num_stages": 1}
+TUNABLES = {"BLOCK_G": 16, "TILES_PER_PROGRAM": 1, "EXACT_DIV": 0, "HW_CAST": 1, "num_warps": 4, "num_stages": 1}
 SEARCH_SPACE = {
     "BLOCK_G": [1, 2, 4, 8, 16, 32],
     "TILES_PER_PROGRAM": [1, 2, 4, 8],
     "EXACT_DIV": [0, 1],
+    "HW_CAST": [0, 1],
     "num_warps": [1, 2, 4, 8],
     "num_stages": [1, 2, 3, 4],
 }
@@ -38,7 +40,7 @@ def _e4m3_rne(v):
 @triton.jit
 def _quant_fp8_per_token_group_kernel(x_ptr, q_ptr, s_ptr, n_groups,
                                       GROUP: tl.constexpr, BLOCK_G: tl.constexpr, TILES: tl.constexpr,
-                                      EXACT_DIV: tl.constexpr):
+                                      EXACT_DIV: tl.constexpr, HW_CAST: tl.constexpr):
     pid = tl.program_id(0)
     g_local = tl.arange(0, BLOCK_G)
     cols = tl.arange(0, GROUP)
@@ -54,7 +56,9 @@ def _quant_fp8_per_token_group_kernel(x_ptr, q_ptr, s_ptr, n_groups,
             v = tl.div_rn(x, scale[:, None])
         else:           # reciprocal multiply: cheaper, one fp8 ulp off on rounding midpoints (tolerated)
             v = x * tl.div_rn(1.0, scale)[:, None]
-        q = _e4m3_rne(tl.minimum(tl.maximum(v, -448.0), 448.0))
+        q = tl.minimum(tl.maximum(v, -448.0), 448.0)
+        if not HW_CAST:  # the GPU's cvt.rn.satfinite rounds to nearest even; the interpreter's cast may not
+            q = _e4m3_rne(q)
         tl.store(q_ptr + offs, q.to(q_ptr.dtype.element_ty), mask=mask)
         tl.store(s_ptr + g, scale, mask=g_ok)
 
@@ -74,6 +78,7 @@ def launch_quant_fp8_per_token_group(x: torch.Tensor, group_size: int, cfg: dict
     _quant_fp8_per_token_group_kernel[grid](xc, q, scale, n_groups, GROUP=group_size,
                                             BLOCK_G=cfg["BLOCK_G"], TILES=cfg["TILES_PER_PROGRAM"],
                                             EXACT_DIV=bool(cfg["EXACT_DIV"]),
+                                            HW_CAST=bool(cfg.get("HW_CAST", 0)) and xc.is_cuda,
                                             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     return q, scale
 
