@@ -48,10 +48,18 @@ def _fit_smem(stages: int, block_k: int, bytes_per_k: int):
 
 
 @triton.jit
+def _promote(partial, sa, sb, SB_SCALAR: tl.constexpr):
+    """One K step's fp32 dot times its scales: sa [BLOCK_M], sb a scalar or [BLOCK_N]."""
+    if SB_SCALAR:
+        return partial * (sa * sb)[:, None]
+    return partial * sa[:, None] * sb[None, :]
+
+
+@triton.jit
 def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M, N, K, k_per_split,
                                 stride_am, stride_asm, stride_bn, stride_bsn, stride_om,
                                 GROUP: tl.constexpr, SPLIT_K: tl.constexpr, UPCAST: tl.constexpr,
-                                PREFETCH_SCALES: tl.constexpr,
+                                PREFETCH_SCALES: tl.constexpr, SB_SCALAR: tl.constexpr,
                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                 GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
@@ -74,7 +82,13 @@ def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M
     a_ptrs = a_ptr + rows[:, None] * stride_am + (k_lo + offs_k)[None, :]
     b_ptrs = b_ptr + cols[None, :] * stride_bn + (k_lo + offs_k)[:, None]
     sa_ptrs = as_ptr + rows * stride_asm
-    sb_ptrs = bs_ptr + (cols // GROUP) * stride_bsn
+    if SB_SCALAR:
+        # BLOCK_N divides the 128-wide scale block, so the tile has one b scale per K step: a scalar load.
+        # A [BLOCK_N] vector would be loaded in a blocked layout and converted to the MMA layout through
+        # shared memory, with a barrier, every K step (seen in the compiled code for sm_90).
+        sb_ptrs = bs_ptr + ((pid_n * BLOCK_N) // GROUP).to(tl.int64) * stride_bsn
+    else:
+        sb_ptrs = bs_ptr + (cols // GROUP) * stride_bsn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     last_g = (K - 1) // GROUP
     sa = tl.load(sa_ptrs + k_lo // GROUP)
@@ -92,12 +106,12 @@ def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M
             g_next = tl.minimum((k0 + BLOCK_K) // GROUP, last_g)
             sa_next = tl.load(sa_ptrs + g_next)
             sb_next = tl.load(sb_ptrs + g_next)
-            acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
+            acc += _promote(tl.dot(a, b), sa, sb, SB_SCALAR)
             sa = sa_next
             sb = sb_next
         else:
             g = k0 // GROUP
-            acc += tl.dot(a, b) * tl.load(sa_ptrs + g)[:, None] * tl.load(sb_ptrs + g)[None, :]
+            acc += _promote(tl.dot(a, b), tl.load(sa_ptrs + g), tl.load(sb_ptrs + g), SB_SCALAR)
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K
 
@@ -147,6 +161,7 @@ def launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, out_dtype: torch.dtype, g
                                       a.stride(0), a_scale.stride(0), b.stride(0), b_scale.stride(0), out.stride(0),
                                       GROUP=group_size, SPLIT_K=split, UPCAST=bool(cfg["UPCAST"]),
                                       PREFETCH_SCALES=bool(cfg.get("PREFETCH_SCALES", 1)),
+                                      SB_SCALAR=group_size % bn == 0,
                                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
                                       num_warps=cfg["num_warps"], num_stages=stages)
     if split > 1:
