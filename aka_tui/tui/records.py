@@ -51,8 +51,10 @@ def report_bests(directories: list[Path]) -> dict[str, RecordedBest]:
 
 
 def _offer(best: dict[str, RecordedBest], name: str, record: RecordedBest) -> None:
+    """Keep the better record: a real kernel over any fallback (an op is not real when one of its shapes fell
+    back, although its other shapes still add to S_op), then the higher S_op."""
     current = best.get(name)
-    if current is None or (record.s_op, record.real) > (current.s_op, current.real):
+    if current is None or (record.real, record.s_op) > (current.real, current.s_op):
         best[name] = record
 
 

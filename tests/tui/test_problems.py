@@ -57,3 +57,21 @@ async def test_opening_a_problem_shows_reference_and_rooflines(make_app: Any) ->
         assert sessions.row_count >= 1  # the shipped rms_norm example
         await pilot.press("escape")
         assert type(app.screen).__name__ == "ProblemsScreen"
+
+
+def test_best_recorded_kernel_prefers_real_over_a_higher_partly_fallback_score(tmp_path: Any) -> None:
+    """An op with one fallback shape is not real although its other shapes still add to its S_op (a session-2
+    H200 report scored rope 0.449 that way); a real kernel at 0.30 is the better record."""
+    import json
+
+    from aka_tui.tui.records import report_bests
+
+    def report(name: str, s_op: float, real: bool) -> None:
+        data = {"hardware": {"name": "h200"}, "ops": [{"problem": "rope", "s_op": s_op, "real": real}]}
+        (tmp_path / name).write_text(json.dumps(data))
+
+    report("a-partly-fallback.json", 0.449, False)
+    report("b-real.json", 0.30, True)
+    report("c-real-worse.json", 0.20, True)
+    best = report_bests([tmp_path])["rope"]
+    assert (best.s_op, best.real, best.source) == (0.30, True, "b-real.json")
