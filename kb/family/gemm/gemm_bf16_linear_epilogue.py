@@ -15,7 +15,7 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1,
-            "num_warps": 8, "num_stages": 3}
+            "num_warps": 8, "num_stages": 3, "LARGE_M_MIN": 2048, "LARGE_M_BLOCK_M": 256}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -24,7 +24,12 @@ SEARCH_SPACE = {
     "SPLIT_K": [1, 2, 4, 8],
     "num_warps": [2, 4, 8],
     "num_stages": [2, 3, 4, 5],
+    "LARGE_M_MIN": [0, 1024, 2048, 4096],
+    "LARGE_M_BLOCK_M": [64, 128, 256],
 }
+# M >= LARGE_M_MIN (0: never) uses LARGE_M_BLOCK_M rows per tile. An H200 agent session (2026-11-30) measured
+# BLOCK_M 256 at 1.09x on an 8192-row down projection and 0.80x on 64- and 256-row decode GEMMs.
+INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}}
 
 ACT_IDS = {"none": 0, "gelu_tanh": 1, "silu": 2}
 REDUCE_BLOCK = 1024
@@ -142,6 +147,8 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
     res_arg = residual if has_res else x
     stride_rm = residual.stride(0) if has_res else 0
     bm, bn, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["SPLIT_K"]
+    if cfg.get("LARGE_M_MIN") and M >= cfg["LARGE_M_MIN"]:
+        bm = cfg["LARGE_M_BLOCK_M"]
     stages, bk = _fit_smem(cfg["num_stages"], cfg["BLOCK_K"], (bm + bn) * x.element_size())
     k_per_split = triton.cdiv(triton.cdiv(K, bk), split) * bk
     ws = torch.empty((split, M, N), dtype=torch.float32, device=x.device) if split > 1 else out
