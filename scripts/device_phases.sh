@@ -104,11 +104,15 @@ run_optimize() {
   ops=${OPT_OPS:-$(python3 -c "from aka_tui.bench.problem import load_suite; print(' '.join(load_suite('problems').problems))")}
   n=$(python3 -c "import torch; print(max(1, torch.cuda.device_count()))")
   per_op=$(( $1 * n / $(echo $ops | wc -w) ))
+  # The loop ends itself within --wall-time (it starts no iteration predicted not to fit); 15 s are left for
+  # process start-up and the report, and timeout stays as the safety net (a slot under 35 s still gets 20 s
+  # of loop, so such an op can take 35 s).
+  wall=$(( per_op - 15 )); [ $wall -ge 20 ] || wall=20
   for g in $(seq 0 $((n - 1))); do
     ( i=0; for op in $ops; do
         if [ $((i % n)) = $g ]; then
-          CUDA_VISIBLE_DEVICES=$g timeout $per_op python3 -m aka_tui optimize "$op" --proposer offline --no-kb \
-            --iterations ${OPT_ITERS:-6} --wall-time $(( per_op * 2 / 3 )) --seed 1 --sessions "$2/sessions" --no-propose > "$2/$op.txt" 2>&1
+          CUDA_VISIBLE_DEVICES=$g timeout $(( wall + 15 )) python3 -m aka_tui optimize "$op" --proposer offline --no-kb \
+            --iterations ${OPT_ITERS:-6} --wall-time $wall --seed 1 --sessions "$2/sessions" --no-propose > "$2/$op.txt" 2>&1
           best=$(grep -o "best kernel: [^ ]*" "$2/$op.txt" | cut -d' ' -f3)
           mkdir -p "$2/best"; [ -n "$best" ] && cp "$best" "$2/best/$op.py"
           echo "$op: $(grep -E 'done:' "$2/$op.txt" | tail -n 1)"

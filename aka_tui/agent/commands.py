@@ -13,6 +13,14 @@ from aka_tui.errors import ProposerError
 DEFAULT_ITERATIONS = 8
 
 
+def _rounds(text: str) -> int:
+    """argparse type of --remeasure-rounds: an integer ≥ 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative (0 turns the re-measurement off)")
+    return value
+
+
 def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable[[str], tuple[list[str], str]] | None:
     if args.no_kb:
         return None
@@ -78,6 +86,12 @@ def _progress_printer() -> Callable[[Any], None]:
             state = ("correct" if d["correct"] else "incorrect") + ("" if d["real"] else ", fallback")
             print(f"{elapsed}  iter {d['iteration']}: screened on the weighted shapes: S_op {d['s_op']:.4f} ({state}) "
                   f"vs incumbent {d['incumbent_s']:.4f}: not worth a full evaluation")
+        elif event.kind == "candidates_remeasured":
+            rounds = f"{d.get('rounds', len(d['samples']['candidate']))} of {d.get('rounds_planned', '?')} rounds"
+            print(f"{elapsed}  iter {d['iteration']}: re-measured with the incumbent, interleaved ({rounds}"
+                  + (f"; {d['reason']}" if d.get("reason") else "") + f"): {'better' if d['accepted'] else 'not better'}")
+        elif event.kind == "remeasure_skipped":
+            print(f"{elapsed}  iter {d['iteration']}: {d['reason']}; not accepted")
         elif event.kind == "candidate_evaluated" and d.get("screened_out"):
             pass
         elif event.kind == "candidate_evaluated":
@@ -112,17 +126,18 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.proposer == "replay":
         args.iterations = min(args.iterations, proposer.remaining)
     name = f"{problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    rounds = LoopConfig.remeasure_rounds if args.remeasure_rounds is None else args.remeasure_rounds
     session = SessionRepo.create(Path(args.sessions) / name, {
         "problem": problem.name, "problem_hash": problem.content_hash, "proposer": args.proposer, "seed": args.seed,
         "device": device, "hardware_profile": profile.name, "iterations": args.iterations, "dropout_p": args.dropout,
         "problem_dir": str(directory.resolve()), "tier": resolve_tier(options, device), "cases": args.cases,
-        "screen": not args.no_screen, "kb": not args.no_kb, "model": args.model,
+        "screen": not args.no_screen, "kb": not args.no_kb, "model": args.model, "remeasure_rounds": rounds,
         "replay_from": str(Path(args.replay_from).resolve()) if args.replay_from else None})
     claim(session)
     show = _progress_printer()
     config = LoopConfig(iterations=args.iterations, wall_time_s=args.wall_time, target_s=args.target,
                         dropout_p=args.dropout, seed=args.seed, max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
-                        screen=not args.no_screen, best_of=args.best_of)
+                        screen=not args.no_screen, best_of=args.best_of, remeasure_rounds=rounds)
     executor = None
     if args.best_of > 1:
         from aka_tui.bench.executor import LocalExecutor
@@ -202,7 +217,9 @@ def _resume(args: argparse.Namespace) -> int:
     config = LoopConfig(iterations=iterations, wall_time_s=args.wall_time, target_s=args.target,
                         dropout_p=float(meta.get("dropout_p", args.dropout)), seed=int(meta.get("seed", 0)),
                         max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
-                        screen=bool(meta.get("screen", not args.no_screen)) and not args.no_screen)
+                        screen=bool(meta.get("screen", not args.no_screen)) and not args.no_screen,
+                        remeasure_rounds=int(meta.get("remeasure_rounds", LoopConfig.remeasure_rounds))
+                        if args.remeasure_rounds is None else args.remeasure_rounds)
     args.no_kb = args.no_kb or meta.get("kb") is False
     loop = AgentLoop(problem, proposer, profile, options, config, session.path / ".work", session,
                      retrieve=_retriever(args, problem, profile), on_event=_progress_printer())
@@ -245,7 +262,10 @@ def register(sub: Any) -> None:
     p.add_argument("--iterations", type=int,
                    help=f"iterations to run (default {DEFAULT_ITERATIONS}; with --resume: the rest of the recorded "
                         "budget)")
-    p.add_argument("--wall-time", type=float, help="stop after this many seconds")
+    p.add_argument("--wall-time", type=float,
+                   help="wall-time budget of the loop in seconds: an iteration starts only if it is predicted to "
+                        "finish in what is left (from the evaluations timed so far, re-measurement included), and "
+                        "a re-measurement runs only the rounds that fit")
     p.add_argument("--target", type=float, help="stop when S_op reaches this fraction of the roofline")
     p.add_argument("--dropout", type=float, default=0.5, help="optimization dropout p (default 0.5)")
     p.add_argument("--seed", type=int, default=0)
@@ -264,6 +284,10 @@ def register(sub: Any) -> None:
     p.add_argument("--no-screen", action="store_true",
                    help="evaluate every proposal fully (default: screen on the weighted shapes first, one case, "
                         "no fuzzing; only promising candidates get the full hardened evaluation)")
+    p.add_argument("--remeasure-rounds", type=_rounds, metavar="N",
+                   help="before accepting a win or a close call (within 10%% of the incumbent), time incumbent and "
+                        "candidate alternately N times each and compare medians (default 3; 0: no re-measurement, "
+                        "accept on the full evaluation's S_op alone; with --resume: the recorded value)")
     p.add_argument("--model", help="model id for --proposer anthropic (default: $AKA_MODEL or claude-sonnet-5-5)")
     p.add_argument("--from", dest="replay_from", help="with --proposer replay: the recorded session to re-issue")
     p.add_argument("--resume", metavar="ID",

@@ -4,6 +4,10 @@ A library API with an event stream (`on_event`); the CLI prints it, the TUI will
 Accepts only a correct, real candidate whose S_op beats the incumbent by more than the noise margin, confirmed
 by an interleaved re-measurement of both whenever the candidate looks better or close.
 
+Wall time (`wall_time_s`, aka_tui/agent/budget.py): an iteration starts only when its predicted worst-path
+duration, from the evaluations this run has timed, fits in what is left; the re-measurement runs only the
+rounds that fit, and a win that no round fits for is not accepted.
+
 Cost control (each evaluation is a worker process; on a GPU most of a full evaluation is start-up, fuzzed
 shapes and extra correctness cases): once there is an incumbent, a proposal is first *screened* on the
 shapes that carry weight in S_op, with one case and no fuzzing. Only a candidate that is correct, real and
@@ -13,12 +17,14 @@ screened-out candidate can never be accepted; it is still recorded, as screened.
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from aka_tui.agent.budget import WallBudget
 from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
 from aka_tui.agent.offline import Proposal
 from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
@@ -50,7 +56,7 @@ class LoopConfig:
     # interleaved, before it can be accepted: on the H200 (2026-11-30) separate evaluations of one kernel
     # differed by up to 60%, and the loop had accepted no-op changes as wins.
     close_rel: float = 0.10
-    remeasure_rounds: int = 3  # I, C, I, C, I, C: a true median of three each
+    remeasure_rounds: int = 3  # I, C, I, C, I, C: a true median of three each; fewer when the wall time is short
     screen: bool = True  # screen proposals on the weighted shapes before the full evaluation
     best_of: int = 1  # with an executor: propose k candidates per step, screen them in parallel, keep the best
     max_tokens: int | None = None  # model tokens (input + output, cache included) for the whole session
@@ -131,6 +137,8 @@ class AgentLoop:
         self._injections: list[Injection] = []
         self._lock = threading.Lock()
         self._stop_reason = ""
+        self.clock: Callable[[], float] = time.monotonic  # the wall-time budget's clock (tests pass a fake one)
+        self._budget = WallBudget(None, self.clock)
 
     def inject(self, source: str, author: tuple[str, str], rationale: str = "edited by a person",
                point: dict[str, Any] | None = None) -> None:
@@ -178,7 +186,8 @@ class AgentLoop:
     def _evaluate(self, source: str, iteration: int) -> tuple[OpScore, Any]:
         path = self.work_dir / f"candidate_{iteration:04d}.py"
         path.write_text(source)
-        result = evaluate_candidate(self.problem, CandidateSpec.file(path), self.options)
+        with self._budget.timed("full"):
+            result = evaluate_candidate(self.problem, CandidateSpec.file(path), self.options)
         return score_op(self.problem, result, self.profile), result
 
     def _quick_options(self) -> EvalOptions:
@@ -210,7 +219,8 @@ class AgentLoop:
     def _screen(self, source: str, iteration: int, incumbent: Attempt) -> tuple[bool, OpScore, Any]:
         path = self.work_dir / f"screen_{iteration:04d}.py"
         path.write_text(source)
-        result = evaluate_candidate(self.problem, CandidateSpec.file(path), self._quick_options())
+        with self._budget.timed("quick"):
+            result = evaluate_candidate(self.problem, CandidateSpec.file(path), self._quick_options())
         score = score_op(self.problem, result, self.profile)
         promising = self._promising(score, incumbent)
         self._emit("candidate_screened", iteration=iteration, s_op=score.s_op, correct=score.correct,
@@ -240,8 +250,9 @@ class AgentLoop:
             jobs.append(EvalJob(str(rank), self.problem, CandidateSpec.file(path), quick))
         results: dict[int, Any] = {}
         assert self.executor is not None
-        for done in self.executor.run(jobs):
-            results[int(done.job.key)] = done.result
+        with self._budget.timed("batch"):
+            for done in self.executor.run(jobs):
+                results[int(done.job.key)] = done.result
         screens = []
         for rank in range(len(proposals)):
             score = score_op(self.problem, results[rank], self.profile)
@@ -269,23 +280,54 @@ class AgentLoop:
             iteration += 1
         return proposals[best], screens[best], iteration
 
-    def _remeasure(self, iteration: int, incumbent: Attempt, source: str) -> bool:
+    def _remeasure(self, iteration: int, incumbent: Attempt, source: str) -> tuple[bool, dict[str, Any]]:
         """Time incumbent and candidate alternately (I, C, I, C …) and accept only if the candidate's median
-        S_op beats the incumbent's median by more than the noise margin."""
+        S_op beats the incumbent's median by more than the noise margin. A round starts only if it is
+        predicted to fit in the wall-time budget; when none fits, the candidate is not accepted (the win is
+        unverified). Returns the decision and its record (proposal.json's `remeasure`)."""
         quick = self._quick_options()
         paths = {"incumbent": self.work_dir / f"remeasure_{iteration:04d}_incumbent.py",
                  "candidate": self.work_dir / f"remeasure_{iteration:04d}_candidate.py"}
         paths["incumbent"].write_text(incumbent.proposal.source)
         paths["candidate"].write_text(source)
+        planned = self.config.remeasure_rounds
         samples: dict[str, list[float]] = {"incumbent": [], "candidate": []}
-        for _ in range(self.config.remeasure_rounds):
+        reason = ""
+        for _ in range(planned):
+            fits, round_s, left_s = self._budget.round_fits()
+            if not fits:
+                reason = f"budget: a round predicted {round_s:.1f} s, {left_s:.1f} s left"
+                break
             for label in ("incumbent", "candidate"):
-                result = evaluate_candidate(self.problem, CandidateSpec.file(paths[label]), quick)
+                with self._budget.timed("quick"):
+                    result = evaluate_candidate(self.problem, CandidateSpec.file(paths[label]), quick)
                 samples[label].append(score_op(self.problem, result, self.profile).s_op)
-        med = {k: sorted(v)[len(v) // 2] for k, v in samples.items()}
+        rounds = len(samples["candidate"])
+        record: dict[str, Any] = {"rounds": rounds, "rounds_planned": planned, "samples": samples}
+        if rounds == 0:
+            reason = f"not re-measured: {reason}"
+            self._emit("remeasure_skipped", iteration=iteration, rounds_planned=planned, reason=reason)
+            return False, {**record, "accepted": False, "reason": reason}
+        med = {k: statistics.median(v) for k, v in samples.items()}
         better = med["candidate"] > med["incumbent"] * (1.0 + self.config.noise_rel)
-        self._emit("candidates_remeasured", iteration=iteration, samples=samples, accepted=better)
-        return better
+        self._emit("candidates_remeasured", iteration=iteration, samples=samples, accepted=better, rounds=rounds,
+                   rounds_planned=planned, reason=reason)
+        return better, {**record, "accepted": better, "reason": reason}
+
+    def _predict_iteration_s(self, incumbent: Attempt | None) -> float | None:
+        """The next iteration's predicted worst-path duration (aka_tui/agent/budget.py)."""
+        return self._budget.predict_iteration_s(
+            incumbent is not None, self.config.screen, self.config.best_of > 1 and self.executor is not None,
+            self.config.remeasure_rounds)
+
+    def _wall_time_stop(self, predicted_s: float | None) -> str:
+        """Why the next iteration may not start under the wall-time budget; "" when it may."""
+        left_s = self._budget.left_s()
+        if left_s <= 0:
+            return "wall-time budget spent"
+        if predicted_s is not None and predicted_s > left_s:
+            return f"wall-time budget: next iteration predicted {predicted_s:.1f} s, {left_s:.1f} s left"
+        return ""
 
     def _budget_spent(self) -> str:
         usage = getattr(self.proposer, "usage", None)
@@ -302,19 +344,17 @@ class AgentLoop:
             earlier: Sequence[Attempt] = ()) -> LoopOutcome:
         """Run the loop; `incumbent`, `first_iteration` and `earlier` (the attempts already recorded, the
         proposer's memory) continue an earlier run of the same session. The outcome holds the new attempts."""
-        started = time.monotonic()
+        self._budget = WallBudget(self.config.wall_time_s, self.clock)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         outcome = LoopOutcome()
-        baseline = evaluate_candidate(self.problem, CandidateSpec("eager"), self.options)
+        with self._budget.timed("baseline"):
+            baseline = evaluate_candidate(self.problem, CandidateSpec("eager"), self.options)
         outcome.baseline_s_raw = score_op(self.problem, baseline, self.profile).s_raw_op
         self._emit("baseline_measured", s_raw=outcome.baseline_s_raw, note="the reference is a fallback: S = 0")
         iteration = first_iteration - 1
         for _step in range(self.config.iterations):
             if self._stop_reason:
                 outcome.stop_reason = self._stop_reason
-                break
-            if self.config.wall_time_s and time.monotonic() - started > self.config.wall_time_s:
-                outcome.stop_reason = "wall-time budget spent"
                 break
             spent = self._budget_spent()
             if spent:
@@ -323,8 +363,14 @@ class AgentLoop:
             while (injection := self._take_injection()) is not None:
                 iteration += 1
                 incumbent = self._evaluate_injection(injection, iteration, outcome, incumbent)
+            predicted_s = self._predict_iteration_s(incumbent)
+            if self._budget.limited and (stop := self._wall_time_stop(predicted_s)):
+                outcome.stop_reason = stop
+                break
             iteration += 1
-            self._emit("iteration_started", iteration=iteration)
+            self._budget.iteration_started()
+            self._emit("iteration_started", iteration=iteration,
+                       predicted_s=round(predicted_s, 1) if predicted_s is not None else None)
             context: dict[str, Any] = {}
             if self.retrieve is not None:
                 text = f"{self.problem.name} {self.problem.family}: {self.problem.description}"
@@ -380,12 +426,14 @@ class AgentLoop:
                 score, result = self._evaluate(proposal.source, iteration)
             better = not screened_out and score.correct and score.real and (
                 incumbent is None or score.s_op > incumbent.score.s_op * (1.0 + self.config.noise_rel))
+            remeasured: dict[str, Any] = {}
             if (incumbent is not None and not screened_out and score.correct and score.real
                     and self.config.remeasure_rounds > 0
                     and score.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel)):
-                better = self._remeasure(iteration, incumbent, proposal.source)
+                better, remeasured = self._remeasure(iteration, incumbent, proposal.source)
             attempt = Attempt(iteration, proposal, score, better, error=_first_error(result))
-            summary = (f"{'accepted' if better else 'rejected'}{' (screened)' if screened_out else ''} "
+            skipped = " (not re-measured: budget)" if remeasured and not remeasured["rounds"] else ""
+            summary = (f"{'accepted' if better else 'rejected'}{' (screened)' if screened_out else ''}{skipped} "
                        f"S_op={score.s_op:.4f} "
                        f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")
             if self.session is not None:
@@ -394,12 +442,14 @@ class AgentLoop:
                     self._proposal_record(
                         proposal, bottleneck, masked, screened_out,
                         transcript=list(getattr(self.proposer, "transcript", [])[-1:]),
-                        usage=vars(getattr(self.proposer, "usage", None)) if hasattr(self.proposer, "usage") else None),
+                        usage=vars(getattr(self.proposer, "usage", None)) if hasattr(self.proposer, "usage") else None,
+                        **({"remeasure": remeasured} if remeasured else {})),
                     summary)
             outcome.attempts.append(attempt)
             self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
                        correct=score.correct, real=score.real, accepted=better, sha=attempt.sha,
                        screened_out=screened_out)
+            self._budget.iteration_finished()
             if better:
                 incumbent = attempt
             if incumbent and self.config.target_s and incumbent.score.s_op >= self.config.target_s:

@@ -147,6 +147,18 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _remeasure_lines(record: Any) -> list[str]:
+    """The re-measurement of a win or close call as recorded in proposal.json (older sessions have none)."""
+    if not isinstance(record, dict):
+        return []
+    line = f"    re-measured: {record.get('rounds')} of {record.get('rounds_planned')} rounds"
+    samples = record.get("samples") or {}
+    if samples.get("candidate"):
+        line += (f", S_op incumbent {', '.join(_s(v) for v in samples.get('incumbent', []))}; "
+                 f"candidate {', '.join(_s(v) for v in samples['candidate'])}")
+    return [line + (f" ({record['reason']})" if record.get("reason") else "")]
+
+
 def _replay_text(path: Path, meta: dict[str, Any], steps: list[Any]) -> list[str]:
     """The session step by step, as recorded."""
     from aka_tui.record.events import read_events
@@ -176,6 +188,7 @@ def _replay_text(path: Path, meta: dict[str, Any], steps: list[Any]) -> list[str
             f"    dropout: masked iterations {masks['masked_iterations'] or 'none'}; "
             f"masked tactics {', '.join(masks['masked_tactics']) or 'none'}",
             f"    screened out: {'yes' if step.screened_out else 'no'}",
+            *_remeasure_lines(step.proposal.get("remeasure")),
         ]
     for e in events:
         if e.kind == "session_finished":
