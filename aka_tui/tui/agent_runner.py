@@ -33,6 +33,7 @@ class RunSettings:
     wall_time_s: float | None = None
     max_cost_usd: float | None = None
     dropout_p: float = 0.5
+    remeasure_rounds: int = 3
     seed: int = 0
     tier: str | None = None
     cases: int = 1
@@ -136,11 +137,11 @@ class AgentRunner:
         created = SessionRepo.create(path, {
             "problem": self.problem.name, "problem_hash": self.problem.content_hash, "proposer": s.proposer,
             "seed": s.seed, "device": device, "hardware_profile": self.profile.name, "iterations": s.iterations,
-            "dropout_p": s.dropout_p})
+            "dropout_p": s.dropout_p, "remeasure_rounds": s.remeasure_rounds})
         self.session = LockedSessionRepo(created.path, created.repo)
         retrieve = make_retriever(self.problem, self.profile, self.on_message) if s.use_kb else None
         config = LoopConfig(iterations=s.iterations, wall_time_s=s.wall_time_s, dropout_p=s.dropout_p, seed=s.seed,
-                            max_cost_usd=s.max_cost_usd)
+                            max_cost_usd=s.max_cost_usd, remeasure_rounds=s.remeasure_rounds)
         self._loop_parts = {"proposer": proposer, "options": options, "config": config, "retrieve": retrieve,
                             "loop_class": AgentLoop}
 

@@ -33,6 +33,8 @@ class TuiConfig:
     """Cost budget for model proposers in USD (0: none)."""
     dropout_p: float = 0.5
     """Optimization dropout probability."""
+    remeasure_rounds: int = 3
+    """Interleaved re-measurement rounds before a win is accepted (0: accept on one evaluation)."""
     tier: str = ""
     """Shape tier: smoke, full, or empty for the default (smoke on the CPU, full on a GPU)."""
     cases: int = 1
@@ -61,6 +63,8 @@ class TuiConfig:
             problems.append("tier must be smoke, full, all or empty")
         if self.cases < 1:
             problems.append("cases must be at least 1")
+        if self.remeasure_rounds < 0:
+            problems.append("re-measure rounds cannot be negative")
         return problems
 
 

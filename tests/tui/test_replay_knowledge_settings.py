@@ -112,6 +112,7 @@ async def test_settings_persist_and_the_key_is_never_written(make_app: Any, tmp_
         assert "present" in str(screen.query_one("#key-status").content)
         screen.query_one("#iterations").value = "7"
         screen.query_one("#dropout_p").value = "0.25"
+        screen.query_one("#remeasure_rounds").value = "1"
         await pilot.press("ctrl+s")
         await pilot.pause()
         screen.query_one("#dropout_p").value = "1.5"
@@ -120,10 +121,17 @@ async def test_settings_persist_and_the_key_is_never_written(make_app: Any, tmp_
         assert "dropout" in str(screen.query_one("#settings-message").content)
     text = (tmp_path / "config.json").read_text()
     saved = json.loads(text)
-    assert saved["iterations"] == 7 and saved["dropout_p"] == 0.25
+    assert saved["iterations"] == 7 and saved["dropout_p"] == 0.25 and saved["remeasure_rounds"] == 1
     assert secret not in text and "sk-ant" not in text
     reopened = AkaApp(config_path=tmp_path / "config.json")
     assert reopened.config.iterations == 7
+    from types import SimpleNamespace
+
+    from aka_tui.tui.screens.session import settings_from_config
+
+    app_like = SimpleNamespace(config=reopened.config, session_overrides={},
+                               paths=SimpleNamespace(suite_dir=tmp_path, sessions_dir=tmp_path))
+    assert settings_from_config(app_like, "rms_norm").remeasure_rounds == 1  # what the live session's loop gets
 
 
 def test_key_status() -> None:

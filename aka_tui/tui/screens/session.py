@@ -40,8 +40,9 @@ def settings_from_config(app: Any, problem: str) -> RunSettings:
     settings = RunSettings(
         problem_dir=app.paths.suite_dir / problem, sessions_dir=app.paths.sessions_dir, proposer=c.proposer,
         model=c.model, iterations=c.iterations, wall_time_s=c.wall_time_s or None,
-        max_cost_usd=c.max_cost_usd or None, dropout_p=c.dropout_p, seed=c.seed, tier=c.tier or None,
-        cases=c.cases, hardware=c.hardware or None, use_kb=c.use_kb, author=(c.author_name, c.author_email),
+        max_cost_usd=c.max_cost_usd or None, dropout_p=c.dropout_p, remeasure_rounds=c.remeasure_rounds,
+        seed=c.seed, tier=c.tier or None, cases=c.cases, hardware=c.hardware or None, use_kb=c.use_kb,
+        author=(c.author_name, c.author_email),
         replay_from=getattr(app, "replay_source", None))
     for key, value in app.session_overrides.items():
         setattr(settings, key, value)

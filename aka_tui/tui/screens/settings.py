@@ -21,6 +21,7 @@ KEY_TEXT = {
 NUMBER_FIELDS = (("iterations", "Iteration budget", "integer"), ("wall_time_s", "Wall-time budget, s (0: none)", "number"),
                  ("max_cost_usd", "Cost budget, USD (0: none; model proposers)", "number"),
                  ("dropout_p", "Optimization dropout p", "number"), ("cases", "Correctness cases per shape", "integer"),
+                 ("remeasure_rounds", "Re-measure rounds before accepting a win (0: none)", "integer"),
                  ("seed", "Seed", "integer"))
 TEXT_FIELDS = (("model", "Model id (anthropic proposer)"), ("sessions_dir", "Sessions directory"),
                ("author_name", "Your name (author of your edits)"), ("author_email", "Your e-mail"))
