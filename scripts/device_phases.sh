@@ -35,6 +35,9 @@
 #   ab        A/B sweeps of this session's kernel changes against the old defaults (scripts/ab_spaces.py pins the
 #             other tunables): GPU 0 the fp8 GEMM's PREFETCH_SCALES, MLA decode's BLOCK_H x num_warps, then the
 #             library comparison; GPU 1 the quant kernels' HW_CAST and moe_fused_experts' tiles x decode regime
+#   ab2       the next A/Bs, prepared after session 4 from the compiled sm_90 code: GPU 0 MLA decode's PAGE_TILE x
+#             BLOCK_N, the fp8 GEMM's stages x warps with the scalar-scale loop; GPU 1 the bf16 GEMM's M-regime
+#             switch (LARGE_M_MIN 0 vs 2048), gated_rms_norm's rows per program x warps
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -195,15 +198,23 @@ run_ceiling() {
   CUDA_VISIBLE_DEVICES=0 timeout "$1" python3 scripts/copy_ceiling.py "$2/copy-ceiling.json" > "$2/ceiling.txt" 2>&1
   cat "$2/ceiling.txt"
 }
+ab() {  # ab GPU SECONDS OP NAME=V1,V2 ...: grid sweep of the named tunables, the others pinned to the defaults
+  CUDA_VISIBLE_DEVICES=$1 timeout "$2" python3 -m aka_tui kb sweep "$3" --strategy grid --shapes weighted,largest \
+    --max-configs 8 --budget-s $(( $2 - 20 )) --out "$OUT_DIR" --name "ab-$3" $(python3 scripts/ab_spaces.py "${@:3}") > "$OUT_DIR/$3.txt" 2>&1
+  echo "-- $3 (${*:4}): exit $?"; grep -hE "^[a-z0-9_]+ {2,}[a-z0-9_.]+ " "$OUT_DIR/$3.txt"
+}
 run_ab() {
-  ab() { CUDA_VISIBLE_DEVICES=$1 timeout "$2" python3 -m aka_tui kb sweep "$3" --strategy grid --shapes weighted,largest \
-      --max-configs 8 --budget-s $(( $2 - 20 )) --out "$OUT_DIR" --name "ab-$3" $(python3 scripts/ab_spaces.py "${@:3}") > "$OUT_DIR/$3.txt" 2>&1
-    echo "-- $3 (${*:4}): exit $?"; grep -hE "^[a-z0-9_]+ {2,}[a-z0-9_.]+ " "$OUT_DIR/$3.txt"; }
   OUT_DIR=$2; t=$(( $1 / 4 ))
   ( ab 0 $t gemm_fp8_blockscale PREFETCH_SCALES=0,1; ab 0 $t attention_mla_decode BLOCK_H=16,32 num_warps=4,8
     run_library $(( $1 / 3 )) "$2" ) &
   ( ab 1 $t quant_fp8_per_token HW_CAST=0,1; ab 1 $t quant_fp8_per_token_group HW_CAST=0,1
     ab 1 $(( $1 / 2 )) moe_fused_experts BLOCK_M=64,128 DOWN_BLOCK_N=128,256 SMALL_MAX_PAIRS_PER_EXPERT=0,32 ) &
+  wait
+}
+run_ab2() {
+  OUT_DIR=$2; t=$(( $1 / 2 ))
+  ( ab 0 $t attention_mla_decode PAGE_TILE=0,1 BLOCK_N=32,64; ab 0 $t gemm_fp8_blockscale num_stages=3,4,5 num_warps=4,8 ) &
+  ( ab 1 $t gemm_bf16_linear_epilogue LARGE_M_MIN=0,2048; ab 1 $t gated_rms_norm ROWS_PER_PROGRAM=1,2,4,8 num_warps=2,4 ) &
   wait
 }
 run_trace() {

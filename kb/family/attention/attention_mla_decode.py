@@ -21,7 +21,7 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_H": 32, "BLOCK_N": 32, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 8,
-            "num_warps": 4, "num_stages": 2}
+            "num_warps": 4, "num_stages": 2, "PAGE_TILE": 0}
 SEARCH_SPACE = {
     "BLOCK_H": [16, 32],
     "BLOCK_N": [16, 32, 64],
@@ -30,6 +30,7 @@ SEARCH_SPACE = {
     "BLOCK_S": [4, 8, 16, 32],
     "num_warps": [4, 8],
     "num_stages": [1, 2, 3],
+    "PAGE_TILE": [0, 1],
 }
 # Tunables with no effect (the offline search skips them): without SPLIT_KV there are no partitions and no
 # reduce kernel.
@@ -50,7 +51,7 @@ def _attention_mla_decode_kernel(
     num_heads, rank, rope_dim, block_size, qk_scale, partition, num_splits,
     sq_b, sq_h, sq_c, skv_blk, skv_s, skv_c, sbt_b, sbt_n, so_b, so_h, so_c,
     BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
-    SPLIT_KV: tl.constexpr,
+    SPLIT_KV: tl.constexpr, PAGE_TILE: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     pid_h = tl.program_id(1)
@@ -82,10 +83,17 @@ def _attention_mla_decode_kernel(
     for n0 in range(n_start, n_stop, BLOCK_N):
         offs_n = n0 + offs_n0
         n_ok = offs_n < n_stop
-        page = offs_n // block_size
-        slot = (offs_n - page * block_size).to(tl.int64)
-        phys = tl.load(bt_row + page * sbt_n, mask=n_ok, other=0).to(tl.int64)
-        row = kv_ptr + phys * skv_blk + slot * skv_s                       # [BLOCK_N] latent rows
+        if PAGE_TILE:
+            # The tile lies inside one cache page (the launcher checked that BLOCK_N divides the page and the
+            # partition): one block-table load, then BLOCK_N consecutive rows of that page.
+            page0 = n0 // block_size
+            phys0 = tl.load(bt_row + page0 * sbt_n).to(tl.int64)
+            row = kv_ptr + phys0 * skv_blk + (n0 - page0 * block_size + offs_n0).to(tl.int64) * skv_s
+        else:
+            page = offs_n // block_size
+            slot = (offs_n - page * block_size).to(tl.int64)
+            phys = tl.load(bt_row + page * sbt_n, mask=n_ok, other=0).to(tl.int64)
+            row = kv_ptr + phys * skv_blk + slot * skv_s                   # [BLOCK_N] latent rows
         ckv = tl.load(row[:, None] + offs_c[None, :] * skv_c, mask=n_ok[:, None] & c_ok[None, :], other=0.0)
         kr_t = tl.load(row[None, :] + (rank + offs_r)[:, None] * skv_c, mask=n_ok[None, :] & r_ok[:, None],
                        other=0.0)
@@ -169,6 +177,8 @@ def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, 
         num_heads, kv_lora_rank, rope_dim, block_size, softmax_scale * LOG2E, partition, num_splits,
         *q.stride(), *kv_cache.stride(), *block_tables.stride(), *out.stride(),
         BLOCK_H=block_h, BLOCK_N=TUNABLES["BLOCK_N"], BLOCK_C=block_c, BLOCK_R=block_r, SPLIT_KV=split,
+        PAGE_TILE=bool(TUNABLES.get("PAGE_TILE", 0)) and block_size % TUNABLES["BLOCK_N"] == 0
+        and (not split or partition % TUNABLES["BLOCK_N"] == 0),
         num_warps=TUNABLES["num_warps"],
         num_stages=_cap_stages(TUNABLES["num_stages"], TUNABLES["BLOCK_N"] * (block_c + block_r) * q.element_size()),
     )
