@@ -14,7 +14,7 @@ falls back to the baseline until a candidate's full evaluation was timed, a quic
 (a quick evaluation runs a subset of a full one), a batch to the quick estimate.
 
 Why the maximum and the worst path: an iteration that overruns is killed by whatever enforces the budget
-outside (on the H200, 15 of 22 sessions of a whole-suite run were killed mid-iteration 2 and lost it),
+outside (on the H200, 16 of 22 sessions of a whole-suite run were killed mid-iteration 2 and lost it),
 while stopping one iteration early loses at most that iteration; and iteration times vary far more than a
 median can follow (20–30 s, then 74–87 s when a close call was re-measured, 2026-11-30).
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,46 +20,40 @@ from tests.conftest import PROBLEMS
 from tests.prefetch import Prefetch, prefetch, selected
 
 
-def _three_iterations(tmp_path: Path):  # type: ignore[no-untyped-def]
+def _silu_loop(tmp_path: Path, seed: int, config: LoopConfig, fuzz: int, recorded: bool = True,
+               **loop_kwargs: Any):  # type: ignore[no-untyped-def]
+    """(outcome, events, session) of one offline-proposer run on silu_and_mul (smoke tier, CPU)."""
     problem = load_problem(PROBLEMS / "silu_and_mul")
-    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=1)
-    session = SessionRepo.create(tmp_path / "session", {"problem": problem.name, "proposer": "offline", "seed": 1})
+    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=seed)
+    session = (SessionRepo.create(tmp_path / "session", {"problem": problem.name, "proposer": "offline", "seed": seed})
+               if recorded else None)
     events: list[AgentEvent] = []
-    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=1)
-    # No interleaved re-measurement of wins and close calls (two more evaluations per round, each time):
-    # test_close_candidates_are_remeasured_interleaved forces and checks it.
-    config = LoopConfig(iterations=3, seed=1, remeasure_rounds=0)
-    loop = AgentLoop(problem, proposer, get_profile("cpu"), options, config,
-                     tmp_path / "work", session, retrieve=lambda text: (["activation-silu-mul-vectorisation"], "stream it"),
-                     on_event=events.append)
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=fuzz)
+    loop = AgentLoop(problem, proposer, get_profile("cpu"), options, config, tmp_path / "work", session,
+                     on_event=events.append, **loop_kwargs)
     return loop.run(), events, session
 
 
+def _three_iterations(tmp_path: Path):  # type: ignore[no-untyped-def]
+    # No interleaved re-measurement of wins and close calls (two more evaluations per round, each time):
+    # test_close_candidates_are_remeasured_interleaved forces and checks it.
+    return _silu_loop(tmp_path, 1, LoopConfig(iterations=3, seed=1, remeasure_rounds=0), fuzz=1,
+                      retrieve=lambda text: (["activation-silu-mul-vectorisation"], "stream it"))
+
+
 def _close_candidates(tmp_path: Path):  # type: ignore[no-untyped-def]
-    problem = load_problem(PROBLEMS / "silu_and_mul")
-    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=2)
-    events: list[AgentEvent] = []
-    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
     # close_rel = 100: every correct candidate counts as "close", so the re-measurement must run.
-    config = LoopConfig(iterations=2, seed=2, close_rel=100.0, remeasure_rounds=1)
-    outcome = AgentLoop(problem, proposer, get_profile("cpu"), options, config, tmp_path / "work",
-                        on_event=events.append).run()
+    outcome, events, _ = _silu_loop(tmp_path, 2, LoopConfig(iterations=2, seed=2, close_rel=100.0, remeasure_rounds=1),
+                                    fuzz=0, recorded=False)
     return outcome, events
 
 
 def _best_of_two(tmp_path: Path):  # type: ignore[no-untyped-def]
     from aka_tui.bench.executor import LocalExecutor
 
-    problem = load_problem(PROBLEMS / "silu_and_mul")
-    proposer = OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul"), seed=3)
-    session = SessionRepo.create(tmp_path / "session", {"problem": problem.name, "proposer": "offline", "seed": 3})
-    events: list[AgentEvent] = []
-    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
     # remeasure_rounds=0: as in the first test, wins and close calls are not re-measured here.
-    config = LoopConfig(iterations=2, seed=3, best_of=2, remeasure_rounds=0)
-    loop = AgentLoop(problem, proposer, get_profile("cpu"), options, config,
-                     tmp_path / "work", session, on_event=events.append, executor=LocalExecutor("cpu", cpu_workers=2))
-    return loop.run(), events, session
+    return _silu_loop(tmp_path, 3, LoopConfig(iterations=2, seed=3, best_of=2, remeasure_rounds=0), fuzz=0,
+                      executor=LocalExecutor("cpu", cpu_workers=2))
 
 
 @pytest.fixture(scope="module")
