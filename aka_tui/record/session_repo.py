@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,10 @@ AGENT = ("aka agent", "agent@aka-tui.invalid")
 SESSION_FILE = "session.json"
 EVENTS_FILE = "events.jsonl"
 ITERATION_RE = re.compile(r"^iter (\d+):")
+# GitPython's index operations chdir into the repository's working tree for their duration, and the working
+# directory is process-wide: two sessions committing from two threads (the tests run loops side by side)
+# could stat each other's relative paths. Index operations of all repositories in a process take this lock.
+_INDEX_LOCK = threading.Lock()
 
 
 class SessionError(AkaError):
@@ -114,8 +119,9 @@ class SessionRepo:
     def _commit(self, message: str, files: list[str], author: tuple[str, str]) -> str:
         git = _git()
         actor = git.Actor(*author)
-        self.repo.index.add(files)
-        commit = self.repo.index.commit(scrub(message), author=actor, committer=git.Actor(*AGENT))
+        with _INDEX_LOCK:
+            self.repo.index.add(files)
+            commit = self.repo.index.commit(scrub(message), author=actor, committer=git.Actor(*AGENT))
         return str(commit.hexsha)
 
     def next_iteration(self) -> int:

@@ -83,3 +83,29 @@ def test_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "busy" / "file").write_text("x")
     with pytest.raises(SessionError, match="not empty"):
         SessionRepo.create(tmp_path / "busy", {})
+
+
+def test_sessions_commit_from_two_threads_at_once(tmp_path: Path) -> None:
+    """GitPython chdirs into a repository for each index operation, and the working directory is shared by
+    all threads: two sessions recording side by side once failed with FileNotFoundError on the other's
+    relative path (tests/agent/test_loop.py runs loops side by side)."""
+    import threading
+
+    repos = [SessionRepo.create(tmp_path / f"s{i}", {"problem": "rms_norm", "proposer": "offline", "seed": i})
+             for i in range(3)]
+    errors: list[BaseException] = []
+
+    def record(repo: SessionRepo) -> None:
+        try:
+            for it in range(1, 26):
+                repo.record_candidate(it, f"print({it})\n", {"status": "passed"}, {"rationale": "r"}, "passed")
+        except BaseException as exc:  # noqa: BLE001  (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=record, args=(r,)) for r in repos]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert all([c.iteration for c in r.candidates()] == list(range(1, 26)) for r in repos)
