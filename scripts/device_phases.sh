@@ -38,6 +38,9 @@
 #   ab2       the next A/Bs, prepared after session 4 from the compiled sm_90 code: GPU 0 MLA decode's PAGE_TILE x
 #             BLOCK_N, the fp8 GEMM's stages x warps with the scalar-scale loop; GPU 1 the bf16 GEMM's M-regime
 #             switch (LARGE_M_MIN 0 vs 2048), gated_rms_norm's rows per program x warps
+#   probes    GPU 0: scripts/bound_probes.py (knock-out variants of the fp8 GEMM and MLA decode: what bounds them);
+#             GPU 1: A/Bs of session 5's changes: gated_rms_norm's wide-group regime x rows per program, MLA
+#             decode's PARTITION x num_stages with the PAGE_TILE defaults
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -200,7 +203,7 @@ run_ceiling() {
 }
 ab() {  # ab GPU SECONDS OP NAME=V1,V2 ...: grid sweep of the named tunables, the others pinned to the defaults
   CUDA_VISIBLE_DEVICES=$1 timeout "$2" python3 -m aka_tui kb sweep "$3" --strategy grid --shapes weighted,largest \
-    --max-configs 8 --budget-s $(( $2 - 20 )) --out "$OUT_DIR" --name "ab-$3" $(python3 scripts/ab_spaces.py "${@:3}") > "$OUT_DIR/$3.txt" 2>&1
+    --max-configs ${MAX_AB_CONFIGS:-8} --budget-s $(( $2 - 20 )) --out "$OUT_DIR" --name "ab-$3" $(python3 scripts/ab_spaces.py "${@:3}") > "$OUT_DIR/$3.txt" 2>&1
   echo "-- $3 (${*:4}): exit $?"; grep -hE "^[a-z0-9_]+ {2,}[a-z0-9_.]+ " "$OUT_DIR/$3.txt"
 }
 run_ab() {
@@ -215,6 +218,14 @@ run_ab2() {
   OUT_DIR=$2; t=$(( $1 / 2 ))
   ( ab 0 $t attention_mla_decode PAGE_TILE=0,1 BLOCK_N=32,64; ab 0 $t gemm_fp8_blockscale num_stages=3,4,5 num_warps=4,8 ) &
   ( ab 1 $t gemm_bf16_linear_epilogue LARGE_M_MIN=0,2048; ab 1 $t gated_rms_norm ROWS_PER_PROGRAM=1,2,4,8 num_warps=2,4 ) &
+  wait
+}
+run_probes() {
+  OUT_DIR=$2
+  ( CUDA_VISIBLE_DEVICES=0 timeout "$1" python3 scripts/bound_probes.py "$2/bound-probes.json" > "$2/probes.txt" 2>&1
+    echo "-- bound probes: exit $?"; tail -n 60 "$2/probes.txt" ) &
+  ( t=$(( $1 / 2 )); ab 1 $t gated_rms_norm WIDE_MIN=0,512 ROWS_PER_PROGRAM=4,8
+    MAX_AB_CONFIGS=9 ab 1 $t attention_mla_decode PARTITION=256,512,1024 num_stages=1,2,3 ) &
   wait
 }
 run_trace() {

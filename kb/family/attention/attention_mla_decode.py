@@ -20,8 +20,8 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_H": 32, "BLOCK_N": 32, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 8,
-            "num_warps": 4, "num_stages": 2, "PAGE_TILE": 0}
+TUNABLES = {"BLOCK_H": 32, "BLOCK_N": 64, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 8,
+            "num_warps": 4, "num_stages": 2, "PAGE_TILE": 1}
 SEARCH_SPACE = {
     "BLOCK_H": [16, 32],
     "BLOCK_N": [16, 32, 64],
@@ -51,7 +51,7 @@ def _attention_mla_decode_kernel(
     num_heads, rank, rope_dim, block_size, qk_scale, partition, num_splits,
     sq_b, sq_h, sq_c, skv_blk, skv_s, skv_c, sbt_b, sbt_n, so_b, so_h, so_c,
     BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
-    SPLIT_KV: tl.constexpr, PAGE_TILE: tl.constexpr,
+    SPLIT_KV: tl.constexpr, PAGE_TILE: tl.constexpr, KNOCKOUT: tl.constexpr = 0,
 ):
     b = tl.program_id(0).to(tl.int64)
     pid_h = tl.program_id(1)
@@ -97,15 +97,23 @@ def _attention_mla_decode_kernel(
         ckv = tl.load(row[:, None] + offs_c[None, :] * skv_c, mask=n_ok[:, None] & c_ok[None, :], other=0.0)
         kr_t = tl.load(row[None, :] + (rank + offs_r)[:, None] * skv_c, mask=n_ok[None, :] & r_ok[:, None],
                        other=0.0)
-        s = tl.dot(q_nope, tl.trans(ckv), input_precision="ieee")
-        s = tl.dot(q_rope, kr_t, acc=s, input_precision="ieee") * qk_scale
-        s = tl.where(n_ok[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(ckv.dtype), ckv, input_precision="ieee")
-        m_i = m_new
+        if KNOCKOUT == 1:
+            # Bound probe only (scripts/bound_probes.py; wrong output): the tile loads without the math.
+            acc += tl.sum(ckv.to(tl.float32), axis=0)[None, :] + tl.sum(kr_t.to(tl.float32))
+        else:
+            s = tl.dot(q_nope, tl.trans(ckv), input_precision="ieee")
+            s = tl.dot(q_rope, kr_t, acc=s, input_precision="ieee") * qk_scale
+            s = tl.where(n_ok[None, :], s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, axis=1))
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(s - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            if KNOCKOUT == 2:
+                # Bound probe only: the scores and softmax without the P @ V dot.
+                acc = acc * alpha[:, None] + tl.sum(p, axis=1)[:, None]
+            else:
+                acc = acc * alpha[:, None] + tl.dot(p.to(ckv.dtype), ckv, input_precision="ieee")
+            m_i = m_new
 
     if SPLIT_KV:
         if n_start < seq_len:
@@ -153,7 +161,9 @@ def _attention_mla_decode_reduce_kernel(
 
 
 def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, kv_lora_rank, rope_dim,
-                                block_size, softmax_scale):
+                                block_size, softmax_scale, knockout: int = 0):
+    """knockout != 0 is for scripts/bound_probes.py only: 1 drops the math (tile loads only), 2 drops P @ V;
+    the output is then wrong."""
     batch = q.shape[0]
     out = torch.empty((batch, num_heads, kv_lora_rank), dtype=q.dtype, device=q.device)
     if batch == 0:
@@ -179,7 +189,7 @@ def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, 
         BLOCK_H=block_h, BLOCK_N=TUNABLES["BLOCK_N"], BLOCK_C=block_c, BLOCK_R=block_r, SPLIT_KV=split,
         PAGE_TILE=bool(TUNABLES.get("PAGE_TILE", 0)) and block_size % TUNABLES["BLOCK_N"] == 0
         and (not split or partition % TUNABLES["BLOCK_N"] == 0),
-        num_warps=TUNABLES["num_warps"],
+        KNOCKOUT=knockout, num_warps=TUNABLES["num_warps"],
         num_stages=_cap_stages(TUNABLES["num_stages"], TUNABLES["BLOCK_N"] * (block_c + block_r) * q.element_size()),
     )
     if split:

@@ -17,18 +17,25 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_N": 1024, "ONE_PASS": True, "ROWS_PER_PROGRAM": 4, "num_warps": 4, "num_stages": 1}
+TUNABLES = {"BLOCK_N": 1024, "ONE_PASS": True, "ROWS_PER_PROGRAM": 8, "num_warps": 4, "num_stages": 1,
+            "WIDE_MIN": 512, "WIDE_WARPS": 2}
 SEARCH_SPACE = {
     "BLOCK_N": [128, 256, 512, 1024, 2048, 4096],
     "ONE_PASS": [True, False],
     "ROWS_PER_PROGRAM": [1, 2, 4, 8, 16, 32],
     "num_warps": [1, 2, 4, 8, 16],
     "num_stages": [1, 2, 3],
+    "WIDE_MIN": [0, 256, 512, 1024, 2048],
+    "WIDE_WARPS": [1, 2, 4, 8],
 }
 # Tunables with no effect (the offline search skips them): with ONE_PASS a row is one register tile (as long as
 # ROWS_PER_PROGRAM * next_power_of_2(row) <= _MAX_TILE_ELEMS, true for every suite shape), so there is no column
 # loop to chunk or pipeline.
-INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]}}
+# Groups of WIDE_MIN elements or more (0: never) run one group row per program with WIDE_WARPS warps instead of
+# ROWS_PER_PROGRAM rows with num_warps: on the H200 (grid sweep, phase ab2, 2026-11-30) 128-element groups ran
+# best at 8 rows x 4 warps (1.15x over 4 rows) and 1024-element groups at 1 row x 2 warps (1.10x over 4 rows x
+# 4 warps; 8 rows ran 0.72x there), so no single tile serves both.
+INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]}, "WIDE_WARPS": {"WIDE_MIN": [0]}}
 
 _MAX_TILE_ELEMS = 65536  # largest ROWS * BLOCK register tile ONE_PASS may form; beyond it the loop is used
 
@@ -73,8 +80,14 @@ def _gated_rms_norm_kernel(x_ptr, z_ptr, w_ptr, y_ptr, n_rows, n_groups, group_s
             tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def _tile(n_cols: int, cfg: dict) -> tuple[int, bool]:
-    rows = cfg["ROWS_PER_PROGRAM"]
+def _rows_and_warps(group_size: int, cfg: dict) -> tuple[int, int]:
+    wide = cfg.get("WIDE_MIN", 0)
+    if wide and group_size >= wide:
+        return 1, cfg.get("WIDE_WARPS", cfg["num_warps"])
+    return cfg["ROWS_PER_PROGRAM"], cfg["num_warps"]
+
+
+def _tile(n_cols: int, rows: int, cfg: dict) -> tuple[int, bool]:
     full = triton.next_power_of_2(n_cols)
     if cfg["ONE_PASS"] and rows * full <= _MAX_TILE_ELEMS:
         return full, True
@@ -99,13 +112,13 @@ def launch_gated_rms_norm(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor
     y = torch.empty((n_tokens, hidden), dtype=x.dtype, device=x.device)
     n_rows = n_tokens * n_groups
     if n_rows > 0:
-        rows = cfg["ROWS_PER_PROGRAM"]
-        block, single = _tile(group_size, cfg)
+        rows, warps = _rows_and_warps(group_size, cfg)
+        block, single = _tile(group_size, rows, cfg)
         grid = (triton.cdiv(n_rows, rows),)
         _gated_rms_norm_kernel[grid](x2, z2, weight, y, n_rows, n_groups, group_size,
                                      x2.stride(0), z2.stride(0), y.stride(0), eps,
                                      ROWS=rows, BLOCK=block, SINGLE_TILE=single,
-                                     num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+                                     num_warps=warps, num_stages=cfg["num_stages"])
     return y.view(x.shape)
 
 

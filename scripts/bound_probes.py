@@ -1,0 +1,204 @@
+"""Knock-out probes for the two kernels issue 8 leaves short of its bars: what bounds them, measured.
+
+Each probe times variants of one KB kernel that drop or change one part of the work, side by side with the
+evaluator's timer (`time_cuda`: L2 flushed before every call, GPU-saturated pass) on the problem's own
+timing inputs. A variant's output is wrong by design; only its time is used.
+
+fp8   gemm_fp8_blockscale (largest and weighted full shapes): the KB kernel (per-K-step promotion with a
+      per-row a scale); the same tiles promoting with one scalar per step (isolates the per-row scale);
+      the same tiles chaining the fp32 accumulator through `tl.dot(a, b, acc)` with no per-step promotion
+      (what Triton pipelines as async wgmma: the cost of promotion); cuBLAS block-wise (`torch._scaled_mm`,
+      issue 8's bar) and row-wise. TFLOP/s of each.
+mla   attention_mla_decode (every full shape): the KB kernel; the same kernel without the P @ V dot; without
+      any math (the tile loads only); a copy of the roofline's bytes. Each at PARTITION 256, 512 and 1024
+      (how the context is split over programs). T_SOL / T of each.
+
+    PYTHONPATH=. python3 scripts/bound_probes.py OUT.json [fp8] [mla]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from aka_tui.bench.hardware import detect_profile  # noqa: E402
+from aka_tui.bench.inputs import timing_input_sets  # noqa: E402
+from aka_tui.bench.module_loading import import_file  # noqa: E402
+from aka_tui.bench.problem import load_suite  # noqa: E402
+from aka_tui.bench.roofline import bound  # noqa: E402
+from aka_tui.bench.timing import Timers, time_cuda  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@triton.jit
+def _fp8_probe_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, M, N, K, stride_am, stride_asm, stride_bn, stride_bsn,
+                      stride_om, GROUP: tl.constexpr, CHAINED: tl.constexpr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """The KB kernel's tiles and swizzle. CHAINED: acc = dot(a, b, acc), scaled once at the end; else
+    acc += dot(a, b) * one scalar per K step (the b block's scale)."""
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    band = GROUP_M * num_pid_n
+    first_m = (pid // band) * GROUP_M
+    band_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % band) % band_m
+    pid_n = (pid % band) // band_m
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = (offs_m % M).to(tl.int64)
+    cols = (offs_n % N).to(tl.int64)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rows[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = b_ptr + cols[None, :] * stride_bn + offs_k[:, None]
+    sb_ptrs = bs_ptr + ((pid_n * BLOCK_N) // GROUP).to(tl.int64) * stride_bsn
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        if CHAINED:
+            acc = tl.dot(a, b, acc)
+        else:
+            acc += tl.dot(a, b) * tl.load(sb_ptrs + k0 // GROUP)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+    if CHAINED:
+        acc = acc * tl.load(as_ptr + rows * stride_asm)[:, None] * tl.load(sb_ptrs)
+    tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :], acc.to(out_ptr.dtype.element_ty),
+             mask=(offs_m < M)[:, None] & (offs_n < N)[None, :])
+
+
+def _fp8_probe(cfg: dict, chained: bool):
+    def run(i: dict) -> torch.Tensor:
+        a, b, sa, sb = i["a"], i["b"], i["a_scale"], i["b_scale"]
+        (m, k), n = a.shape, b.shape[0]
+        out = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
+        grid = (triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]),)
+        _fp8_probe_kernel[grid](a, sa, b, sb, out, m, n, k, a.stride(0), sa.stride(0), b.stride(0), sb.stride(0),
+                                out.stride(0), GROUP=128, CHAINED=chained, BLOCK_M=cfg["BLOCK_M"],
+                                BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], GROUP_M=cfg["GROUP_M"],
+                                num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+        return out
+    return run
+
+
+def _timed(fn, sets, timers, l2) -> float:
+    return time_cuda(fn, sets, timers, l2).median_ms
+
+
+def probe_fp8(suite, timers, l2) -> list[dict]:
+    from aka_tui.bench.library_compare import FP8_FORMS, call_scaled_mm, probe_scaled_mm, scaled_mm_scales
+
+    problem = suite.problems["gemm_fp8_blockscale"]
+    kb = import_file(REPO / "kb/family/gemm/gemm_fp8_blockscale.py", "probe_kb")
+    inputs_mod = import_file(problem.input_path, "probe_inputs")
+    cfg = dict(kb.TUNABLES)
+    shapes = problem.shapes_for("full")
+    chosen = {max(shapes, key=lambda s: problem.roofline[s.shape_id].flops).shape_id}
+    chosen |= {s.shape_id for s in shapes if s.weight > 0}
+    forms = {f.kind: f for f in FP8_FORMS if probe_scaled_mm(f, "cuda")[0]}
+    rows = []
+    for shape in [s for s in shapes if s.shape_id in chosen]:
+        sets = timing_input_sets(problem, inputs_mod, shape, "cuda", 3, memory_fraction=0.125)
+        a = sets[0]["a"]
+        flops = 2.0 * a.shape[0] * sets[0]["b"].shape[0] * a.shape[1]
+        variants = {"kb kernel (per-step promotion, row scales)": lambda i: kb.launch_gemm_fp8_blockscale(
+                        i["a"], i["a_scale"], i["b"], i["b_scale"], torch.bfloat16),
+                    "same tiles, per-step promotion, scalar scale": _fp8_probe(cfg, chained=False),
+                    "same tiles, chained accumulator, no promotion": _fp8_probe(cfg, chained=True)}
+        for kind in ("blockwise", "rowwise"):
+            if kind in forms:
+                form = forms[kind]
+                prepared = []
+                for i in sets:
+                    sa, sb = scaled_mm_scales(form, i["a_scale"], i["b_scale"], i["b"].shape[0], 128)
+                    prepared.append({"a": i["a"], "bt": i["b"].t(), "sa": sa, "sb": sb})
+                variants[f"cuBLAS {kind} ({form.label})"] = (
+                    lambda p, form=form: call_scaled_mm(form, p["a"], p["bt"], p["sa"], p["sb"], torch.bfloat16),
+                    prepared)
+        for name, v in variants.items():
+            fn, vsets = v if isinstance(v, tuple) else (v, sets)
+            try:
+                ms = _timed(fn, vsets, timers, l2)
+                rows.append({"probe": "fp8", "shape": shape.shape_id, "variant": name, "ms": ms,
+                             "tflops": flops / (ms * 1e-3) / 1e12})
+            except Exception as exc:  # noqa: BLE001 - a variant that fails is reported, the others still run
+                rows.append({"probe": "fp8", "shape": shape.shape_id, "variant": name, "error": repr(exc)[:200]})
+        del sets
+        torch.cuda.empty_cache()
+    return rows
+
+
+def probe_mla(suite, timers, l2) -> list[dict]:
+    problem = suite.problems["attention_mla_decode"]
+    kb = import_file(REPO / "kb/family/attention/attention_mla_decode.py", "probe_kb_mla")
+    inputs_mod = import_file(problem.input_path, "probe_inputs_mla")
+    profile = detect_profile("cuda")
+    default_partition = kb.TUNABLES["PARTITION"]
+    rows = []
+    for shape in problem.shapes_for("full"):
+        entry = problem.roofline[shape.shape_id]
+        t_sol_ms = bound(entry, profile).t_sol_s * 1e3
+        sets = timing_input_sets(problem, inputs_mod, shape, "cuda", 3, memory_fraction=0.125)
+        kw = shape.init_kwargs
+        scale = kw["softmax_scale"]
+
+        def call(i, knockout):
+            return kb.launch_attention_mla_decode(i["q"], i["kv_cache"], i["block_tables"], i["seq_lens"],
+                                                  kw["num_heads"], kw["kv_lora_rank"], kw["rope_dim"],
+                                                  kw["block_size"], scale, knockout=knockout)
+        half = int(entry.bytes_total // 2) // 16 * 16
+        copy_sets = [{"src": torch.randint(0, 255, (half,), dtype=torch.uint8, device="cuda"),
+                      "dst": torch.empty(half, dtype=torch.uint8, device="cuda")} for _ in range(2)]
+        copy_ms = _timed(lambda s: s["dst"].copy_(s["src"]), copy_sets, timers, l2)
+        del copy_sets
+        rows.append({"probe": "mla", "shape": shape.shape_id, "variant": "copy of the roofline bytes",
+                     "ms": copy_ms, "t_sol_over_t": t_sol_ms / copy_ms})
+        for partition in (256, 512, 1024):
+            kb.TUNABLES["PARTITION"] = partition
+            for knockout, name in ((0, "kb kernel"), (2, "no P @ V dot"), (1, "tile loads only")):
+                try:
+                    ms = _timed(lambda i, k=knockout: call(i, k), sets, timers, l2)
+                    rows.append({"probe": "mla", "shape": shape.shape_id, "variant": f"{name}, PARTITION {partition}",
+                                 "ms": ms, "t_sol_over_t": t_sol_ms / ms,
+                                 "tbps": entry.bytes_total / (ms * 1e-3) / 1e12})
+                except Exception as exc:  # noqa: BLE001
+                    rows.append({"probe": "mla", "shape": shape.shape_id,
+                                 "variant": f"{name}, PARTITION {partition}", "error": repr(exc)[:200]})
+        kb.TUNABLES["PARTITION"] = default_partition
+        del sets
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    if not torch.cuda.is_available():
+        print("bound_probes.py needs a CUDA GPU")
+        return 2
+    out, which = Path(argv[0]), argv[1:] or ["fp8", "mla"]
+    timers = Timers.capture()
+    l2 = detect_profile("cuda").l2_bytes
+    suite = load_suite(REPO / "problems")
+    rows: list[dict] = []
+    for name in which:
+        rows += {"fp8": probe_fp8, "mla": probe_mla}[name](suite, timers, l2)
+        out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    for r in rows:
+        figure = f"{r['tflops']:8.1f} TFLOP/s" if "tflops" in r else ""
+        if "t_sol_over_t" in r:
+            figure = f"T_SOL/T {r['t_sol_over_t']:.3f}"
+        time = f"{r['ms'] * 1e3:9.1f} us" if "ms" in r else f"ERROR {r['error']}"
+        print(f"{r['probe']:4s} {r['shape'][:40]:40s} {r['variant'][:48]:48s} {time} {figure}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
