@@ -41,6 +41,10 @@
 #   probes    GPU 0: scripts/bound_probes.py (knock-out variants of the fp8 GEMM and MLA decode: what bounds them);
 #             GPU 1: A/Bs of session 5's changes: gated_rms_norm's wide-group regime x rows per program, MLA
 #             decode's PARTITION x num_stages with the PAGE_TILE defaults
+#   ab3       GPU 0: the fp8 GEMM's SCALE_T x PREFETCH_SCALES, then sampling_top_k_top_p's $SAMPLING_AB (A/B flags
+#             NAME=V1,V2 of the split-row redesign); GPU 1: MLA decode's BLOCK_N x num_stages x num_warps
+#   ab4       GPU 0: the library comparison, then sampling_top_k_top_p's $SAMPLING_AB; GPU 1: MLA decode's
+#             BLOCK_N x num_stages x num_warps
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -66,7 +70,7 @@ run_kernels() {
     > "$2/kb-kernels.txt" 2> "$2/kb-kernels.err"; tail -32 "$2/kb-kernels.txt"
 }
 run_library() {
-  CUDA_VISIBLE_DEVICES=0 /usr/bin/time -f "library compare wall %e s" timeout "$1" python3 -m aka_tui bench \
+  CUDA_VISIBLE_DEVICES=${LIB_GPU:-0} /usr/bin/time -f "library compare wall %e s" timeout "$1" python3 -m aka_tui bench \
     --library-compare --shapes largest,weighted --out "$2" --name library-compare > "$2/library.txt" 2> "$2/library.err"
   cat "$2/library.txt"; grep wall "$2/library.err"
 }
@@ -226,6 +230,20 @@ run_probes() {
     echo "-- bound probes: exit $?"; tail -n 60 "$2/probes.txt" ) &
   ( t=$(( $1 / 2 )); ab 1 $t gated_rms_norm WIDE_MIN=0,512 ROWS_PER_PROGRAM=4,8
     MAX_AB_CONFIGS=9 ab 1 $t attention_mla_decode PARTITION=256,512,1024 num_stages=1,2,3 ) &
+  wait
+}
+run_ab3() {
+  OUT_DIR=$2; t=$(( $1 / 2 ))
+  ( ab 0 $t gemm_fp8_blockscale SCALE_T=0,1 PREFETCH_SCALES=0,1
+    [ -z "${SAMPLING_AB:-}" ] || MAX_AB_CONFIGS=12 ab 0 $t sampling_top_k_top_p $SAMPLING_AB ) &
+  ( MAX_AB_CONFIGS=12 ab 1 $(( $1 - 10 )) attention_mla_decode BLOCK_N=32,64 num_stages=2,3,4 num_warps=4,8 ) &
+  wait
+}
+run_ab4() {
+  OUT_DIR=$2
+  ( LIB_GPU=0 run_library $(( $1 / 3 )) "$2"
+    [ -z "${SAMPLING_AB:-}" ] || MAX_AB_CONFIGS=12 ab 0 $(( $1 / 2 )) sampling_top_k_top_p $SAMPLING_AB ) &
+  ( MAX_AB_CONFIGS=12 ab 1 $(( $1 - 10 )) attention_mla_decode BLOCK_N=32,64 num_stages=2,3,4 num_warps=4,8 ) &
   wait
 }
 run_trace() {

@@ -29,7 +29,7 @@ SEARCH_SPACE = {
     "PARTITION": [128, 256, 512, 1024, 2048],
     "BLOCK_S": [4, 8, 16, 32],
     "num_warps": [4, 8],
-    "num_stages": [1, 2, 3],
+    "num_stages": [1, 2, 3, 4],
     "PAGE_TILE": [0, 1],
 }
 # Tunables with no effect (the offline search skips them): without SPLIT_KV there are no partitions and no

@@ -7,7 +7,11 @@ tl.dot starts from zero (fp32 result) and is added to the fp32 accumulator times
 [BLOCK_M] vector) and b_scale[n // 128, g] (a [BLOCK_N] vector; constant when BLOCK_N <= 128 divides
 128). Promoting every K step also bounds the error of the tensor cores' limited-precision fp8
 accumulation. PREFETCH_SCALES loads the next K step's scales before the current step's dot (module code
-comment: on the H200 the scale loads otherwise stall every step). UPCAST converts the fp8 tiles to fp16 (exact) before the dot, for GPUs without fp8 MMA.
+comment: on the H200 the scale loads otherwise stall every step). SCALE_T first copies a_scale [M, K/128]
+to a [K/128, M] buffer (a small kernel), so that a K step's BLOCK_M a scales are one contiguous vector
+instead of BLOCK_M loads K/128 * 4 bytes apart (H200, 2026-11-30: 1.13x at K 16384, 1.06x at K 1536; a
+knock-out probe had shown the per-row scales costing 13% at K 16384 while promoting every step costs
+nothing measurable: scripts/bound_probes.py). UPCAST converts the fp8 tiles to fp16 (exact) before the dot, for GPUs without fp8 MMA.
 SPLIT_K > 1 writes fp32 partials to a workspace that a second kernel sums in split order.
 """
 
@@ -17,7 +21,7 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8, "SPLIT_K": 1, "UPCAST": 0,
-            "PREFETCH_SCALES": 1, "num_warps": 4, "num_stages": 4}
+            "PREFETCH_SCALES": 1, "SCALE_T": 1, "num_warps": 4, "num_stages": 4}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -26,6 +30,7 @@ SEARCH_SPACE = {
     "SPLIT_K": [1, 2, 4, 8],
     "UPCAST": [0, 1],
     "PREFETCH_SCALES": [0, 1],
+    "SCALE_T": [0, 1],
     "num_warps": [2, 4, 8],
     "num_stages": [2, 3, 4, 5],
 }
@@ -57,7 +62,7 @@ def _promote(partial, sa, sb, SB_SCALAR: tl.constexpr):
 
 @triton.jit
 def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M, N, K, k_per_split,
-                                stride_am, stride_asm, stride_bn, stride_bsn, stride_om,
+                                stride_am, stride_asm, stride_asg, stride_bn, stride_bsn, stride_om,
                                 GROUP: tl.constexpr, SPLIT_K: tl.constexpr, UPCAST: tl.constexpr,
                                 PREFETCH_SCALES: tl.constexpr, SB_SCALAR: tl.constexpr,
                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -91,7 +96,7 @@ def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M
         sb_ptrs = bs_ptr + (cols // GROUP) * stride_bsn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     last_g = (K - 1) // GROUP
-    sa = tl.load(sa_ptrs + k_lo // GROUP)
+    sa = tl.load(sa_ptrs + (k_lo // GROUP) * stride_asg)
     sb = tl.load(sb_ptrs + k_lo // GROUP)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         k_ok = (k0 + offs_k) < k_hi
@@ -104,14 +109,14 @@ def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M
             # The next step's scales are loaded before this step's dot: their global-load latency overlaps
             # the MMA instead of stalling between the dot and the promotion (the pipeliner leaves them alone).
             g_next = tl.minimum((k0 + BLOCK_K) // GROUP, last_g)
-            sa_next = tl.load(sa_ptrs + g_next)
+            sa_next = tl.load(sa_ptrs + g_next * stride_asg)
             sb_next = tl.load(sb_ptrs + g_next)
             acc += _promote(tl.dot(a, b), sa, sb, SB_SCALAR)
             sa = sa_next
             sb = sb_next
         else:
             g = k0 // GROUP
-            acc += _promote(tl.dot(a, b), tl.load(sa_ptrs + g), tl.load(sb_ptrs + g), SB_SCALAR)
+            acc += _promote(tl.dot(a, b), tl.load(sa_ptrs + g * stride_asg), tl.load(sb_ptrs + g), SB_SCALAR)
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K
 
@@ -121,6 +126,16 @@ def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M
                  acc.to(out_ptr.dtype.element_ty), mask=mask)
     else:
         tl.store(ws_ptr + (pid_k * M + offs_m.to(tl.int64))[:, None] * N + offs_n[None, :], acc, mask=mask)
+
+
+@triton.jit
+def _scales_transposed_kernel(src_ptr, dst_ptr, M, G, stride_sm, BLOCK_M: tl.constexpr, BLOCK_G: tl.constexpr):
+    """dst[g, m] = src[m, g] for the [M, G] a scales."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_g = tl.program_id(1) * BLOCK_G + tl.arange(0, BLOCK_G)
+    mask = (offs_m < M)[:, None] & (offs_g < G)[None, :]
+    x = tl.load(src_ptr + offs_m.to(tl.int64)[:, None] * stride_sm + offs_g[None, :], mask=mask)
+    tl.store(dst_ptr + offs_g.to(tl.int64)[None, :] * M + offs_m[:, None], x, mask=mask)
 
 
 @triton.jit
@@ -157,8 +172,16 @@ def launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, out_dtype: torch.dtype, g
     k_per_split = triton.cdiv(triton.cdiv(K, bk), split) * bk
     ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device) if split > 1 else out
     grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), split)
+    stride_asm, stride_asg = a_scale.stride(0), 1
+    groups = a_scale.shape[1]
+    if cfg.get("SCALE_T", 0) and groups > 1:
+        scales_t = torch.empty((groups, M), dtype=a_scale.dtype, device=a.device)
+        _scales_transposed_kernel[(triton.cdiv(M, 64), triton.cdiv(groups, 32))](
+            a_scale, scales_t, M, groups, a_scale.stride(0), BLOCK_M=64, BLOCK_G=32, num_warps=4)
+        a_scale, stride_asm, stride_asg = scales_t, 1, M
     _gemm_fp8_blockscale_kernel[grid](a, a_scale, b, b_scale, out, ws, M, N, K, k_per_split,
-                                      a.stride(0), a_scale.stride(0), b.stride(0), b_scale.stride(0), out.stride(0),
+                                      a.stride(0), stride_asm, stride_asg, b.stride(0), b_scale.stride(0),
+                                      out.stride(0),
                                       GROUP=group_size, SPLIT_K=split, UPCAST=bool(cfg["UPCAST"]),
                                       PREFETCH_SCALES=bool(cfg.get("PREFETCH_SCALES", 1)),
                                       SB_SCALAR=group_size % bn == 0,
