@@ -45,6 +45,11 @@
 #             NAME=V1,V2 of the split-row redesign); GPU 1: MLA decode's BLOCK_N x num_stages x num_warps
 #   ab4       GPU 0: the library comparison, then sampling_top_k_top_p's $SAMPLING_AB; GPU 1: MLA decode's
 #             BLOCK_N x num_stages x num_warps
+#   ncu       Nsight Compute (clock control off) on one launch of a KB kernel per $NCU_TARGETS entry
+#             (OP:SHAPE:KERNEL-REGEX, space-separated), sections speed of light, memory, occupancy, launch,
+#             warp state, scheduler; text reports ncu-OP-SHAPE.txt (works where the runtime is Firecracker)
+#   ab5       GPU 0: the fp8 GEMM's BLOCK_M x num_warps x num_stages with SCALE_T, then sampling_top_k_top_p's
+#             $SAMPLING_AB; GPU 1: MLA decode's BALANCED x PROGRAMS_PER_SM on every full shape
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -206,7 +211,7 @@ run_ceiling() {
   cat "$2/ceiling.txt"
 }
 ab() {  # ab GPU SECONDS OP NAME=V1,V2 ...: grid sweep of the named tunables, the others pinned to the defaults
-  CUDA_VISIBLE_DEVICES=$1 timeout "$2" python3 -m aka_tui kb sweep "$3" --strategy grid --shapes weighted,largest \
+  CUDA_VISIBLE_DEVICES=$1 timeout "$2" python3 -m aka_tui kb sweep "$3" --strategy grid --shapes ${AB_SHAPES:-weighted,largest} \
     --max-configs ${MAX_AB_CONFIGS:-8} --budget-s $(( $2 - 20 )) --out "$OUT_DIR" --name "ab-$3" $(python3 scripts/ab_spaces.py "${@:3}") > "$OUT_DIR/$3.txt" 2>&1
   echo "-- $3 (${*:4}): exit $?"; grep -hE "^[a-z0-9_]+ {2,}[a-z0-9_.]+ " "$OUT_DIR/$3.txt"
 }
@@ -244,6 +249,27 @@ run_ab4() {
   ( LIB_GPU=0 run_library $(( $1 / 3 )) "$2"
     [ -z "${SAMPLING_AB:-}" ] || MAX_AB_CONFIGS=12 ab 0 $(( $1 / 2 )) sampling_top_k_top_p $SAMPLING_AB ) &
   ( MAX_AB_CONFIGS=12 ab 1 $(( $1 - 10 )) attention_mla_decode BLOCK_N=32,64 num_stages=2,3,4 num_warps=4,8 ) &
+  wait
+}
+run_ncu() {
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+  [ -n "$NCU" ] || { echo "ncu not found"; return 0; }
+  for t in ${NCU_TARGETS:-attention_mla_decode:dsv3_tp8_b64_ctx4096:_attention_mla_decode_kernel}; do
+    IFS=: read -r op shape kname <<< "$t"
+    CUDA_VISIBLE_DEVICES=${NCU_GPU:-0} timeout "$1" "$NCU" --clock-control none -k "regex:$kname" --launch-skip 2 \
+      --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+      --section LaunchStats --section WarpStateStats --section SchedulerStats \
+      python3 scripts/ncu_target.py "$op" "$shape" > "$2/ncu-$op-$shape.txt" 2>&1
+    echo "-- ncu $op $shape ($kname): exit $?"
+    grep -E "Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Warp Cycles Per Issued|Compute \(SM\) Throughput|Waves Per SM|Stall|One or More Eligible|Issued Warp" \
+      "$2/ncu-$op-$shape.txt" | head -n 30
+  done
+}
+run_ab5() {
+  OUT_DIR=$2
+  ( ab 0 $(( $1 / 2 )) gemm_fp8_blockscale BLOCK_M=64,128 num_warps=4,8 num_stages=3,4
+    [ -z "${SAMPLING_AB:-}" ] || MAX_AB_CONFIGS=12 ab 0 $(( $1 / 2 )) sampling_top_k_top_p $SAMPLING_AB ) &
+  ( AB_SHAPES=all ab 1 $(( $1 - 10 )) attention_mla_decode BALANCED=0,1 PROGRAMS_PER_SM=1,2,3 ) &
   wait
 }
 run_trace() {

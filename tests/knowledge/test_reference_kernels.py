@@ -93,3 +93,41 @@ def test_kv_cache_write_contiguous_rows_variant_is_correct(tmp_path: Path) -> No
     result = evaluate_candidate(problem, CandidateSpec.file(variant), options)
     op_score = score_op(problem, result, get_profile("cpu"))
     assert op_score.correct and op_score.real, {s.shape_id: (s.status, s.error) for s in result.shapes}
+
+
+def test_mla_decode_balanced_variant_is_correct(tmp_path: Path) -> None:
+    kernel = next(k for k, op in CASES if op == "attention_mla_decode")
+    source = kernel.path.read_text()
+    _, space = read_tunables(source, kernel.path)
+    variant = tmp_path / "mla_balanced.py"
+    variant.write_text(with_tunables(source, {"BALANCED": 1}, space, kernel.path))
+    problem = load_problem(PROBLEMS / "attention_mla_decode")
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=2,
+                          limits=WorkerLimits(startup_s=120, per_shape_s=240))
+    result = evaluate_candidate(problem, CandidateSpec.file(variant), options)
+    op_score = score_op(problem, result, get_profile("cpu"))
+    assert op_score.correct and op_score.real, {s.shape_id: (s.status, s.error) for s in result.shapes}
+
+
+@pytest.mark.parametrize("programs", [1, 5])
+def test_mla_decode_balanced_spans_any_program_count(programs: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Program spans cut sequences and head blocks anywhere; the reduce finds every partial (20 heads = 2 head
+    blocks, 16-token tiles over a ramp of contexts up to 100)."""
+    import torch
+
+    from aka_tui.bench.module_loading import import_file
+
+    kernel = next(k for k, op in CASES if op == "attention_mla_decode")
+    module = import_file(kernel.path, "mla_balanced_test")
+    reference = import_file(PROBLEMS / "attention_mla_decode" / "reference.py", "mla_reference")
+    inputs_module = import_file(PROBLEMS / "attention_mla_decode" / "input.py", "mla_inputs")
+    monkeypatch.setitem(module.TUNABLES, "BALANCED", 1)
+    monkeypatch.setitem(module.TUNABLES, "BLOCK_N", 16)
+    monkeypatch.setitem(module.TUNABLES, "BLOCK_H", 16)
+    monkeypatch.setattr(module, "_programs", lambda device: programs)
+    torch.manual_seed(0)
+    inputs = inputs_module._make_inputs(4, 100, 20, 64, 16, 16, dtype="float32", device="cpu")
+    model = reference.Model(20, 64, 16, 16)
+    got = module.launch_attention_mla_decode(inputs["q"], inputs["kv_cache"], inputs["block_tables"],
+                                             inputs["seq_lens"], 20, 64, 16, 16, model.softmax_scale)
+    torch.testing.assert_close(got, model(**inputs), rtol=1e-4, atol=1e-4)

@@ -1,0 +1,51 @@
+"""Run one KB kernel on one full-tier shape a few times, for a profiler to attach to (Nsight Compute).
+
+    PYTHONPATH=. python3 scripts/ncu_target.py OP SHAPE_ID [KERNEL_FILE] [--calls N]
+    ncu --clock-control none -k regex:NAME --launch-skip 2 --launch-count 1 --section ... \\
+        python3 scripts/ncu_target.py attention_mla_decode dsv3_tp8_b64_ctx4096
+
+The inputs are the evaluator's (first timing set); the kernel file defaults to the op's KB reference kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from aka_tui.bench.inputs import timing_input_sets  # noqa: E402
+from aka_tui.bench.module_loading import import_file  # noqa: E402
+from aka_tui.bench.problem import load_suite  # noqa: E402
+from aka_tui.knowledge.reference_kernels import kernels_for_op  # noqa: E402
+from aka_tui.knowledge.store import default_kb_dir, load_kb  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("op")
+    ap.add_argument("shape")
+    ap.add_argument("kernel_file", nargs="?")
+    ap.add_argument("--calls", type=int, default=4)
+    args = ap.parse_args(argv)
+    problem = load_suite(REPO / "problems").problems[args.op]
+    shape = problem.shapes[args.shape]
+    path = Path(args.kernel_file) if args.kernel_file else kernels_for_op(load_kb(default_kb_dir()), args.op)[0].path
+    module = import_file(path, "ncu_target")
+    inputs = timing_input_sets(problem, import_file(problem.input_path, "ncu_inputs"), shape, "cuda", 1)[0]
+    model = module.Model(**shape.init_kwargs).cuda().eval()
+    with torch.no_grad():
+        for _ in range(args.calls):
+            model(**inputs)
+    torch.cuda.synchronize()
+    print(f"{args.op} {args.shape}: {args.calls} calls of {path.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
