@@ -132,3 +132,20 @@ def test_mla_decode_balanced_spans_any_program_count(programs: int, monkeypatch:
     got = module.launch_attention_mla_decode(inputs["q"], inputs["kv_cache"], inputs["block_tables"],
                                              inputs["seq_lens"], 20, 64, 16, 16, model.softmax_scale)
     torch.testing.assert_close(got, model(**inputs), rtol=1e-4, atol=1e-4)
+
+
+def test_fp8_gemm_tma_variant_matches_the_pointer_kernel() -> None:
+    """The TMA kernel (descriptor loads, hardware zero-fill at the edges) gives the pointer kernel's output bit for
+    bit, on shapes with M, N and K edges."""
+    import torch
+
+    from aka_tui.bench.module_loading import import_file
+
+    kernel = next(k for k, op in CASES if op == "gemm_fp8_blockscale")
+    module = import_file(kernel.path, "fp8_tma_test")
+    inputs_module = import_file(PROBLEMS / "gemm_fp8_blockscale" / "input.py", "fp8_inputs")
+    torch.manual_seed(0)
+    i = inputs_module._make_inputs(33, 250, 640, device="cpu")
+    outs = [module.launch_gemm_fp8_blockscale(i["a"], i["a_scale"], i["b"], i["b_scale"], torch.bfloat16, 128,
+                                              dict(module.TUNABLES, TMA=tma)) for tma in (0, 1)]
+    assert torch.equal(outs[0], outs[1])
