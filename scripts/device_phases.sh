@@ -50,6 +50,8 @@
 #             warp state, scheduler; text reports ncu-OP-SHAPE.txt (works where the runtime is Firecracker)
 #   ab5       GPU 0: the fp8 GEMM's BLOCK_M x num_warps x num_stages with SCALE_T, then sampling_top_k_top_p's
 #             $SAMPLING_AB; GPU 1: MLA decode's BALANCED x PROGRAMS_PER_SM on every full shape
+#   ab6       GPU 0: the fp8 GEMM's TMA x num_stages, then sampling_top_k_top_p's $SAMPLING_AB; GPU 1: MLA
+#             decode (BALANCED) BLOCK_N x num_warps x num_stages on the weighted and the longest-context shape
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -270,6 +272,14 @@ run_ab5() {
   ( ab 0 $(( $1 / 2 )) gemm_fp8_blockscale BLOCK_M=64,128 num_warps=4,8 num_stages=3,4
     [ -z "${SAMPLING_AB:-}" ] || MAX_AB_CONFIGS=12 ab 0 $(( $1 / 2 )) sampling_top_k_top_p $SAMPLING_AB ) &
   ( AB_SHAPES=all ab 1 $(( $1 - 10 )) attention_mla_decode BALANCED=0,1 PROGRAMS_PER_SM=1,2,3 ) &
+  wait
+}
+run_ab6() {
+  OUT_DIR=$2
+  ( ab 0 $(( $1 / 3 )) gemm_fp8_blockscale TMA=0,1 num_stages=3,4
+    [ -z "${SAMPLING_AB:-}" ] || MAX_AB_CONFIGS=12 AB_SHAPES=all ab 0 $(( $1 * 2 / 3 )) sampling_top_k_top_p $SAMPLING_AB ) &
+  ( AB_SHAPES=weighted,kimi_k2_tp8_b16_ctx32768 ab 1 $(( $1 - 10 )) attention_mla_decode BLOCK_N=32,64 num_warps=4,8 \
+      num_stages=2,3 ) &
   wait
 }
 run_trace() {
