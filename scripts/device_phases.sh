@@ -52,6 +52,8 @@
 #             $SAMPLING_AB; GPU 1: MLA decode's BALANCED x PROGRAMS_PER_SM on every full shape
 #   ab6       GPU 0: the fp8 GEMM's TMA x num_stages, then sampling_top_k_top_p's $SAMPLING_AB; GPU 1: MLA
 #             decode (BALANCED) BLOCK_N x num_warps x num_stages on the weighted and the longest-context shape
+#   ab7       GPU 0: the fp8 GEMM's TMA kernel, BLOCK_M x num_warps x num_stages x GROUP_M; GPU 1 sampling_top_k_top_p's
+#             $SAMPLING_AB on every full shape
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -280,6 +282,13 @@ run_ab6() {
     [ -z "${SAMPLING_AB:-}" ] || MAX_AB_CONFIGS=12 AB_SHAPES=all ab 0 $(( $1 * 2 / 3 )) sampling_top_k_top_p $SAMPLING_AB ) &
   ( AB_SHAPES=weighted,kimi_k2_tp8_b16_ctx32768 ab 1 $(( $1 - 10 )) attention_mla_decode BLOCK_N=32,64 num_warps=4,8 \
       num_stages=2,3 ) &
+  wait
+}
+run_ab7() {
+  OUT_DIR=$2
+  ( MAX_AB_CONFIGS=16 ab 0 $(( $1 - 10 )) gemm_fp8_blockscale TMA=1 BLOCK_M=64,128 num_warps=4,8 num_stages=3,4 \
+      GROUP_M=8,16 ) &
+  ( [ -z "${SAMPLING_AB:-}" ] || MAX_AB_CONFIGS=12 AB_SHAPES=all ab 1 $(( $1 - 10 )) sampling_top_k_top_p $SAMPLING_AB ) &
   wait
 }
 run_trace() {
