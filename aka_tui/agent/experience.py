@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from aka_tui.agent.loop import LoopOutcome
+from aka_tui.agent.attempt import LoopOutcome
 from aka_tui.bench.hardware import HardwareProfile
 from aka_tui.bench.problem import Problem
 from aka_tui.knowledge.entry import KbEntry, Worth

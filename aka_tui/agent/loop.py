@@ -2,7 +2,8 @@
 
 A library API with an event stream (`on_event`); the CLI prints it, the TUI will post it as messages.
 Accepts only a correct, real candidate whose S_op beats the incumbent by more than the noise margin, confirmed
-by an interleaved re-measurement of both whenever the candidate looks better or close.
+by an interleaved re-measurement of both whenever the candidate looks better or close. The evaluations
+themselves (baseline, screening, full, re-measurement) are in aka_tui/agent/measure.py.
 
 Wall time (`wall_time_s`, aka_tui/agent/budget.py): an iteration starts only when its predicted worst-path
 duration, from the evaluations this run has timed, fits in what is left; the re-measurement runs only the
@@ -17,20 +18,21 @@ screened-out candidate can never be accepted; it is still recorded, as screened.
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from aka_tui.agent.attempt import Attempt, LoopOutcome, bottleneck_of, first_error, measurements_text
 from aka_tui.agent.budget import WallBudget
 from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
+from aka_tui.agent.measure import Measurer
 from aka_tui.agent.offline import Proposal
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.evaluate import EvalOptions
 from aka_tui.bench.hardware import HardwareProfile
 from aka_tui.bench.problem import Problem
-from aka_tui.bench.score import OpScore, score_op
+from aka_tui.bench.score import OpScore
 from aka_tui.record.session_repo import SessionRepo
 
 
@@ -63,16 +65,6 @@ class LoopConfig:
     max_cost_usd: float | None = None
 
 
-@dataclass
-class Attempt:
-    iteration: int
-    proposal: Proposal
-    score: OpScore
-    accepted: bool
-    sha: str | None = None
-    error: str = ""
-
-
 @dataclass(frozen=True)
 class Injection:
     """A person's candidate, queued by `AgentLoop.inject` for the next iteration boundary."""
@@ -81,45 +73,6 @@ class Injection:
     author: tuple[str, str]
     rationale: str
     point: dict[str, Any]
-
-
-@dataclass
-class LoopOutcome:
-    attempts: list[Attempt] = field(default_factory=list)
-    baseline_s_raw: float = 0.0
-    stop_reason: str = ""
-
-    @property
-    def incumbent(self) -> Attempt | None:
-        accepted = [a for a in self.attempts if a.accepted]
-        return accepted[-1] if accepted else None
-
-
-def _first_error(result: Any) -> str:
-    for shape in result.shapes:
-        if shape.error is not None and shape.status != "skipped":
-            return f"{shape.shape_id}: {shape.status}: {shape.error.message}"
-    return ""
-
-
-def measurements_text(score: OpScore) -> str:
-    """Per-shape time, roofline and S of a scored candidate, for a prompt."""
-    lines = [f"S_op {score.s_op:.4f} (correct={score.correct}, real={score.real})"]
-    for s in score.shapes:
-        lines.append(f"- {s.shape_id}: T {s.time_ms or 0:.4f} ms, T_SOL {s.t_sol_ms or 0:.4f} ms, S {s.s:.3f}, "
-                     f"bound by {s.bottleneck}")
-    return "\n".join(lines)
-
-
-def bottleneck_of(score: OpScore, launch_floor_ms: float | None) -> str:
-    """The bottleneck of the heaviest shape that is furthest from its roofline."""
-    shapes = [s for s in score.shapes if s.time_ms is not None]
-    if not shapes:
-        return "memory-bound"
-    worst = max(shapes, key=lambda s: s.weight * (1.0 - min(s.s_raw, 1.0)))
-    if launch_floor_ms and worst.time_ms is not None and worst.time_ms < 3 * launch_floor_ms:
-        return "launch-bound"
-    return "compute-bound" if worst.bottleneck == "compute" else "memory-bound"
 
 
 class AgentLoop:
@@ -139,6 +92,7 @@ class AgentLoop:
         self._stop_reason = ""
         self.clock: Callable[[], float] = time.monotonic  # the wall-time budget's clock (tests pass a fake one)
         self._budget = WallBudget(None, self.clock)
+        self._measurer = self._new_measurer()
 
     def inject(self, source: str, author: tuple[str, str], rationale: str = "edited by a person",
                point: dict[str, Any] | None = None) -> None:
@@ -161,10 +115,10 @@ class AgentLoop:
         """Evaluate and record a person's candidate; returns the incumbent from then on."""
         self._emit("candidate_injected", iteration=iteration, author=injection.author[0],
                    rationale=injection.rationale)
-        score, result = self._evaluate(injection.source, iteration)
+        score, result = self._measurer.full(injection.source, iteration)
         adopted = score.correct and score.real
         proposal = Proposal(injection.source, "person", dict(injection.point), {}, injection.rationale)
-        attempt = Attempt(iteration, proposal, score, adopted, error=_first_error(result))
+        attempt = Attempt(iteration, proposal, score, adopted, error=first_error(result))
         summary = (f"{'adopted' if adopted else 'not adopted'} edit by {injection.author[0]} S_op={score.s_op:.4f} "
                    f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")
         if self.session is not None:
@@ -183,31 +137,9 @@ class AgentLoop:
         if self.session is not None:
             self.session.events.append(kind, **data)
 
-    def _evaluate(self, source: str, iteration: int) -> tuple[OpScore, Any]:
-        path = self.work_dir / f"candidate_{iteration:04d}.py"
-        path.write_text(source)
-        with self._budget.timed("full"):
-            result = evaluate_candidate(self.problem, CandidateSpec.file(path), self.options)
-        return score_op(self.problem, result, self.profile), result
-
-    def _quick_options(self) -> EvalOptions:
-        """One case, no fuzzing, only the shapes with weight in S_op (S_op is the same on them)."""
-        from dataclasses import replace
-
-        from aka_tui.bench.evaluate import resolve_device, resolve_tier
-
-        tier = resolve_tier(self.options, resolve_device(self.options.device))
-        shapes = self.problem.shapes_for(tier)
-        if self.options.shape_ids:
-            weighted = list(self.options.shape_ids)
-        else:
-            weighted = [s.shape_id for s in shapes if s.weight > 0] or [s.shape_id for s in shapes]
-        return replace(self.options, cases=1, fuzz=0, shape_ids=weighted)
-
-    def _promising(self, screened: OpScore, incumbent: Attempt) -> bool:
-        """Worth a full evaluation: correct, real and not clearly slower than the incumbent."""
-        return (screened.correct and screened.real
-                and screened.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel))
+    def _new_measurer(self) -> Measurer:
+        """The evaluations of a run, timed in its budget (`run` starts a new budget, so a new measurer)."""
+        return Measurer(self.problem, self.profile, self.options, self.work_dir, self._budget, self._emit)
 
     def _proposal_record(self, proposal: Proposal, bottleneck: str | None, masked: dict[str, Any],
                          screened_out: bool, **extra: Any) -> dict[str, Any]:
@@ -216,25 +148,12 @@ class AgentLoop:
                 "changed": {k: list(v) for k, v in proposal.changed.items()}, "bottleneck": bottleneck,
                 "dropout": masked, "screened_out": screened_out, **extra}
 
-    def _screen(self, source: str, iteration: int, incumbent: Attempt) -> tuple[bool, OpScore, Any]:
-        path = self.work_dir / f"screen_{iteration:04d}.py"
-        path.write_text(source)
-        with self._budget.timed("quick"):
-            result = evaluate_candidate(self.problem, CandidateSpec.file(path), self._quick_options())
-        score = score_op(self.problem, result, self.profile)
-        promising = self._promising(score, incumbent)
-        self._emit("candidate_screened", iteration=iteration, s_op=score.s_op, correct=score.correct,
-                   real=score.real, incumbent_s=incumbent.score.s_op, promising=promising)
-        return promising, score, result
-
     def _best_of_k(self, first: Proposal, propose_next: Callable[..., Proposal], iteration: int, incumbent: Attempt,
                    outcome: LoopOutcome, masked: dict[str, Any], bottleneck: str | None
                    ) -> tuple[Proposal, tuple[bool, OpScore, Any], int]:
         """Best-of-k: k proposals screened in parallel on the executor's slots (one GPU each); every one is
         recorded as a candidate, the best promising one goes on to the full evaluation. Returns it, its
         screening and the iteration number it gets (after the k-1 others)."""
-        from aka_tui.bench.executor import EvalJob
-
         proposals = [first]
         for _ in range(4 * self.config.best_of):  # a few tries for k distinct sources
             if len(proposals) >= self.config.best_of:
@@ -242,22 +161,8 @@ class AgentLoop:
             extra = propose_next([p.point for p in proposals])
             if all(extra.source != p.source for p in proposals):
                 proposals.append(extra)
-        quick = self._quick_options()
-        jobs = []
-        for rank, proposal in enumerate(proposals):
-            path = self.work_dir / f"screen_{iteration:04d}_{rank}.py"
-            path.write_text(proposal.source)
-            jobs.append(EvalJob(str(rank), self.problem, CandidateSpec.file(path), quick))
-        results: dict[int, Any] = {}
-        assert self.executor is not None
-        with self._budget.timed("batch"):
-            for done in self.executor.run(jobs):
-                results[int(done.job.key)] = done.result
-        screens = []
-        for rank in range(len(proposals)):
-            score = score_op(self.problem, results[rank], self.profile)
-            promising = self._promising(score, incumbent)
-            screens.append((promising, score, results[rank]))
+        screens = self._measurer.screen_batch(self.executor, [p.source for p in proposals], iteration, incumbent,
+                                              self.config.close_rel)
         best = max(range(len(proposals)), key=lambda r: (screens[r][0], screens[r][1].s_op, -r))
         self._emit("candidates_screened_in_parallel", iteration=iteration, k=len(proposals), best_rank=best,
                    s_ops=[sc[1].s_op for sc in screens], promising=[sc[0] for sc in screens])
@@ -267,7 +172,7 @@ class AgentLoop:
             promising, score, result = screens[rank]
             self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale,
                        changed={k: list(v) for k, v in proposal.changed.items()}, masked=masked)
-            attempt = Attempt(iteration, proposal, score, False, error=_first_error(result))
+            attempt = Attempt(iteration, proposal, score, False, error=first_error(result))
             if self.session is not None:
                 attempt.sha = self.session.record_candidate(
                     iteration, proposal.source, result.to_json(),
@@ -279,40 +184,6 @@ class AgentLoop:
                        correct=score.correct, real=score.real, accepted=False, sha=attempt.sha, screened_out=True)
             iteration += 1
         return proposals[best], screens[best], iteration
-
-    def _remeasure(self, iteration: int, incumbent: Attempt, source: str) -> tuple[bool, dict[str, Any]]:
-        """Time incumbent and candidate alternately (I, C, I, C …) and accept only if the candidate's median
-        S_op beats the incumbent's median by more than the noise margin. A round starts only if it is
-        predicted to fit in the wall-time budget; when none fits, the candidate is not accepted (the win is
-        unverified). Returns the decision and its record (proposal.json's `remeasure`)."""
-        quick = self._quick_options()
-        paths = {"incumbent": self.work_dir / f"remeasure_{iteration:04d}_incumbent.py",
-                 "candidate": self.work_dir / f"remeasure_{iteration:04d}_candidate.py"}
-        paths["incumbent"].write_text(incumbent.proposal.source)
-        paths["candidate"].write_text(source)
-        planned = self.config.remeasure_rounds
-        samples: dict[str, list[float]] = {"incumbent": [], "candidate": []}
-        reason = ""
-        for _ in range(planned):
-            fits, round_s, left_s = self._budget.round_fits()
-            if not fits:
-                reason = f"budget: a round predicted {round_s:.1f} s, {left_s:.1f} s left"
-                break
-            for label in ("incumbent", "candidate"):
-                with self._budget.timed("quick"):
-                    result = evaluate_candidate(self.problem, CandidateSpec.file(paths[label]), quick)
-                samples[label].append(score_op(self.problem, result, self.profile).s_op)
-        rounds = len(samples["candidate"])
-        record: dict[str, Any] = {"rounds": rounds, "rounds_planned": planned, "samples": samples}
-        if rounds == 0:
-            reason = f"not re-measured: {reason}"
-            self._emit("remeasure_skipped", iteration=iteration, rounds_planned=planned, reason=reason)
-            return False, {**record, "accepted": False, "reason": reason}
-        med = {k: statistics.median(v) for k, v in samples.items()}
-        better = med["candidate"] > med["incumbent"] * (1.0 + self.config.noise_rel)
-        self._emit("candidates_remeasured", iteration=iteration, samples=samples, accepted=better, rounds=rounds,
-                   rounds_planned=planned, reason=reason)
-        return better, {**record, "accepted": better, "reason": reason}
 
     def _predict_iteration_s(self, incumbent: Attempt | None) -> float | None:
         """The next iteration's predicted worst-path duration (aka_tui/agent/budget.py)."""
@@ -345,11 +216,10 @@ class AgentLoop:
         """Run the loop; `incumbent`, `first_iteration` and `earlier` (the attempts already recorded, the
         proposer's memory) continue an earlier run of the same session. The outcome holds the new attempts."""
         self._budget = WallBudget(self.config.wall_time_s, self.clock)
+        self._measurer = self._new_measurer()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         outcome = LoopOutcome()
-        with self._budget.timed("baseline"):
-            baseline = evaluate_candidate(self.problem, CandidateSpec("eager"), self.options)
-        outcome.baseline_s_raw = score_op(self.problem, baseline, self.profile).s_raw_op
+        outcome.baseline_s_raw = self._measurer.baseline_s_raw()
         self._emit("baseline_measured", s_raw=outcome.baseline_s_raw, note="the reference is a fallback: S = 0")
         iteration = first_iteration - 1
         for _step in range(self.config.iterations):
@@ -420,18 +290,20 @@ class AgentLoop:
                        changed={k: list(v) for k, v in proposal.changed.items()}, masked=masked)
             screened_out = False
             if incumbent is not None and self.config.screen:
-                promising, score, result = screened or self._screen(proposal.source, iteration, incumbent)
+                promising, score, result = screened or self._measurer.screen(proposal.source, iteration, incumbent,
+                                                                             self.config.close_rel)
                 screened_out = not promising
             if not screened_out:
-                score, result = self._evaluate(proposal.source, iteration)
+                score, result = self._measurer.full(proposal.source, iteration)
             better = not screened_out and score.correct and score.real and (
                 incumbent is None or score.s_op > incumbent.score.s_op * (1.0 + self.config.noise_rel))
             remeasured: dict[str, Any] = {}
             if (incumbent is not None and not screened_out and score.correct and score.real
                     and self.config.remeasure_rounds > 0
                     and score.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel)):
-                better, remeasured = self._remeasure(iteration, incumbent, proposal.source)
-            attempt = Attempt(iteration, proposal, score, better, error=_first_error(result))
+                better, remeasured = self._measurer.remeasure(iteration, incumbent, proposal.source,
+                                                              self.config.remeasure_rounds, self.config.noise_rel)
+            attempt = Attempt(iteration, proposal, score, better, error=first_error(result))
             skipped = " (not re-measured: budget)" if remeasured and not remeasured["rounds"] else ""
             summary = (f"{'accepted' if better else 'rejected'}{' (screened)' if screened_out else ''}{skipped} "
                        f"S_op={score.s_op:.4f} "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from aka_tui.agent.loop import Attempt, _first_error
+from aka_tui.agent.attempt import Attempt, first_error
 from aka_tui.agent.offline import Proposal
 from aka_tui.bench.hardware import HardwareProfile
 from aka_tui.bench.problem import Problem
@@ -51,7 +51,7 @@ def attempt_from_commit(session: SessionRepo, iteration: int, message: str, sha:
     proposal = Proposal(files["kernel"], str(recorded.get("kernel_id") or recorded.get("proposer") or "recorded"),
                         dict(recorded.get("point") or {}), changed, str(recorded.get("rationale", "")))
     return Attempt(iteration, proposal, score_op(problem, result, profile), bool(ACCEPTED_RE.match(message)),
-                   sha, _first_error(result))
+                   sha, first_error(result))
 
 
 def rebuild_attempts(session: SessionRepo, problem: Problem, profile: HardwareProfile) -> list[Attempt]:

@@ -115,9 +115,9 @@ class _ScriptedProposer:
 
 def test_a_clearly_slower_candidate_is_screened_out_without_a_full_evaluation(  # type: ignore[no-untyped-def]
         tmp_path: Path, monkeypatch, loops: Prefetch) -> None:
-    import aka_tui.agent.loop as loop_module
+    import aka_tui.agent.measure as measure_module
 
-    loops.wait()  # the loop's evaluate_candidate is patched below: no other loop may be running then
+    loops.wait()  # the measurer's evaluate_candidate is patched below: no other loop may be running then
     honest = (PROBLEMS / "silu_and_mul/solutions/correct/triton_silu_and_mul.py").read_text()
     # The same real kernel, launched 40 times per call: correct, real, and far slower.
     slow = honest.replace("class Model(", "class _Once(", 1) + (
@@ -125,13 +125,13 @@ def test_a_clearly_slower_candidate_is_screened_out_without_a_full_evaluation(  
         "        for _ in range(39):\n            super().forward(*args, **kwargs)\n"
         "        return super().forward(*args, **kwargs)\n")
     calls: list[tuple[list[str] | None, int | None]] = []
-    real_evaluate = loop_module.evaluate_candidate
+    real_evaluate = measure_module.evaluate_candidate
 
     def counting(problem, spec, options, **kw):  # type: ignore[no-untyped-def]
         calls.append((options.shape_ids, options.fuzz))
         return real_evaluate(problem, spec, options, **kw)
 
-    monkeypatch.setattr(loop_module, "evaluate_candidate", counting)
+    monkeypatch.setattr(measure_module, "evaluate_candidate", counting)
     problem = load_problem(PROBLEMS / "silu_and_mul")
     events: list[AgentEvent] = []
     options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=3, input_sets=1, fuzz=1)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import aka_tui.agent.loop as loop_module
+import aka_tui.agent.measure as measure_module
 from aka_tui.agent.budget import WallBudget
 from aka_tui.agent.loop import AgentEvent, AgentLoop, LoopConfig, LoopOutcome
 from aka_tui.agent.offline import Proposal
@@ -107,8 +108,8 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: LoopConfig, s_
          ) -> tuple[LoopOutcome, list[AgentEvent], SessionRepo, FakeEvaluator]:
     clock = FakeClock()
     evaluator = FakeEvaluator(clock, full_s=full_s)
-    monkeypatch.setattr(loop_module, "evaluate_candidate", evaluator)
-    monkeypatch.setattr(loop_module, "score_op", _fake_score)
+    monkeypatch.setattr(measure_module, "evaluate_candidate", evaluator)
+    monkeypatch.setattr(measure_module, "score_op", _fake_score)
     problem = load_problem(PROBLEMS / "silu_and_mul")
     session = SessionRepo.create(tmp_path / "session", {"problem": problem.name, "proposer": "scripted"})
     events: list[AgentEvent] = []

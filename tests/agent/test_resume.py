@@ -109,6 +109,7 @@ def test_earlier_attempts_are_the_memory_dropout_sees(tmp_path: Path, monkeypatc
     import json
 
     import aka_tui.agent.loop as loop_module
+    import aka_tui.agent.measure as measure_module
     from aka_tui.agent.loop import AgentLoop, Attempt, LoopConfig
     from aka_tui.agent.offline import Proposal
     from aka_tui.bench.evaluate import EvalOptions
@@ -120,7 +121,7 @@ def test_earlier_attempts_are_the_memory_dropout_sees(tmp_path: Path, monkeypatc
     problem, profile = load_problem(PROBLEMS / "silu_and_mul"), get_profile("cpu")
     recorded = CandidateResult.from_json(json.loads(
         (EXAMPLES_DIR / "silu_and_mul-example" / "iterations" / "0001" / "result.json").read_text()))
-    monkeypatch.setattr(loop_module, "evaluate_candidate", lambda *args, **kwargs: recorded)  # no worker
+    monkeypatch.setattr(measure_module, "evaluate_candidate", lambda *args, **kwargs: recorded)  # no worker
     seen: list[list[tuple[int, bool, bool]]] = []
     real_dropout = loop_module.apply_dropout
 
