@@ -1,0 +1,78 @@
+"""The sampling reference kernel's split-row paths are exact on data the suite's inputs do not reach.
+
+The evaluator's smoke shapes (bf16-valued logits, default tunables) go through one path; here small slices
+force several slices per row, the listed (EARLY_WRITE) path with overflowing lists, thresholds below the
+pivot window, values off the bf16 grid, ties, fp16, a strided view, and the one-program-per-row kernel.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import zlib
+from types import ModuleType
+from typing import Any
+
+import pytest
+import torch
+
+from aka_tui.knowledge.store import default_kb_dir
+from tests.conftest import PROBLEMS
+
+KERNEL = default_kb_dir() / "family" / "sampling" / "sampling_top_k_top_p.py"
+
+
+def _load(path: Any, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def kernel() -> ModuleType:
+    module = _load(KERNEL, "sampling_top_k_top_p_under_test")
+    module._MIN_SLICE = 64  # let the launcher use slices far smaller than a row
+    return module
+
+
+def _inputs(kind: str, batch: int, vocab: int, gen: torch.Generator) -> tuple[torch.Tensor, ...]:
+    snap_top_p = _load(PROBLEMS / "sampling_top_k_top_p" / "input.py", "sampling_inputs")._snap_top_p
+    base = torch.randn(batch, 2 * vocab, generator=gen)
+    logits = {
+        "bf16": (base * 3).to(torch.bfloat16).float(),
+        "fp32": base * 3,  # off the bf16 grid: every bracket needs the search
+        "ties": (base * 2).round() * 0.5,
+        "wide": base * 40,  # thresholds below the pivot window
+        "fp16": (base * 3).to(torch.float16),
+    }[kind][:, ::2]  # a strided view
+    ks = torch.tensor([1, 3, 20, 100, vocab, vocab + 7, 0])
+    top_k = ks[torch.randint(0, len(ks), (batch,), generator=gen)].to(torch.int32)
+    target = torch.rand(batch, generator=gen, dtype=torch.float64) * 0.48 + 0.5
+    top_p = snap_top_p(logits.float(), top_k.clamp(min=1), target).float()
+    top_p = torch.where(torch.rand(batch, generator=gen) < 0.25, torch.ones_like(top_p), top_p)
+    return logits, top_k, top_p
+
+
+CONFIGS = {
+    "lists": {"SLICE": 64, "MIN_PROGRAMS": 0, "TOPK_CELL": 16, "TOPK_PIVOTS": 4, "TOPP_CELL": 16,
+              "TOPP_PIVOTS": 8, "EARLY_WRITE": 1, "CAND_CAP": 32},
+    "compacted": {"SLICE": 128, "MIN_PROGRAMS": 0, "TOPK_CELL": 128, "TOPK_PIVOTS": 2, "TOPP_CELL": 64,
+                  "TOPP_PIVOTS": 4, "EARLY_WRITE": 0, "SEARCH_PIVOTS": 8, "SEARCH_BLOCK": 128},
+    "row_per_program": {"SPLIT_ROWS": 0},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("kind", ["bf16", "fp32", "ties", "wide", "fp16"])
+def test_split_row_paths_match_the_reference(kernel: ModuleType, config: str, kind: str) -> None:
+    reference = _load(PROBLEMS / "sampling_top_k_top_p" / "reference.py", "sampling_reference").Model
+    gen = torch.Generator().manual_seed(zlib.crc32(f"{config}/{kind}".encode()))
+    batch, vocab = 5, 700
+    logits, top_k, top_p = _inputs(kind, batch, vocab, gen)
+    expected = reference(vocab)(logits, top_k, top_p)
+    got = kernel.launch_sampling_top_k_top_p(logits, top_k, top_p, {**kernel.TUNABLES, **CONFIGS[config]})
+    assert got.dtype == expected.dtype
+    same = (got == expected) | (torch.isinf(got) & torch.isinf(expected) & (got < 0) & (expected < 0))
+    assert bool(same.all()), f"rows differ: {(~same).any(dim=1).nonzero().flatten().tolist()}"
