@@ -54,6 +54,8 @@
 #             decode (BALANCED) BLOCK_N x num_warps x num_stages on the weighted and the longest-context shape
 #   ab7       GPU 0: the fp8 GEMM's TMA kernel, BLOCK_M x num_warps x num_stages x GROUP_M; GPU 1 sampling_top_k_top_p's
 #             $SAMPLING_AB on every full shape
+#   ab8       GPU 0: sampling_top_k_top_p old (SPLIT_ROWS 0) vs the split-row redesign on every full shape, then
+#             the library comparison; GPU 1: the split-row path's EARLY_WRITE x SLICE x TOPP_CELL x TOPP_PIVOTS
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -289,6 +291,14 @@ run_ab7() {
   ( MAX_AB_CONFIGS=16 ab 0 $(( $1 - 10 )) gemm_fp8_blockscale TMA=1 BLOCK_M=64,128 num_warps=4,8 num_stages=3,4 \
       GROUP_M=8,16 ) &
   ( [ -z "${SAMPLING_AB:-}" ] || MAX_AB_CONFIGS=12 AB_SHAPES=all ab 1 $(( $1 - 10 )) sampling_top_k_top_p $SAMPLING_AB ) &
+  wait
+}
+run_ab8() {
+  OUT_DIR=$2
+  ( AB_SHAPES=all ab 0 $(( $1 / 2 )) sampling_top_k_top_p SPLIT_ROWS=0,1
+    LIB_GPU=0 run_library $(( $1 / 2 )) "$2" ) &
+  ( MAX_AB_CONFIGS=16 AB_SHAPES=weighted,qwen_b32_v151936 ab 1 $(( $1 - 10 )) sampling_top_k_top_p EARLY_WRITE=0,1 \
+      SLICE=4096,8192 TOPP_CELL=32,64 TOPP_PIVOTS=6,12 ) &
   wait
 }
 run_trace() {
