@@ -56,6 +56,8 @@
 #             $SAMPLING_AB on every full shape
 #   ab8       GPU 0: sampling_top_k_top_p old (SPLIT_ROWS 0) vs the split-row redesign on every full shape, then
 #             the library comparison; GPU 1: the split-row path's EARLY_WRITE x SLICE x TOPP_CELL x TOPP_PIVOTS
+#   sets      GPU 0: scripts/input_set_times.py on $SETS_TARGETS (OP:SHAPE, space-separated): each timing input set
+#             alone, then each row of the slowest set alone (input-dependent slow cases)
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -300,6 +302,14 @@ run_ab8() {
   ( MAX_AB_CONFIGS=16 AB_SHAPES=weighted,qwen_b32_v151936 ab 1 $(( $1 - 10 )) sampling_top_k_top_p EARLY_WRITE=0,1 \
       SLICE=4096,8192 TOPP_CELL=32,64 TOPP_PIVOTS=6,12 ) &
   wait
+}
+run_sets() {
+  for t in ${SETS_TARGETS:-sampling_top_k_top_p:qwen_b256_v151936}; do
+    IFS=: read -r op shape <<< "$t"
+    CUDA_VISIBLE_DEVICES=0 timeout "$1" python3 scripts/input_set_times.py "$op" "$shape" --rows \
+      --json "$2/sets-$op-$shape.json" > "$2/sets-$op-$shape.txt" 2>&1
+    echo "-- $op $shape: exit $?"; tail -n 20 "$2/sets-$op-$shape.txt"
+  done
 }
 run_trace() {
   timeout "$1" python3 -m aka_tui trace record --device cuda --budget-s $(( $1 - 25 )) --out "$2/trace.json.gz" \

@@ -1,0 +1,90 @@
+"""Time a KB kernel on each of the evaluator's timing input sets separately, to find input-dependent slow cases.
+
+The evaluator rotates 3 input sets and reports the median over all calls, so a kernel that is slow on one set
+shows only as a wide p20-p80 spread. This times each set alone (the evaluator's timer) and, with --rows, each
+row of the slowest set alone (for ops whose inputs all share a leading batch dimension), printing the
+slowest rows with their small per-row inputs.
+
+    PYTHONPATH=. python3 scripts/input_set_times.py OP SHAPE_ID [--rows] [--sets 3] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from aka_tui.bench.hardware import detect_profile  # noqa: E402
+from aka_tui.bench.inputs import timing_input_sets  # noqa: E402
+from aka_tui.bench.module_loading import import_file  # noqa: E402
+from aka_tui.bench.problem import load_suite  # noqa: E402
+from aka_tui.bench.timing import Timers, time_cuda  # noqa: E402
+from aka_tui.knowledge.reference_kernels import kernels_for_op  # noqa: E402
+from aka_tui.knowledge.store import default_kb_dir, load_kb  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _row(inputs: dict, r: int) -> dict:
+    return {k: (v[r:r + 1].contiguous() if isinstance(v, torch.Tensor) and v.dim() > 0 else v)
+            for k, v in inputs.items()}
+
+
+def _small(inputs: dict) -> dict:
+    """The per-row inputs small enough to print (one or two values per row), plus each big input's max."""
+    out = {}
+    for k, v in inputs.items():
+        if isinstance(v, torch.Tensor):
+            out[k] = v.flatten().tolist() if v.numel() <= 2 else f"max {float(v.float().max()):.4g}"
+    return out
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("op")
+    ap.add_argument("shape")
+    ap.add_argument("--sets", type=int, default=3)
+    ap.add_argument("--rows", action="store_true", help="time each row of the slowest set alone")
+    ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    timers = Timers.capture()
+    l2 = detect_profile("cuda").l2_bytes
+    problem = load_suite(REPO / "problems").problems[args.op]
+    shape = problem.shapes[args.shape]
+    module = import_file(kernels_for_op(load_kb(default_kb_dir()), args.op)[0].path, "input_set_times")
+    model = module.Model(**shape.init_kwargs).cuda().eval()
+    sets = timing_input_sets(problem, import_file(problem.input_path, "inputs"), shape, "cuda", args.sets)
+    result: dict = {"op": args.op, "shape": args.shape, "sets": []}
+    with torch.no_grad():
+        for i, s in enumerate(sets):
+            t = time_cuda(lambda x: model(**x), [s], timers, l2)
+            result["sets"].append({"set": i, "median_ms": t.median_ms, "p20_ms": t.p20_ms, "p80_ms": t.p80_ms})
+            print(f"set {i}: median {t.median_ms * 1e3:.1f} us (p20 {t.p20_ms * 1e3:.1f}, p80 {t.p80_ms * 1e3:.1f})")
+        if args.rows:
+            slow = max(range(len(sets)), key=lambda i: result["sets"][i]["median_ms"])
+            batch = next(v for v in sets[slow].values() if isinstance(v, torch.Tensor)).shape[0]
+            rows = []
+            for r in range(batch):
+                one = _row(sets[slow], r)
+                t = time_cuda(lambda x: model(**x), [one], timers, l2, target_ms=20.0, min_reps=5, max_reps=20)
+                rows.append({"row": r, "median_ms": t.median_ms, **_small(one)})
+            rows.sort(key=lambda e: -e["median_ms"])
+            result["rows_of_set"] = slow
+            result["rows"] = rows
+            print(f"slowest rows of set {slow} (each alone; the row median is {rows[len(rows) // 2]['median_ms'] * 1e3:.1f} us):")
+            for e in rows[:args.top]:
+                print(f"  row {e['row']}: {e['median_ms'] * 1e3:.1f} us " +
+                      " ".join(f"{k}={v}" for k, v in e.items() if k not in ("row", "median_ms")))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
