@@ -58,6 +58,8 @@
 #             the library comparison; GPU 1: the split-row path's EARLY_WRITE x SLICE x TOPP_CELL x TOPP_PIVOTS
 #   sets      GPU 0: scripts/input_set_times.py on $SETS_TARGETS (OP:SHAPE, space-separated): each timing input set
 #             alone, then each row of the slowest set alone (input-dependent slow cases)
+#   ab9       GPU 0: sampling_top_k_top_p's TOPK_PIVOTS 3, 4, 6, 8 on every full shape; GPU 1: each timing input set of the
+#             weighted shape alone at each TOPK_PIVOTS (an outlier row max pushed t_k below a 3-cell window)
 # Phases that run `aka optimize` need GitPython: carry .whl (see scripts/README or docs/install.md).
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -305,11 +307,18 @@ run_ab8() {
 }
 run_sets() {
   for t in ${SETS_TARGETS:-sampling_top_k_top_p:qwen_b256_v151936}; do
-    IFS=: read -r op shape <<< "$t"
-    CUDA_VISIBLE_DEVICES=0 timeout "$1" python3 scripts/input_set_times.py "$op" "$shape" --rows \
-      --json "$2/sets-$op-$shape.json" > "$2/sets-$op-$shape.txt" 2>&1
-    echo "-- $op $shape: exit $?"; tail -n 20 "$2/sets-$op-$shape.txt"
+    IFS=: read -r op shape extra <<< "$t"; name="$op-$shape${extra:+-$extra}"
+    CUDA_VISIBLE_DEVICES=${SETS_GPU:-0} timeout "$1" python3 scripts/input_set_times.py "$op" "$shape" ${SETS_ROWS---rows} \
+      ${extra:+--set $extra} --json "$2/sets-$name.json" > "$2/sets-$name.txt" 2>&1
+    echo "-- $op $shape $extra: exit $?"; tail -n ${SETS_TAIL:-20} "$2/sets-$name.txt"
   done
+}
+run_ab9() {
+  OUT_DIR=$2
+  ( AB_SHAPES=all ab 0 $(( $1 - 10 )) sampling_top_k_top_p TOPK_PIVOTS=3,4,6,8 ) &
+  ( SETS_GPU=1 SETS_ROWS= SETS_TAIL=3 SETS_TARGETS="$(for n in 3 4 6 8; do printf 'sampling_top_k_top_p:qwen_b256_v151936:TOPK_PIVOTS=%s ' $n; done)" \
+      run_sets $(( $1 / 4 )) "$2" ) &
+  wait
 }
 run_trace() {
   timeout "$1" python3 -m aka_tui trace record --device cuda --budget-s $(( $1 - 25 )) --out "$2/trace.json.gz" \

@@ -5,7 +5,7 @@ shows only as a wide p20-p80 spread. This times each set alone (the evaluator's 
 row of the slowest set alone (for ops whose inputs all share a leading batch dimension), printing the
 slowest rows with their small per-row inputs.
 
-    PYTHONPATH=. python3 scripts/input_set_times.py OP SHAPE_ID [--rows] [--sets 3] [--json OUT]
+    PYTHONPATH=. python3 scripts/input_set_times.py OP SHAPE_ID [--rows] [--sets 3] [--set NAME=INT] [--json OUT]
 """
 
 from __future__ import annotations
@@ -52,12 +52,19 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rows", action="store_true", help="time each row of the slowest set alone")
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override one of the kernel's TUNABLES (an int) before timing")
     args = ap.parse_args(argv)
     timers = Timers.capture()
     l2 = detect_profile("cuda").l2_bytes
     problem = load_suite(REPO / "problems").problems[args.op]
     shape = problem.shapes[args.shape]
     module = import_file(kernels_for_op(load_kb(default_kb_dir()), args.op)[0].path, "input_set_times")
+    for item in args.set:
+        name, _, value = item.partition("=")
+        if name not in module.TUNABLES:
+            raise SystemExit(f"{args.op}: no tunable {name}")
+        module.TUNABLES[name] = int(value)
     model = module.Model(**shape.init_kwargs).cuda().eval()
     sets = timing_input_sets(problem, import_file(problem.input_path, "inputs"), shape, "cuda", args.sets)
     result: dict = {"op": args.op, "shape": args.shape, "sets": []}
