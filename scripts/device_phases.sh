@@ -19,7 +19,8 @@
 #             $MOE_GPU1_FIRST names a phase the second GPU runs (pinned to it) before its part
 #   optimize  `aka optimize --proposer offline` on every op ($OPT_ITERS iterations), ops split over the GPUs,
 #             then the best kernel of each session benched on the full tier (issues 5 and 8); $OPT_OPS
-#             (space-separated) restricts the ops; OPT_BENCH=0 skips the bench (the sessions hold S and own_share)
+#             (space-separated) restricts the ops; OPT_BENCH=0 skips the bench (the sessions hold S and own_share);
+#             OPT_SCORE=1 scores the sessions (`aka sessions --score`) into optimize-score.{json,md}
 #   sweep     `aka kb sweep` (coordinate search of the KB kernels' tunables, one check per configuration, the
 #             evaluator's timer) of $SWEEP_OPS on the weighted and the largest full shapes, ops split over the
 #             visible GPUs (one process per GPU, CUDA_VISIBLE_DEVICES), merged into sweep.json/.md; stops
@@ -144,6 +145,10 @@ run_optimize() {
         fi; i=$((i + 1)); done ) &
   done
   wait
+  if [ "${OPT_SCORE:-0}" = 1 ]; then  # score the recorded sessions here (the sessions themselves stay behind)
+    timeout 120 python3 -m aka_tui sessions --score --sessions "$2/sessions" --out "$2" --name optimize-score \
+      > "$2/score.txt" 2>&1; tail -n 30 "$2/score.txt"
+  fi
   [ "${OPT_BENCH:-1}" = 1 ] || return 0
   timeout 240 python3 -m aka_tui bench --candidates "$2/best" --ops "$(echo $ops | tr ' ' ,)" --compare-eager \
     --out "$2" --name optimized-best \
@@ -332,5 +337,5 @@ for phase in "$@"; do
   "run_$phase" "$budget" "$ROOT/$phase" 2>&1 | tee -a "$ROOT/summary.txt" > /dev/null
 done
 extra=${MOE_GPU1_FIRST:-}; [ -d "$ROOT/$extra" ] || extra=""
-tar czf "$ROOT/results.tgz" --exclude='*.so' --exclude='*/cache/*' -C "$ROOT" "$@" $extra && rm -rf "${@/#/$ROOT/}"
+tar czf "$ROOT/results.tgz" --exclude='*.so' --exclude='*/cache/*' --exclude='*/sessions/*' -C "$ROOT" "$@" $extra && rm -rf "${@/#/$ROOT/}"
 cat "$ROOT/summary.txt"
