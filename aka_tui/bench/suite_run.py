@@ -190,14 +190,24 @@ def rescore_report(data: dict[str, Any], suite: Suite, label_suffix: str = "resc
                        dropped, executor=str(data.get("executor", "local")), slots=list(data.get("slots", [])))
 
 
+def _unmeasured(result: CandidateResult) -> bool:
+    """The report had no candidate for this op (e.g. a sessions score over a subset of the ops)."""
+    return bool(result.shapes) and all(s.status == "no_candidate" for s in result.shapes)
+
+
 def merge_reports(reports: list[BenchReport]) -> BenchReport:
-    """Partial reports of one suite as one: the first report wins per op; the aggregate is recomputed."""
+    """Partial reports of one suite as one: the first report that measured an op wins it (an op a report
+    has no candidate for is taken from a later report that has one); the aggregate is recomputed."""
     merged = reports[0]
     for extra in reports[1:]:
-        have = {r.problem for r in merged.results}
+        index = {r.problem: i for i, r in enumerate(merged.results)}
         for result, score in zip(extra.results, extra.ops):
-            if result.problem not in have:
+            i = index.get(result.problem)
+            if i is None:
                 merged.results.append(result)
                 merged.ops.append(score)
+            elif _unmeasured(merged.results[i]) and not _unmeasured(result):
+                merged.results[i] = result
+                merged.ops[i] = score
     merged.aggregate = aggregate(merged.ops)
     return merged

@@ -50,3 +50,24 @@ def test_rescore_cli_merges_partial_reports_and_rejects_bad_ones(tmp_path: Path,
         rescore_report({"results": 3}, load_suite(PROBLEMS))
     assert main(["bench", "--rescore", str(tmp_path / "bad.json"), "--out", str(tmp_path)]) != 0
     assert "not an aka bench report" in capsys.readouterr().err
+
+
+def test_merge_takes_an_op_from_a_later_report_when_an_earlier_one_had_no_candidate(tmp_path: Path) -> None:
+    """A sessions score over a subset of the ops lists the other ops as no_candidate; merged first with a
+    full report, it must win only the ops it measured (session 5's subset run + session 4's suite run)."""
+    s4 = REPO / "docs/benchmarks/2026-11-30-h200-s4-optimize-score.json"
+    full = json.loads(s4.read_text())
+    subset = json.loads(s4.read_text())
+    for r in subset["results"]:
+        if r["problem"] != "rms_norm":
+            for s in r["shapes"]:
+                s.update(status="no_candidate", timing=None)
+                s["error"] = {"stage": "compile", "kind": "no_candidate", "message": "no session"}
+    (tmp_path / "subset.json").write_text(json.dumps(subset))
+    (tmp_path / "full.json").write_text(json.dumps(full))
+    assert main(["bench", "--rescore", str(tmp_path / "subset.json"), str(tmp_path / "full.json"), "--out",
+                 str(tmp_path), "--name", "merged"]) == 0
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    alone = json.loads(s4.read_text())
+    assert len(merged["ops"]) == len(alone["ops"])
+    assert merged["aggregate"]["s_agg"] == pytest.approx(rescore_report(alone, load_suite(PROBLEMS)).aggregate.s_agg)

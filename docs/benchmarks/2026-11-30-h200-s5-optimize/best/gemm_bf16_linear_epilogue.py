@@ -1,0 +1,184 @@
+"""Reference Triton kernel: y = act(x @ w^T + bias) + residual with a fused epilogue.
+
+Tiled tl.dot GEMM: one program per [BLOCK_M, BLOCK_N] output tile (x K split when SPLIT_K > 1), tiles
+ordered in GROUP_M-tall column bands (L2 swizzle: a band of GROUP_M row blocks reuses each w tile while
+it is hot in L2). Row/column indices of the operand loads wrap modulo M/N (no masks on the M/N edges;
+out-of-range rows are computed and dropped at the store), only the K tail is masked. fp32 accumulation.
+SPLIT_K == 1: the epilogue (bias, activation, residual in fp32, one rounding) is applied on the
+accumulator. SPLIT_K > 1: each split writes an fp32 partial tile to a workspace [SPLIT_K, M, N] and a
+second kernel sums the partials in split order (deterministic) and applies the same epilogue.
+"""
+
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+TUNABLES = {'BLOCK_M': 128, 'BLOCK_N': 128, 'BLOCK_K': 64, 'GROUP_M': 8, 'SPLIT_K': 1, 'num_warps': 8, 'num_stages': 3, 'LARGE_M_MIN': 2048, 'LARGE_M_BLOCK_M': 256}
+SEARCH_SPACE = {
+    "BLOCK_M": [16, 32, 64, 128, 256],
+    "BLOCK_N": [32, 64, 128, 256],
+    "BLOCK_K": [32, 64, 128],
+    "GROUP_M": [1, 4, 8, 16],
+    "SPLIT_K": [1, 2, 4, 8],
+    "num_warps": [2, 4, 8],
+    "num_stages": [2, 3, 4, 5],
+    "LARGE_M_MIN": [0, 1024, 2048, 4096],
+    "LARGE_M_BLOCK_M": [64, 128, 256],
+}
+# M >= LARGE_M_MIN (0: never) uses LARGE_M_BLOCK_M rows per tile. An H200 agent session (2026-11-30) measured
+# BLOCK_M 256 at 1.09x on an 8192-row down projection and 0.80x on 64- and 256-row decode GEMMs; the switch
+# itself at 2048 against off, one grid sweep (phase ab2, 2026-11-30): 1.01x, 1.05x and 1.04x on the three
+# prefill shapes (M 8192, 8192, 4096), decode shapes unchanged by construction.
+INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}}
+
+ACT_IDS = {"none": 0, "gelu_tanh": 1, "silu": 2}
+REDUCE_BLOCK = 1024
+SMEM_BUDGET = 200 * 1024  # bytes of operand buffers per program (H100/H200 allow 227 KiB per block)
+
+
+def _fit_smem(stages: int, block_k: int, bytes_per_k: int):
+    """Shrink (num_stages, BLOCK_K) until stages * BLOCK_K * bytes_per_k fits SMEM_BUDGET, so that every
+    point of SEARCH_SPACE launches; bytes_per_k = operand bytes per unit of K (A rows + B columns)."""
+    while stages * block_k * bytes_per_k > SMEM_BUDGET:
+        if stages > 2:
+            stages -= 1
+        elif block_k > 32:
+            block_k //= 2
+        else:
+            return 1, block_k
+    return stages, block_k
+
+
+@triton.jit
+def _linear_epilogue(z, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm,
+                     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr):
+    """z: fp32 [BM, BN] accumulator tile -> bias, activation, residual, all in fp32."""
+    if HAS_BIAS:
+        z += tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
+    if ACT == 1:  # gelu, tanh approximation; tanh(u) = 1 - 2 / (exp(2u) + 1) saturates cleanly
+        u = 0.7978845608028654 * (z + 0.044715 * z * z * z)
+        z = 0.5 * z * (2.0 - 2.0 / (tl.exp(2.0 * u) + 1.0))
+    elif ACT == 2:  # silu
+        z = z / (1.0 + tl.exp(-z))
+    if HAS_RES:
+        z += tl.load(res_ptr + offs_m.to(tl.int64)[:, None] * stride_rm + offs_n[None, :], mask=mask,
+                     other=0.0).to(tl.float32)
+    return z
+
+
+@triton.jit
+def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, ws_ptr, M, N, K, k_per_split,
+                                      stride_xm, stride_wn, stride_rm, stride_om,
+                                      ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
+                                      SPLIT_K: tl.constexpr, IEEE: tl.constexpr, BLOCK_M: tl.constexpr,
+                                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    # GROUP_M swizzle: walk a band of GROUP_M row blocks down each column of tiles
+    band = GROUP_M * num_pid_n
+    first_m = (pid // band) * GROUP_M
+    band_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % band) % band_m
+    pid_n = (pid % band) // band_m
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = (offs_m % M).to(tl.int64)      # wrapped: loads need no M/N mask
+    cols = (offs_n % N).to(tl.int64)
+    offs_k = tl.arange(0, BLOCK_K)
+    k_lo = pid_k * k_per_split
+    k_hi = tl.minimum(k_lo + k_per_split, K)
+    a_ptrs = x_ptr + rows[:, None] * stride_xm + (k_lo + offs_k)[None, :]
+    b_ptrs = w_ptr + cols[None, :] * stride_wn + (k_lo + offs_k)[:, None]      # [BLOCK_K, BLOCK_N] view of w^T
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        k_ok = (k0 + offs_k) < k_hi
+        a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
+        if IEEE:
+            acc = tl.dot(a, b, acc, input_precision="ieee")
+        else:
+            acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+
+    mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
+    if SPLIT_K == 1:
+        z = _linear_epilogue(acc, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm, ACT, HAS_BIAS, HAS_RES)
+        tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :],
+                 z.to(out_ptr.dtype.element_ty), mask=mask)
+    else:
+        ws = ws_ptr + (pid_k * M + offs_m.to(tl.int64))[:, None] * N + offs_n[None, :]
+        tl.store(ws, acc, mask=mask)
+
+
+@triton.jit
+def _gemm_splitk_reduce_kernel(ws_ptr, bias_ptr, res_ptr, out_ptr, M, N, stride_rm, stride_om,
+                               ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
+                               SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs_n = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    offs_m = tl.zeros([1], dtype=tl.int32) + row
+    mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
+    z = tl.zeros([1, BLOCK], dtype=tl.float32)
+    for s in range(SPLIT_K):                     # fixed order: deterministic
+        z += tl.load(ws_ptr + (s * M + offs_m.to(tl.int64))[:, None] * N + offs_n[None, :], mask=mask, other=0.0)
+    z = _linear_epilogue(z, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm, ACT, HAS_BIAS, HAS_RES)
+    tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :],
+             z.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg: dict = TUNABLES):
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    if w.stride(-1) != 1:
+        w = w.contiguous()
+    M, K = x.shape
+    N = w.shape[0]
+    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    if M == 0 or N == 0:
+        return out
+    has_bias, has_res = bias is not None, residual is not None
+    if has_res and residual.stride(-1) != 1:
+        residual = residual.contiguous()
+    bias_arg = bias if has_bias else x
+    res_arg = residual if has_res else x
+    stride_rm = residual.stride(0) if has_res else 0
+    bm, bn, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["SPLIT_K"]
+    if cfg.get("LARGE_M_MIN") and M >= cfg["LARGE_M_MIN"]:
+        bm = cfg["LARGE_M_BLOCK_M"]
+    stages, bk = _fit_smem(cfg["num_stages"], cfg["BLOCK_K"], (bm + bn) * x.element_size())
+    k_per_split = triton.cdiv(triton.cdiv(K, bk), split) * bk
+    ws = torch.empty((split, M, N), dtype=torch.float32, device=x.device) if split > 1 else out
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), split)
+    act = ACT_IDS[activation]
+    _gemm_bf16_linear_epilogue_kernel[grid](x, w, bias_arg, res_arg, out, ws, M, N, K, k_per_split,
+                                            x.stride(0), w.stride(0), stride_rm, out.stride(0),
+                                            ACT=act, HAS_BIAS=has_bias, HAS_RES=has_res, SPLIT_K=split,
+                                            IEEE=x.dtype == torch.float32, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                            GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"],
+                                            num_stages=stages)
+    if split > 1:
+        rb = min(REDUCE_BLOCK, triton.next_power_of_2(N))
+        _gemm_splitk_reduce_kernel[(M, triton.cdiv(N, rb))](ws, bias_arg, res_arg, out, M, N, stride_rm,
+                                                           out.stride(0), ACT=act, HAS_BIAS=has_bias,
+                                                           HAS_RES=has_res, SPLIT_K=split, BLOCK=rb,
+                                                           num_warps=4)
+    return out
+
+
+class Model(nn.Module):
+    def __init__(self, activation: str = "none", has_bias: bool = False, has_residual: bool = False):
+        super().__init__()
+        if activation not in ACT_IDS:
+            raise ValueError(f"activation must be one of {tuple(ACT_IDS)}, not {activation!r}")
+        self.activation = activation
+        self.has_bias = bool(has_bias)
+        self.has_residual = bool(has_residual)
+
+    def forward(self, x, w, bias=None, residual=None):
+        return launch_gemm_bf16_linear_epilogue(x, w, bias if self.has_bias else None,
+                                                residual if self.has_residual else None, self.activation)
