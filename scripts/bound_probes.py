@@ -36,6 +36,8 @@ from aka_tui.bench.roofline import bound  # noqa: E402
 from aka_tui.bench.timing import Timers, time_cuda  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+FP8_KB = import_file(REPO / "kb/family/gemm/gemm_fp8_blockscale.py", "probe_kb")
+_tile_of = FP8_KB._tile_of  # the KB kernel's tile order, so the probe kernels differ from it only where named
 
 
 @triton.jit
@@ -44,14 +46,7 @@ def _fp8_probe_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, M, N, K, stride_am,
                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """The KB kernel's tiles and swizzle. CHAINED: acc = dot(a, b, acc), scaled once at the end; else
     acc += dot(a, b) * one scalar per K step (the b block's scale)."""
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    band = GROUP_M * num_pid_n
-    first_m = (pid // band) * GROUP_M
-    band_m = tl.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % band) % band_m
-    pid_n = (pid % band) // band_m
+    pid_m, pid_n = _tile_of(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rows = (offs_m % M).to(tl.int64)
@@ -98,7 +93,7 @@ def probe_fp8(suite, timers, l2) -> list[dict]:
     from aka_tui.bench.library_compare import FP8_FORMS, call_scaled_mm, probe_scaled_mm, scaled_mm_scales
 
     problem = suite.problems["gemm_fp8_blockscale"]
-    kb = import_file(REPO / "kb/family/gemm/gemm_fp8_blockscale.py", "probe_kb")
+    kb = FP8_KB
     inputs_mod = import_file(problem.input_path, "probe_inputs")
     cfg = dict(kb.TUNABLES)
     shapes = problem.shapes_for("full")

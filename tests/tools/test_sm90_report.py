@@ -13,7 +13,7 @@ from tests.conftest import REPO
 FP8 = ["kb/family/gemm/gemm_fp8_blockscale.py", "_gemm_fp8_blockscale_kernel",
        "--sig", "a_ptr=*fp8e4nv", "--sig", "as_ptr=*fp32", "--sig", "b_ptr=*fp8e4nv", "--sig", "bs_ptr=*fp32",
        "--sig", "out_ptr=*bf16", "--sig", "ws_ptr=*bf16", "--num-stages", "4",
-       *[a for n in ("M", "N", "K", "k_per_split", "stride_am", "stride_asm", "stride_bn", "stride_bsn",
+       *[a for n in ("M", "N", "K", "k_per_split", "stride_am", "stride_asm", "stride_asg", "stride_bn", "stride_bsn",
                      "stride_om") for a in ("--sig", f"{n}=i32")],
        *[a for c in ("GROUP=128", "SPLIT_K=1", "UPCAST=False", "PREFETCH_SCALES=True", "BLOCK_M=64",
                      "BLOCK_N=128", "BLOCK_K=128", "GROUP_M=8") for a in ("--const", c)],

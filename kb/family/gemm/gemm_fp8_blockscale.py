@@ -58,6 +58,16 @@ def _fit_smem(stages: int, block_k: int, bytes_per_k: int):
 
 
 @triton.jit
+def _tile_of(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of program pid: GROUP_M-row bands of tiles, column-major inside a band (L2 reuse)."""
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    band = GROUP_M * num_pid_n
+    first_m = (pid // band) * GROUP_M
+    band_m = tl.minimum(tl.cdiv(M, BLOCK_M) - first_m, GROUP_M)
+    return first_m + (pid % band) % band_m, (pid % band) // band_m
+
+
+@triton.jit
 def _promote(partial, sa, sb, SB_SCALAR: tl.constexpr):
     """One K step's fp32 dot times its scales: sa [BLOCK_M], sb a scalar or [BLOCK_N]."""
     if SB_SCALAR:
@@ -72,15 +82,8 @@ def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M
                                 PREFETCH_SCALES: tl.constexpr, SB_SCALAR: tl.constexpr,
                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                 GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
+    pid_m, pid_n = _tile_of(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     pid_k = tl.program_id(1)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    band = GROUP_M * num_pid_n
-    first_m = (pid // band) * GROUP_M
-    band_m = tl.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % band) % band_m
-    pid_n = (pid % band) // band_m
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -141,14 +144,7 @@ def _gemm_fp8_blockscale_tma_kernel(a_desc, as_ptr, b_desc, bs_ptr, out_ptr, M, 
     """The main kernel's loop (prefetched scales, one program per tile, no split) with the fp8 tiles loaded
     by the tensor memory accelerator: one descriptor load per tile instead of per-thread addresses, and the
     edges zero-filled by the hardware (no masks)."""
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    band = GROUP_M * num_pid_n
-    first_m = (pid // band) * GROUP_M
-    band_m = tl.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % band) % band_m
-    pid_n = (pid % band) // band_m
+    pid_m, pid_n = _tile_of(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     sa_ptrs = as_ptr + (offs_m % M).to(tl.int64) * stride_asm
