@@ -271,8 +271,8 @@ run_ncu() {
   [ -n "$NCU" ] || { echo "ncu not found"; return 0; }
   for t in ${NCU_TARGETS:-attention_mla_decode:dsv3_tp8_b64_ctx4096:_attention_mla_decode_kernel}; do
     IFS=: read -r op shape kname <<< "$t"
-    CUDA_VISIBLE_DEVICES=${NCU_GPU:-0} timeout "$1" "$NCU" --clock-control none -k "regex:$kname" --launch-skip 2 \
-      --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+    CUDA_VISIBLE_DEVICES=${NCU_GPU:-0} timeout "$1" "$NCU" --clock-control none -k "regex:$kname" --launch-skip ${NCU_SKIP:-2} \
+      --launch-count ${NCU_COUNT:-1} --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
       --section LaunchStats --section WarpStateStats --section SchedulerStats \
       python3 scripts/ncu_target.py "$op" "$shape" > "$2/ncu-$op-$shape.txt" 2>&1
     echo "-- ncu $op $shape ($kname): exit $?"
