@@ -5,8 +5,9 @@ Each token row of hidden_size splits into G = hidden_size // group_size contiguo
 fp32 math, one final rounding. The gate z does not enter the variance.
 
 Tiling: the kernel sees T * G group rows of group_size elements (row r -> token r // G, group r % G, so a
-strided token dimension is fine) and each program owns ROWS_PER_PROGRAM of them as a [ROWS, BLOCK] tile;
-the weight slice is gathered per row from g.
+strided token dimension is fine) and each program owns ROWS_PER_PROGRAM of them as a [ROWS, BLOCK] tile
+(with num_warps), or one of them with WIDE_WARPS when group_size >= WIDE_MIN; the weight slice is gathered
+per row from g.
   * ONE_PASS (or BLOCK_N >= group_size): BLOCK = next_power_of_2(group_size), x read once.
   * otherwise a column loop over BLOCK_N chunks: pass 1 sums x^2 (evict_last), pass 2 re-reads x and
     reads z, applies rstd * weight * silu(z) and stores.
