@@ -81,28 +81,18 @@ def test_bench_finds_a_kb_kernel_for_every_problem() -> None:
 
 
 @pytest.mark.slow
-def test_kv_cache_write_contiguous_rows_variant_is_correct(tmp_path: Path) -> None:
-    kernel = next(k for k, op in CASES if op == "kv_cache_write")
+@pytest.mark.parametrize("op, point", [
+    ("kv_cache_write", {"CONTIG_ROWS": True}),
+    # the default runs BALANCED (covered by the reference-kernel test); the fixed partitions stay searchable
+    ("attention_mla_decode", {"BALANCED": 0}),
+], ids=["kv_cache_write-contig-rows", "mla-decode-fixed-partitions"])
+def test_non_default_kernel_variant_is_correct_and_real(op: str, point: dict, tmp_path: Path) -> None:
+    kernel = next(k for k, o in CASES if o == op)
     source = kernel.path.read_text()
     _, space = read_tunables(source, kernel.path)
-    variant = tmp_path / "kv_cache_write_contig.py"
-    variant.write_text(with_tunables(source, {"CONTIG_ROWS": True}, space, kernel.path))
-    problem = load_problem(PROBLEMS / "kv_cache_write")
-    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=2,
-                          limits=WorkerLimits(startup_s=120, per_shape_s=240))
-    result = evaluate_candidate(problem, CandidateSpec.file(variant), options)
-    op_score = score_op(problem, result, get_profile("cpu"))
-    assert op_score.correct and op_score.real, {s.shape_id: (s.status, s.error) for s in result.shapes}
-
-
-def test_mla_decode_fixed_partition_variant_is_correct(tmp_path: Path) -> None:
-    """The default runs BALANCED (covered by the reference-kernel test); the fixed partitions stay searchable."""
-    kernel = next(k for k, op in CASES if op == "attention_mla_decode")
-    source = kernel.path.read_text()
-    _, space = read_tunables(source, kernel.path)
-    variant = tmp_path / "mla_fixed_partitions.py"
-    variant.write_text(with_tunables(source, {"BALANCED": 0}, space, kernel.path))
-    problem = load_problem(PROBLEMS / "attention_mla_decode")
+    variant = tmp_path / f"{op}_variant.py"
+    variant.write_text(with_tunables(source, point, space, kernel.path))
+    problem = load_problem(PROBLEMS / op)
     options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=2,
                           limits=WorkerLimits(startup_s=120, per_shape_s=240))
     result = evaluate_candidate(problem, CandidateSpec.file(variant), options)

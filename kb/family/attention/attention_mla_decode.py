@@ -62,10 +62,13 @@ def _cap_stages(requested: int, stage_bytes: int, fixed_bytes: int = 0, budget: 
 
 
 @triton.jit
-def _attend(q_nope, q_rope, kv_ptr, bt_row, n_start, n_stop, m_i, l_i, acc, rank, rope_dim, block_size, qk_scale,
-            skv_blk, skv_s, skv_c, sbt_n, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
-            PAGE_TILE: tl.constexpr, KNOCKOUT: tl.constexpr):
-    """Online softmax of one sequence's tokens [n_start, n_stop) into (m_i, l_i, acc)."""
+def _attend(q_nope, q_rope, kv_ptr, bt_row, n_start, n_stop, rank, rope_dim, block_size, qk_scale,
+            skv_blk, skv_s, skv_c, sbt_n, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr,
+            BLOCK_R: tl.constexpr, PAGE_TILE: tl.constexpr, KNOCKOUT: tl.constexpr):
+    """Online softmax of one sequence's tokens [n_start, n_stop): (running max, running sum, accumulator)."""
+    m_i = tl.full((BLOCK_H,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_H,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_H, BLOCK_C), dtype=tl.float32)
     offs_c = tl.arange(0, BLOCK_C)
     offs_r = tl.arange(0, BLOCK_R)
     offs_n0 = tl.arange(0, BLOCK_N)
@@ -143,12 +146,9 @@ def _attention_mla_decode_kernel(
     h_ok = offs_h < num_heads
     heads = offs_h.to(tl.int64)
     q_nope, q_rope = _load_q(q_ptr, b, heads, h_ok, rank, rope_dim, sq_b, sq_h, sq_c, BLOCK_C, BLOCK_R)
-    m_i = tl.full((BLOCK_H,), float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros((BLOCK_H,), dtype=tl.float32)
-    acc = tl.zeros((BLOCK_H, BLOCK_C), dtype=tl.float32)
-    m_i, l_i, acc = _attend(q_nope, q_rope, kv_ptr, bt_ptr + b * sbt_b, n_start, n_stop, m_i, l_i, acc, rank,
-                            rope_dim, block_size, qk_scale, skv_blk, skv_s, skv_c, sbt_n,
-                            BLOCK_N, BLOCK_C, BLOCK_R, PAGE_TILE, KNOCKOUT)
+    m_i, l_i, acc = _attend(q_nope, q_rope, kv_ptr, bt_ptr + b * sbt_b, n_start, n_stop, rank, rope_dim,
+                            block_size, qk_scale, skv_blk, skv_s, skv_c, sbt_n,
+                            BLOCK_H, BLOCK_N, BLOCK_C, BLOCK_R, PAGE_TILE, KNOCKOUT)
 
     if SPLIT_KV:
         if n_start < seq_len:
@@ -205,12 +205,9 @@ def _attention_mla_decode_balanced_kernel(
         h_ok = offs_h < num_heads
         heads = offs_h.to(tl.int64)
         q_nope, q_rope = _load_q(q_ptr, b64, heads, h_ok, rank, rope_dim, sq_b, sq_h, sq_c, BLOCK_C, BLOCK_R)
-        m_i = tl.full((BLOCK_H,), float("-inf"), dtype=tl.float32)
-        l_i = tl.zeros((BLOCK_H,), dtype=tl.float32)
-        acc = tl.zeros((BLOCK_H, BLOCK_C), dtype=tl.float32)
         m_i, l_i, acc = _attend(q_nope, q_rope, kv_ptr, bt_ptr + b64 * sbt_b, t0 * BLOCK_N,
-                                tl.minimum(t1 * BLOCK_N, seq_len), m_i, l_i, acc, rank, rope_dim, block_size,
-                                qk_scale, skv_blk, skv_s, skv_c, sbt_n, BLOCK_N, BLOCK_C, BLOCK_R, PAGE_TILE,
+                                tl.minimum(t1 * BLOCK_N, seq_len), rank, rope_dim, block_size, qk_scale,
+                                skv_blk, skv_s, skv_c, sbt_n, BLOCK_H, BLOCK_N, BLOCK_C, BLOCK_R, PAGE_TILE,
                                 KNOCKOUT)
         wrow = (b64 * num_heads + heads) * max_parts + (pid - g_start // span)     # [BLOCK_H]
         tl.store(ws_m_ptr + wrow, m_i, mask=h_ok)
