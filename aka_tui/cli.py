@@ -107,7 +107,7 @@ def cmd_problems(args: argparse.Namespace) -> int:
     suite = _load_suite(args)
     rows = []
     for p in sorted(suite.problems.values(), key=lambda p: (-p.importance, p.name)):
-        tiers = {t: len(p.shapes_for(t)) for t in ("smoke", "full")}
+        tiers = {t: p.tier_size(t) for t in ("smoke", "full")}
         rows.append([p.name, p.family, dtype_name(p.dtype), f"{p.importance * 100:.1f}",
                      str(tiers["smoke"]), str(tiers["full"]), p.source_format])
     headers = ["op", "family", "dtype", "weight %", "smoke", "full", "format"]
@@ -264,7 +264,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     executor = _executor(args)
     tier = resolve_tier(options, executor.device if executor.remote else resolve_device(options.device))
     selected = [suite.problems[o] for o in ops if o in suite.problems] if ops else list(suite.problems.values())
-    progress = Progress(sum(len(p.shapes_for(tier)) for p in selected))
+    progress = Progress(sum(p.tier_size(tier) for p in selected))
     stem = args.name or (f"bench-{args.baseline}" if args.baseline else "bench-candidates") + f"-{tier}"
     partial = Path(args.out) / f"{stem}.partial.json"
 
@@ -305,19 +305,59 @@ def cmd_roofline(args: argparse.Namespace) -> int:
         return 0
     problem = _problem(args, args.problem)
     profile = get_profile(args.hardware) if args.hardware else detect_profile("auto")
-    refresh(problem, args.device, args.tier)
+    published = problem.source_format != "native"
+    # A published directory's W/Q are the data's: only what it leaves out is counted (--recount: all of it).
+    counted = refresh(problem, args.device, args.tier, only_missing=published and not args.recount)
+    devices = sorted({d for times in problem.published_sol_ms.values() for d in times})
     rows = []
     for shape in problem.shapes_for(args.tier):
         entry = problem.roofline.get(shape.shape_id)
+        published_ms = problem.published_sol_ms.get(shape.shape_id, {})
+        sol = [f"{published_ms[d] * 1e3:.2f}" if d in published_ms else "-" for d in devices]
         if entry is None:
-            rows.append([shape.shape_id, "-", "-", "-", "-", "-"])
+            rows.append([shape.shape_id, "-", "-", "-", "-", "-", *sol])
             continue
         b = bound(entry, profile)
         rows.append([shape.shape_id, f"{entry.flops:.4g}", f"{entry.bytes_total:.4g}", f"{b.arithmetic_intensity:.3g}",
-                     f"{b.t_sol_s * 1e6:.2f}", f"{b.bottleneck} ({entry.path}, {entry.source})"])
-    print(f"{problem.name}: roofline on {profile.name}")
-    print(text_table(rows, ["shape", "W FLOP", "Q bytes", "FLOP/B", "T_SOL us", "bound"]))
-    print(f"cache: {problem.roofline_path}")
+                     f"{b.t_sol_s * 1e6:.2f}", f"{b.bottleneck} ({entry.path}, {entry.source})", *sol])
+    print(f"{problem.name}: roofline on {profile.name}" + (f"; {counted} shape(s) counted here" if counted else ""))
+    print(text_table(rows, ["shape", "W FLOP", "Q bytes", "FLOP/B", "T_SOL us", "bound",
+                            *[f"published SOL us ({d})" for d in devices]]))
+    if devices:
+        print("published SOL times are the data's own figures for those devices, shown for comparison; "
+              "S always uses T_SOL on the profile above")
+    if published:
+        from aka_tui.bench.atrex import counted_cache_path
+        from aka_tui.bench.problem import roofline_inputs_hash
+
+        print(f"W/Q: {problem.roofline_path} (published); counted entries: "
+              f"{counted_cache_path(problem.name, roofline_inputs_hash(problem.directory))}")
+    else:
+        print(f"cache: {problem.roofline_path}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from aka_tui.bench.paper_render import write_paper
+    from aka_tui.bench.paper_table import build_subjects, read_report
+    from aka_tui.bench.problem import load_suite
+
+    reports = [read_report(Path(p)) for p in args.reports]
+    problems: dict[str, Any] = {}
+    suite_dirs = [Path(args.suite)] if args.suite else [Path(r.get("suite_dir", "")) for r in reports]
+    for directory in dict.fromkeys(suite_dirs):
+        if directory.is_dir():  # production figures come from the data; a report moved elsewhere still renders
+            problems.update(load_suite(directory).problems)
+    subjects = build_subjects(reports, problems)
+    out = Path(args.out) if args.out else Path(args.reports[0]).parent
+    stem = args.name or "paper-table"
+    json_path, md_path, svg_path = write_paper(subjects, out, stem)
+    for subject in subjects:
+        a = subject.aggregate
+        print(f"{subject.label}: S_agg {a.get('s_agg', 0):.4f}  S_raw_agg {a.get('s_raw_agg', 0):.4f}  "
+              f"S_e2e_raw_agg {a.get('s_e2e_raw_agg', 0):.4f}  correct-and-real {a.get('real_op_rate', 0):.0%} "
+              f"of {len(subject.rows)} ops  ({subject.wall_s:.0f} s)")
+    print(f"wrote {md_path}, {svg_path} and {json_path}")
     return 0
 
 
@@ -423,6 +463,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_eval_flags(p)
     p.set_defaults(func=cmd_bench)
 
+    p = sub.add_parser("report", help="the benchmark table (Markdown + SVG) from one or more bench reports",
+                       description="Per operator: pass rates (naive, hardened, correct and real), S_op, S_e2e, "
+                                   "speed-up over eager and torch.compile, the production kernels' S from the data; "
+                                   "then S_agg, fast_1 and the aggregate pass rates. Give baseline reports "
+                                   "(aka bench --baseline eager|compile) beside a candidate report for its speed-ups.")
+    p.add_argument("reports", nargs="+", metavar="REPORT.json", help="`aka bench` JSON reports")
+    p.add_argument("--suite", help="the suite directory (default: the one each report names), for production timings")
+    p.add_argument("--out", help="output directory (default: beside the first report)")
+    p.add_argument("--name", help="file stem (default paper-table)")
+    p.set_defaults(func=cmd_report)
+
     p = sub.add_parser("roofline", help="compute and cache W/Q per shape, print T_SOL",
                        description="Recount the semantic FLOPs and bytes of every shape of PROBLEM (running the "
                                    "reference once per shape), store them in roofline.json and print T_SOL.")
@@ -432,6 +483,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tier", choices=["smoke", "full", "all"], default="all")
     p.add_argument("--device", default="auto", help="where to run the reference: meta (try first), cpu or cuda")
     p.add_argument("--hardware", help="profile for T_SOL (default: detected)")
+    p.add_argument("--recount", action="store_true",
+                   help="published directories: count every shape here too (their published W/Q are kept otherwise)")
     p.set_defaults(func=cmd_roofline)
 
     p = sub.add_parser("hw", help="hardware profiles: list, detect, calibrate",

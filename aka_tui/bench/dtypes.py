@@ -11,6 +11,9 @@ DTYPE_BY_NAME: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
     "float8_e4m3fn": torch.float8_e4m3fn, "fp8": torch.float8_e4m3fn, "fp8_e4m3": torch.float8_e4m3fn,
     "float8_e5m2": torch.float8_e5m2, "fp8_e5m2": torch.float8_e5m2,
+    # The "fnuz" encodings (no negative zero, one NaN) used by AMD GPUs and written by some references.
+    "float8_e4m3fnuz": torch.float8_e4m3fnuz, "fp8_e4m3fnuz": torch.float8_e4m3fnuz,
+    "float8_e5m2fnuz": torch.float8_e5m2fnuz, "fp8_e5m2fnuz": torch.float8_e5m2fnuz,
     "int8": torch.int8, "int32": torch.int32, "int64": torch.int64,
 }
 
@@ -22,6 +25,8 @@ PATH_BY_DTYPE: dict[torch.dtype, str] = {
     torch.bfloat16: "bf16_tc",
     torch.float8_e4m3fn: "fp8_tc",
     torch.float8_e5m2: "fp8_tc",
+    torch.float8_e4m3fnuz: "fp8_tc",
+    torch.float8_e5m2fnuz: "fp8_tc",
     torch.int8: "int8_tc",
 }
 

@@ -1,7 +1,7 @@
 """Seeded shape fuzzing inside a problem's declared domain: tails, non-powers of two, one row, the largest size.
 
-A fuzzed shape changes one integer kwarg of a base shape; its id (`fuzz.<key>=<value>@<base shape>`)
-is enough to rebuild it, so `aka eval --shape <id> --replay-seed <seed>` replays any failure.
+A fuzzed shape changes integer kwargs of a base shape; its id (`fuzz.<key>=<value>[,<key>=<value>]@<base
+shape>`) is enough to rebuild it, so `aka eval --shape <id> --replay-seed <seed>` replays any failure.
 """
 
 from __future__ import annotations
@@ -14,12 +14,28 @@ from typing import Any
 from aka_tui.bench.problem import Problem, Shape
 from aka_tui.bench.seeds import derive_seed
 
-FUZZ_ID_RE = re.compile(r"^fuzz\.([A-Za-z_][A-Za-z0-9_]*)=(-?\d+)@(.+)$")
+_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*=-?\d+"
+# `fuzz.` shapes are correctness-only extras; `smoke.` shapes (a published shape shrunk for the CPU
+# interpreter, see shrink.py) are evaluated and scored like the shape they come from.
+FUZZ_ID_RE = re.compile(rf"^(fuzz|smoke)\.({_ASSIGNMENT}(?:,{_ASSIGNMENT})*)@(.+)$")
 CPU_GROWTH = 4  # on the interpreter, fuzzed sizes stay within 4x the base shape's
 
 
 def fuzz_shape_id(key: str, value: int, base_id: str) -> str:
     return f"fuzz.{key}={value}@{base_id}"
+
+
+def override_shape(base: Shape, values: dict[str, int], prefix: str = "fuzz") -> Shape:
+    """The base shape with several integer kwargs replaced (keys shared by init and input change together)."""
+    init, inputs = dict(base.init_kwargs), dict(base.input_kwargs)
+    for key, value in values.items():
+        if key in init:
+            init[key] = value
+        if key in inputs:
+            inputs[key] = value
+    assignments = ",".join(f"{k}={v}" for k, v in values.items())
+    return replace(base, shape_id=f"{prefix}.{assignments}@{base.shape_id}", init_kwargs=init, input_kwargs=inputs,
+                   weight=0.0, note=f"{assignments} from {base.shape_id}")
 
 
 def is_fuzz_id(shape_id: str) -> bool:
@@ -44,11 +60,17 @@ def resolve_shape(problem: Problem, shape_id: str) -> Shape | None:
     match = FUZZ_ID_RE.match(shape_id)
     if not match:
         return None
-    key, value, base_id = match.group(1), int(match.group(2)), match.group(3)
+    prefix, assignments, base_id = match.group(1), match.group(2), match.group(3)
     base = problem.shapes.get(base_id)
-    if base is None or (key not in base.init_kwargs and key not in base.input_kwargs):
+    if base is None:
         return None
-    return _with_value(base, key, value)
+    values = {key: int(value) for key, value in (a.split("=") for a in assignments.split(","))}
+    if any(key not in base.init_kwargs and key not in base.input_kwargs for key in values):
+        return None
+    if len(values) == 1 and prefix == "fuzz":
+        (key, value), = values.items()
+        return _with_value(base, key, value)
+    return override_shape(base, values, prefix)
 
 
 def _base_value(base: Shape, key: str) -> Any:

@@ -41,27 +41,50 @@ class Shape:
 
 @dataclass(frozen=True)
 class RooflineEntry:
-    """Semantic work of one shape: FLOPs (all charged to `path`) and bytes read/written once."""
+    """Semantic work of one shape: FLOPs per execution path and bytes read/written once.
+
+    `flops` is the total and `path` the primary path; `flops_by_path` is set when the work spans several
+    paths (e.g. an Atrex-Bench W keyed by two dtypes), and T_SOL then sums W_path / P_path.
+    """
 
     flops: float
     bytes_read: float
     bytes_written: float
     path: str
-    source: str  # "counted", "hook", "atrex"
+    source: str  # "counted", "hook", "atrex", "atrex+counted"
+    flops_by_path: tuple[tuple[str, float], ...] = ()
 
     @property
     def bytes_total(self) -> float:
         return self.bytes_read + self.bytes_written
 
+    def work_by_path(self) -> dict[str, float]:
+        """{path: FLOPs}: the split when there is one, else all FLOPs on `path`."""
+        return dict(self.flops_by_path) if self.flops_by_path else {self.path: self.flops}
+
+    @staticmethod
+    def from_paths(flops: dict[str, float], bytes_read: float, bytes_written: float, default_path: str,
+                   source: str) -> RooflineEntry:
+        """An entry from {path: FLOPs}; the primary path is `default_path` when present, else the largest."""
+        total = float(sum(flops.values()))
+        primary = default_path if default_path in flops or not flops else max(flops, key=lambda k: flops[k])
+        split = tuple(sorted(flops.items())) if len(flops) > 1 else ()
+        return RooflineEntry(total, float(bytes_read), float(bytes_written), primary, source, split)
+
     def to_json(self) -> dict[str, Any]:
-        return {"flops": self.flops, "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
-                "path": self.path, "source": self.source}
+        data: dict[str, Any] = {"flops": self.flops, "bytes_read": self.bytes_read,
+                                "bytes_written": self.bytes_written, "path": self.path, "source": self.source}
+        if self.flops_by_path:
+            data["flops_by_path"] = dict(self.flops_by_path)
+        return data
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> RooflineEntry:
         """Inverse of `to_json` (KeyError/TypeError/ValueError on a malformed record)."""
+        split = data.get("flops_by_path") or {}
         return RooflineEntry(float(data["flops"]), float(data["bytes_read"]), float(data["bytes_written"]),
-                             str(data["path"]), str(data.get("source", "counted")))
+                             str(data["path"]), str(data.get("source", "counted")),
+                             tuple(sorted((str(k), float(v)) for k, v in split.items())))
 
 
 @dataclass
@@ -85,6 +108,16 @@ class Problem:
     source_format: str = "native"
     roofline: dict[str, RooflineEntry] = field(default_factory=dict)
     content_hash: str = ""
+    family_provenance: str = "problem.json"
+    # Published-format extras (Atrex-Bench): values to finish by counting, the publisher's SOL times per
+    # device (shown, never used for S), production kernel timings, declared tensor dtypes.
+    roofline_partial: dict[str, dict[str, Any]] = field(default_factory=dict)
+    published_sol_ms: dict[str, dict[str, float]] = field(default_factory=dict)
+    production: dict[str, list[Any]] = field(default_factory=dict)
+    input_dtypes: dict[str, tuple[torch.dtype, ...]] = field(default_factory=dict)
+    output_dtypes: dict[str, tuple[torch.dtype, ...]] = field(default_factory=dict)
+    smoke_shape_ids: tuple[str, ...] = ()  # formats without tiers: the shapes the CPU smoke tier starts from
+    _smoke_shapes: list[Shape] | None = field(default=None, repr=False, compare=False)
 
     @property
     def reference_path(self) -> Path:
@@ -102,10 +135,55 @@ class Problem:
         """Shapes of one tier (all shapes when tier is None or 'all')."""
         if tier in (None, "all"):
             return list(self.shapes.values())
+        if tier == "smoke" and self.smoke_shape_ids:
+            return self._derived_smoke_shapes()
         return [s for s in self.shapes.values() if s.tier == tier]
 
+    def tier_size(self, tier: str | None) -> int:
+        """How many shapes `shapes_for(tier)` gives, without deriving smoke shapes."""
+        if tier == "smoke" and self.smoke_shape_ids:
+            return len(self.smoke_shape_ids)
+        return len(self.shapes) if tier in (None, "all") else sum(s.tier == tier for s in self.shapes.values())
+
+    def shape_by_id(self, shape_id: str) -> Shape | None:
+        """A shape of the suite, or a derived smoke shape already resolved (fuzzed shapes are neither)."""
+        if shape_id in self.shapes:
+            return self.shapes[shape_id]
+        return next((s for s in self._smoke_shapes or [] if s.shape_id == shape_id), None)
+
+    def _derived_smoke_shapes(self) -> list[Shape]:
+        """The smallest published shapes, shrunk to fit the CPU interpreter (computed once)."""
+        if self._smoke_shapes is None:
+            from dataclasses import replace
+
+            from aka_tui.bench.module_loading import import_file
+            from aka_tui.bench.shrink import shrink_shape
+
+            module = import_file(self.input_path, f"smoke_inputs_{self.name}")
+            shrunk = [shrink_shape(self, module, self.shapes[s]) for s in self.smoke_shape_ids]
+            self._smoke_shapes = [replace(s, tier="smoke", weight=1.0 / len(shrunk)) for s in shrunk]
+        return list(self._smoke_shapes)
+
     def tolerance_for(self, dtype: torch.dtype) -> Tolerance:
-        return self.tolerances.get(dtype_name(dtype)) or default_tolerance(dtype)
+        """The problem's tolerance for an output dtype; without one, the dtype's default, loosened for a
+        published problem to the precision of its floating inputs (an fp32 output computed from bf16 inputs
+        is only as exact as bf16: the native reference itself differs from the float64 run that much)."""
+        explicit = self.tolerances.get(dtype_name(dtype))
+        if explicit:
+            return explicit
+        own = default_tolerance(dtype)
+        floor = self.input_precision()
+        if floor is None or not (dtype.is_floating_point and own.atol > 0):
+            return own
+        loose = default_tolerance(floor)
+        return Tolerance(max(own.atol, loose.atol), max(own.rtol, loose.rtol))
+
+    def input_precision(self) -> torch.dtype | None:
+        """The least precise floating dtype the declared inputs may have (fp8 storage excluded: fp8 values
+        are exact inputs that references widen before computing); None when none are declared."""
+        floating = [d for options in self.input_dtypes.values() for d in options
+                    if d.is_floating_point and d.itemsize > 1]
+        return max(floating, key=lambda d: default_tolerance(d).rtol) if floating else None
 
 
 def _fail(problem: str, path: Path, what: str) -> ProblemFormatError:
@@ -161,8 +239,8 @@ def _parse_shapes(problem: str, path: Path, raw: Any, default_dtype: torch.dtype
             raise _fail(problem, path, f"shape id {shape_id!r} must match [A-Za-z0-9_.-]+")
         if not isinstance(spec, dict):
             raise _fail(problem, path, f"shape {shape_id!r} must be an object")
-        init_kwargs = spec.get("init_kwargs", {})
-        input_kwargs = spec.get("input_kwargs", {})
+        init_kwargs = spec.get("init_kwargs") or {}  # published files write null for "no arguments"
+        input_kwargs = spec.get("input_kwargs") or {}
         if not isinstance(init_kwargs, dict) or not isinstance(input_kwargs, dict):
             raise _fail(problem, path, f"shape {shape_id!r}: init_kwargs and input_kwargs must be objects")
         tier = spec.get("tier", default_tier)
@@ -280,77 +358,6 @@ def load_native(directory: Path) -> Problem:
     )
 
 
-def _atrex_importance(directory: Path, name: str) -> float:
-    path = directory.parent / "operator_importance.json"
-    if not path.is_file():
-        return 1.0
-    raw = _read_json(name, path)
-    if isinstance(raw, dict) and isinstance(raw.get("operators"), dict):
-        raw = raw["operators"]
-    value = raw.get(name) if isinstance(raw, dict) else None
-    if isinstance(value, dict):
-        value = value.get("importance", value.get("weight"))
-    if value is None:
-        return 0.0
-    if not isinstance(value, (int, float)):
-        raise _fail(name, path, f"importance of {name!r} must be a number")
-    return float(value)
-
-
-def _atrex_roofline(name: str, path: Path, shapes: dict[str, Shape], dtype: torch.dtype) -> dict[str, RooflineEntry]:
-    if not path.is_file():
-        return {}
-    raw = _read_json(name, path)
-    from aka_tui.bench.dtypes import execution_path
-
-    def entry(spec: Any) -> RooflineEntry | None:
-        if not isinstance(spec, dict) or "semantic_W_flops" not in spec:
-            return None
-        try:
-            return RooflineEntry(float(spec["semantic_W_flops"]), float(spec.get("semantic_Q_read_bytes", 0)),
-                                 float(spec.get("semantic_Q_write_bytes", 0)), execution_path(dtype), "atrex")
-        except (TypeError, ValueError):
-            raise _fail(name, path, "semantic_W_flops / semantic_Q_*_bytes must be numbers") from None
-
-    if not isinstance(raw, dict):
-        raise _fail(name, path, "must be a JSON object")
-    whole = entry(raw)
-    table = raw.get("shapes", raw)
-    result: dict[str, RooflineEntry] = {}
-    for shape_id in shapes:
-        per_shape = entry(table.get(shape_id)) if isinstance(table, dict) else None
-        if per_shape or whole:
-            result[shape_id] = per_shape or whole  # type: ignore[assignment]
-    return result
-
-
-def load_atrex(directory: Path) -> Problem:
-    """Load a published Atrex-Bench operator directory (metadata.json, roofline.json W/Q fields)."""
-    name = directory.name
-    meta_path = directory / "metadata.json"
-    meta = _read_json(name, meta_path)
-    if not isinstance(meta, dict):
-        raise _fail(name, meta_path, "must be a JSON object")
-    _check_python_defines(name, directory / "reference.py", "class", "Model")
-    _check_python_defines(name, directory / "input.py", "function", "_make_inputs")
-    if "dtype" not in meta:
-        raise _fail(name, meta_path, "missing field `dtype`")
-    dtype = _parse_dtype_field(name, meta_path, meta["dtype"])
-    shapes_path = directory / "shapes.json"
-    shapes = _parse_shapes(name, shapes_path, _read_json(name, shapes_path), dtype, "full")
-    family = str(meta.get("family", meta.get("category", "other")))
-    return Problem(
-        name=name, directory=directory, family=family if family in FAMILIES else "other", dtype=dtype,
-        importance=_atrex_importance(directory, name), shapes=shapes,
-        tolerances=_parse_tolerances(name, meta_path, meta.get("tolerance")),
-        description=str(meta.get("description", "")), provenance="Atrex-Bench operator directory",
-        importance_provenance="operator_importance.json", source_format="atrex",
-        fp64_reference=bool(meta.get("fp64_reference", True)),
-        roofline=_atrex_roofline(name, directory / "roofline.json", shapes, dtype),
-        content_hash=_content_hash(directory, ("reference.py", "input.py", "shapes.json", "metadata.json")),
-    )
-
-
 def load_problem(directory: str | Path) -> Problem:
     """Load one problem directory in either format; raises ProblemFormatError naming file and problem."""
     directory = Path(directory)
@@ -359,6 +366,8 @@ def load_problem(directory: str | Path) -> Problem:
     if (directory / "problem.json").exists():
         return load_native(directory)
     if (directory / "metadata.json").exists():
+        from aka_tui.bench.atrex import load_atrex
+
         return load_atrex(directory)
     raise ProblemFormatError(
         f"{directory.name}: neither problem.json (native) nor metadata.json (Atrex-Bench) found in {directory}")

@@ -34,12 +34,12 @@ def op_rows(report: BenchReport) -> list[list[str]]:
         rows.append([
             op.problem, f"{op.weight * 100:.1f}", f"{passed}/{len(result.shapes)}",
             "real" if op.real else ("fallback" if op.correct else "-"), _f(op.s_op), _f(op.s_raw_op),
-            _f(op.s_launch_op), _f(op.speedup_vs_eager, 2), _status_summary(result),
+            _f(op.s_e2e_raw_op), _f(op.s_launch_op), _f(op.speedup_vs_eager, 2), _status_summary(result),
         ])
     return rows
 
 
-HEADERS = ["op", "w%", "pass", "kernel", "S_op", "S_raw", "S_launch", "vs eager", "status"]
+HEADERS = ["op", "w%", "pass", "kernel", "S_op", "S_raw", "S_e2e_raw", "S_launch", "vs eager", "status"]
 
 
 def text_table(rows: list[list[str]], headers: list[str]) -> str:
@@ -54,6 +54,8 @@ def aggregate_lines(agg: AggregateScore) -> list[str]:
     return [
         f"S_agg = {agg.s_agg:.4f} (normalised)   raw-weight form = {agg.s_agg_raw_weight:.4f}   "
         f"S_raw_agg = {agg.s_raw_agg:.4f}   launch-aware = {agg.s_launch_agg:.4f}",
+        f"end to end (host issue time included): S_e2e_agg = {agg.s_e2e_agg:.4f}   "
+        f"S_e2e_raw_agg = {agg.s_e2e_raw_agg:.4f}",
         f"pass rates over {agg.ops} ops: compiled {agg.compiled_rate:.0%}, correct {agg.correct_rate:.0%}, "
         f"correct-and-real {agg.correct_and_real_rate:.0%}",
         f"fast_1 vs eager = {_f(agg.fast_1_vs_eager, 2)}   fast_1 vs torch.compile = {_f(agg.fast_1_vs_compile, 2)}",
@@ -82,7 +84,8 @@ def render_text(report: BenchReport) -> str:
 
 def shape_rows(op: OpScore) -> list[list[str]]:
     return [[op.problem, s.shape_id, "pass" if s.passed else "FAIL", "real" if s.real else "fallback",
-             _f(s.t_sol_ms, 4), _f(s.time_ms, 4), _f(s.s, 3), _f(s.s_raw, 3), s.bottleneck or "-"]
+             _f(s.t_sol_ms, 4), _f(s.time_ms, 4), _f(s.time_e2e_ms, 4), _f(s.s, 3), _f(s.s_raw, 3),
+             _f(s.s_e2e_raw, 3), s.bottleneck or "-"]
             for s in op.shapes]
 
 
@@ -99,7 +102,11 @@ def render_markdown(report: BenchReport) -> str:
         parts[-1:-1] = ["- " + MIXED_NOTE.format(", ".join(report.mixed_hardware))]
     parts += ["## Per op", "", md(op_rows(report), HEADERS), ""]
     parts += ["## Aggregate", ""] + [f"- {line}" for line in aggregate_lines(report.aggregate)] + [""]
-    shape_headers = ["op", "shape", "correct", "kernel", "T_SOL ms", "T ms", "S", "S_raw", "bound"]
+    shape_headers = ["op", "shape", "correct", "kernel", "T_SOL ms", "T ms", "T_e2e ms", "S", "S_raw", "S_e2e_raw",
+                     "bound"]
+    from aka_tui.bench.suite_weights import render_weights
+
+    parts += render_weights(report.weights)
     parts += ["## Per shape", "", md([r for o in report.ops for r in shape_rows(o)], shape_headers), ""]
     return "\n".join(parts)
 

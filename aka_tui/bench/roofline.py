@@ -29,8 +29,9 @@ class RooflineBound:
 
 
 def bound(entry: RooflineEntry, profile: HardwareProfile) -> RooflineBound:
-    """T_SOL = max(W / P_peak[path], Q / B_hbm)."""
-    t_compute = entry.flops / profile.peak_flops_per_s(entry.path) if entry.flops and entry.path != "none" else 0.0
+    """T_SOL = max(Σ W_path / P_peak[path], Q / B_hbm); integer work (path "none") is bandwidth-only."""
+    t_compute = sum(flops / profile.peak_flops_per_s(path) for path, flops in entry.work_by_path().items()
+                    if flops and path != "none")
     t_memory = entry.bytes_total / profile.bandwidth_bytes_per_s
     intensity = entry.flops / entry.bytes_total if entry.bytes_total else float("inf")
     return RooflineBound(max(t_compute, t_memory), t_compute, t_memory,
@@ -65,12 +66,28 @@ def measure_entry(problem: Problem, shape: Shape, reference_module: Any, make_in
         out_tensors = [t for t in tree_leaves(outputs) if isinstance(t, torch.Tensor)]
         read = tensor_bytes_once(in_tensors)
         written = tensor_bytes_once(out_tensors, exclude=in_tensors)
-    return RooflineEntry(float(flops), float(read), float(written), execution_path(shape.dtype), source)
+    counted = RooflineEntry(float(flops), float(read), float(written), execution_path(shape.dtype), source)
+    published = problem.roofline_partial.get(shape.shape_id)
+    return complete_published(published, counted) if published else counted
+
+
+def complete_published(published: dict[str, Any], counted: RooflineEntry) -> RooflineEntry:
+    """A published entry with null or absent values, finished with our counts (the source names which)."""
+    flops = published.get("flops_by_path")
+    read, written = published.get("bytes_read"), published.get("bytes_written")
+    filled = [what for what, value in (("W", flops), ("Q_read", read), ("Q_write", written)) if value is None]
+    return RooflineEntry.from_paths(
+        flops if flops is not None else counted.work_by_path(),
+        read if read is not None else counted.bytes_read,
+        written if written is not None else counted.bytes_written,
+        counted.path, "atrex+counted " + ",".join(filled))
 
 
 def write_cache(problem: Problem) -> None:
-    """Write `problem.roofline` to the problem's roofline.json (native problems only)."""
+    """Keep counted rooflines: in a native problem's roofline.json; for a published (read-only) directory,
+    the entries counted here go to a per-user cache keyed by the problem's inputs hash."""
     if problem.source_format != "native":
+        _write_counted_cache(problem)
         return
     data = {
         "version": ROOFLINE_FILE_VERSION,
@@ -80,3 +97,18 @@ def write_cache(problem: Problem) -> None:
         "shapes": {sid: problem.roofline[sid].to_json() for sid in problem.shapes if sid in problem.roofline},
     }
     problem.roofline_path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _write_counted_cache(problem: Problem) -> None:
+    from aka_tui.bench.atrex import counted_cache_path
+
+    counted = {sid: e.to_json() for sid, e in problem.roofline.items() if e.source != "atrex"}
+    if not counted:
+        return
+    inputs_hash = roofline_inputs_hash(problem.directory)
+    path = counted_cache_path(problem.name, inputs_hash)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"version": ROOFLINE_FILE_VERSION, "inputs_hash": inputs_hash,
+                               "directory": str(problem.directory), "shapes": counted}, indent=1) + "\n")
+    tmp.replace(path)

@@ -19,11 +19,13 @@ def _devices(device: str) -> list[str]:
     return ["meta", "cuda" if torch.cuda.is_available() else "cpu"]
 
 
-def refresh(problem: Problem, device: str = "auto", tier: str | None = None) -> None:
-    """Recount every shape of `tier` and rewrite roofline.json."""
+def refresh(problem: Problem, device: str = "auto", tier: str | None = None, only_missing: bool = False) -> int:
+    """Recount the shapes of `tier` (only those without an entry when `only_missing`) and keep the counts
+    (roofline.json of a native problem, the per-user cache for a published one); returns how many."""
     ref_module = import_file(problem.reference_path, "ref")
     input_module = import_file(problem.input_path, "inp")
-    for shape in problem.shapes_for(tier):
+    todo = [s for s in problem.shapes_for(tier) if not (only_missing and s.shape_id in problem.roofline)]
+    for shape in todo:
         seed = derive_seed(problem.name, shape.shape_id, 0, "roofline")
         errors = []
         for dev in _devices(device):
@@ -38,7 +40,9 @@ def refresh(problem: Problem, device: str = "auto", tier: str | None = None) -> 
             break
         else:
             raise ProblemFormatError(f"{problem.name}: roofline of shape {shape.shape_id} failed: " + " | ".join(errors))
-    write_cache(problem)
+    if todo:
+        write_cache(problem)
+    return len(todo)
 
 
 def import_from_report(problems: dict[str, Problem], report: dict) -> dict[str, int]:

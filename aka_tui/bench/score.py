@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from aka_tui.bench.hardware import HardwareProfile
 from aka_tui.bench.problem import Problem, RooflineEntry
-from aka_tui.bench.results import CandidateResult, ShapeResult
+from aka_tui.bench.results import CandidateResult, ShapeResult, TimingStats
 from aka_tui.bench.roofline import bound
 
 
@@ -27,6 +27,9 @@ class ShapeScore:
     bottleneck: str | None
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
+    time_e2e_ms: float | None = None  # one call as a serving loop without CUDA graphs sees it (e2e_time_ms)
+    s_e2e: float = 0.0  # T_SOL / T_e2e for a passed real kernel, else 0
+    s_e2e_raw: float = 0.0  # T_SOL / T_e2e ignoring the fallback verdict
 
     @property
     def held_for_audit(self) -> bool:
@@ -50,6 +53,8 @@ class OpScore:
     fuzz_failures: list[str] = field(default_factory=list)
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
+    s_e2e_op: float = 0.0
+    s_e2e_raw_op: float = 0.0
 
     @property
     def audit_shapes(self) -> list[str]:
@@ -70,6 +75,21 @@ class AggregateScore:
     correct_and_real_rate: float
     fast_1_vs_eager: float | None
     fast_1_vs_compile: float | None
+    s_e2e_agg: float = 0.0  # like s_agg, on end-to-end per-call times
+    s_e2e_raw_agg: float = 0.0
+
+
+def e2e_time_ms(timing: TimingStats | None) -> float | None:
+    """Per-call time of back-to-back calls with no CUDA graph: max(host time to issue one call, device time).
+
+    On CUDA the host's enqueue cost per call comes from the host-bound pass (Python forward, launches, plus
+    the harness's flush and event records: a few µs too much) and the device time from the reported pass; a
+    loop issuing calls back to back runs at whichever is slower. On the CPU the wall time is both.
+    """
+    if timing is None:
+        return None
+    host = timing.host_enqueue_ms
+    return max(timing.median_ms, host) if host is not None else timing.median_ms
 
 
 def score_shape(result: ShapeResult, weight: float, profile: HardwareProfile, roofline: RooflineEntry | None,
@@ -92,11 +112,14 @@ def score_shape(result: ShapeResult, weight: float, profile: HardwareProfile, ro
             return None
         return baseline_ms / result.timing.median_ms
 
+    e2e_ms = e2e_time_ms(result.timing)
+    s_e2e_raw = t_sol * 1e3 / e2e_ms if (result.passed and t_sol is not None and e2e_ms) else 0.0
     return ShapeScore(result.shape_id, weight, result.passed, real,
                       None if t_sol is None else t_sol * 1e3, None if time_s is None else time_s * 1e3,
                       s, s_raw, s_launch, bottleneck,
                       speedup(result.eager_timing.median_ms if result.eager_timing else None),
-                      speedup(result.compile_timing.median_ms if result.compile_timing else None))
+                      speedup(result.compile_timing.median_ms if result.compile_timing else None),
+                      e2e_ms, s_e2e_raw if real else 0.0, s_e2e_raw)
 
 
 def _weighted_geomean(pairs: list[tuple[float, float | None]]) -> float | None:
@@ -120,9 +143,9 @@ def score_op(problem: Problem, result: CandidateResult, profile: HardwareProfile
     shapes = []
     fuzz_failures = [s.shape_id for s in result.shapes if s.fuzz and s.status not in ("passed", "skipped")]
     for shape_result in result.shapes:
-        if shape_result.fuzz or shape_result.shape_id not in problem.shapes:
+        shape = None if shape_result.fuzz else problem.shape_by_id(shape_result.shape_id)
+        if shape is None:
             continue
-        shape = problem.shapes[shape_result.shape_id]
         shapes.append(score_shape(shape_result, shape.weight, profile, problem.roofline.get(shape.shape_id),
                                   launch_floor_s))
     total_w = sum(s.weight for s in shapes) or 1.0
@@ -139,6 +162,7 @@ def score_op(problem: Problem, result: CandidateResult, profile: HardwareProfile
         mean("s_launch"), shapes, fuzz_failures,
         _weighted_geomean([(s.weight, s.speedup_vs_eager) for s in shapes]) if correct else None,
         _weighted_geomean([(s.weight, s.speedup_vs_compile) for s in shapes]) if correct else None,
+        mean("s_e2e"), mean("s_e2e_raw"),
     )
 
 
@@ -166,4 +190,5 @@ def aggregate(ops: list[OpScore]) -> AggregateScore:
         correct_rate=sum(o.correct for o in ops) / n if n else 0.0,
         correct_and_real_rate=sum(o.correct and o.real for o in ops) / n if n else 0.0,
         fast_1_vs_eager=fast_1("speedup_vs_eager"), fast_1_vs_compile=fast_1("speedup_vs_compile"),
+        s_e2e_agg=weighted("s_e2e_op"), s_e2e_raw_agg=weighted("s_e2e_raw_op"),
     )

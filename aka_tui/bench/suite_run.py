@@ -35,6 +35,7 @@ class BenchReport:
     executor: str = "local"
     slots: list[dict[str, Any]] = field(default_factory=list)
     mixed_hardware: list[str] = field(default_factory=list)  # profile names when GPUs of several models ran
+    weights: dict[str, Any] = field(default_factory=dict)  # suite_weights.weight_summary of the ops evaluated
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,6 +43,7 @@ class BenchReport:
             "device": self.device, "tier": self.tier, "hardware": self.hardware.to_json(),
             "created_unix": self.created_unix, "wall_s": self.wall_s, "load_errors": self.load_errors,
             "executor": self.executor, "slots": self.slots, "mixed_hardware": self.mixed_hardware,
+            "weights": self.weights,
             "aggregate": asdict(self.aggregate), "ops": [asdict(o) for o in self.ops],
             "results": [r.to_json() for r in self.results],
         }
@@ -163,10 +165,13 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
     names = sorted(set(used) | ({profile.name} if profile else set()))
     mixed = len(names) > 1
     label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
+    from aka_tui.bench.suite_weights import weight_summary
+
     return BenchReport(label, str(suite.directory), device, tier, headline(), results, scores, aggregate(scores),
                        round(time.time() - started, 1), {k: str(v) for k, v in suite.errors.items()},
                        executor=executor.name, slots=executor.describe(),
-                       mixed_hardware=names if mixed else [])
+                       mixed_hardware=names if mixed else [],
+                       weights=weight_summary(selected, suite.directory, tier))
 
 
 def rescore_report(data: dict[str, Any], suite: Suite, label_suffix: str = "rescored") -> BenchReport:
@@ -185,9 +190,13 @@ def rescore_report(data: dict[str, Any], suite: Suite, label_suffix: str = "resc
     kept = [r for r in results if r.problem in suite.problems]
     dropped = {r.problem: "not in the suite" for r in results if r.problem not in suite.problems}
     scores = [score_op(suite.problems[r.problem], r, profile, launch_floor_s(profile)) for r in kept]
+    from aka_tui.bench.suite_weights import weight_summary
+
     return BenchReport(f"{data.get('label', '?')} ({label_suffix})", str(suite.directory), str(data.get("device")),
                        str(data.get("tier")), profile, kept, scores, aggregate(scores), float(data.get("wall_s", 0)),
-                       dropped, executor=str(data.get("executor", "local")), slots=list(data.get("slots", [])))
+                       dropped, executor=str(data.get("executor", "local")), slots=list(data.get("slots", [])),
+                       weights=weight_summary([suite.problems[r.problem] for r in kept], suite.directory,
+                                              str(data.get("tier"))))
 
 
 def _unmeasured(result: CandidateResult) -> bool:
@@ -210,4 +219,8 @@ def merge_reports(reports: list[BenchReport]) -> BenchReport:
                 merged.results[i] = result
                 merged.ops[i] = score
     merged.aggregate = aggregate(merged.ops)
+    if merged.weights:
+        from aka_tui.bench.suite_weights import merged_weights
+
+        merged.weights = merged_weights([r.weights for r in reports], [o.problem for o in merged.ops])
     return merged

@@ -25,6 +25,8 @@ _DEFAULTS: dict[torch.dtype, Tolerance] = {
     torch.bfloat16: Tolerance(2e-2, 2e-2),
     torch.float8_e4m3fn: Tolerance(0.125, 0.125),
     torch.float8_e5m2: Tolerance(0.25, 0.25),
+    torch.float8_e4m3fnuz: Tolerance(0.125, 0.125),
+    torch.float8_e5m2fnuz: Tolerance(0.25, 0.25),
 }
 
 
@@ -34,9 +36,13 @@ def default_tolerance(dtype: torch.dtype) -> Tolerance:
 
 
 def flatten_outputs(value: Any) -> list[tuple[str, Any]]:
-    """A forward result as named leaves: tensor -> [('out', t)], tuple -> out[0].., dict -> out[key]."""
+    """A forward result as named leaves: tensor -> [('out', t)], tuple -> out[0].., dict -> out[key].
+
+    Dict leaves come in key order, so a candidate's dict is matched to the reference's by key, whatever
+    order it was built in.
+    """
     if isinstance(value, dict):
-        return [(f"out[{k!r}]", v) for k, v in value.items()]
+        return [(f"out[{k!r}]", value[k]) for k in sorted(value, key=str)]
     if isinstance(value, (tuple, list)):
         return [(f"out[{i}]", v) for i, v in enumerate(value)]
     return [("out", value)]

@@ -1,0 +1,199 @@
+"""The benchmark paper's table from stored `aka bench` reports: per operator pass rates, S, speed-ups and
+the production kernels' S from the data, then the aggregates; Markdown plus an SVG picture.
+
+Each report is one *subject* (a candidate set, or the eager / torch.compile baseline). Speed-ups over eager
+and torch.compile come from the subject's own side-by-side timings when it has them (`--compare-eager`,
+`--compare-compile`), else from a baseline report given alongside (same shapes, matched by id).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aka_tui.errors import EvaluationError
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One operator of one subject."""
+
+    op: str
+    weight: float  # normalised over the ops of the report
+    shapes: int
+    naive_rate: float | None  # None: the report holds no naive verdicts
+    hardened_rate: float
+    real_rate: float
+    s_op: float
+    s_raw_op: float
+    s_e2e_raw_op: float
+    vs_eager: float | None
+    vs_compile: float | None
+    production_s: float | None
+    production_device: str
+    correct: bool
+    real: bool
+
+
+@dataclass
+class Subject:
+    """One report as a column of the paper: its rows and aggregates."""
+
+    label: str
+    role: str  # "eager" | "compile" | "candidates"
+    device: str
+    hardware: dict[str, Any]
+    wall_s: float
+    rows: list[OpRow] = field(default_factory=list)
+    aggregate: dict[str, Any] = field(default_factory=dict)
+    points: list[tuple[float, float, str]] = field(default_factory=list)  # (FLOP/B, FLOP/s, title)
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """A bench report's JSON, or one clear error line."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EvaluationError(f"cannot read report {path}: {exc}") from None
+    if not isinstance(data, dict) or not {"results", "ops", "aggregate"} <= set(data):
+        raise EvaluationError(f"{path} is not an `aka bench` report (needs results, ops and aggregate)")
+    return data
+
+
+def role_of(label: str) -> str:
+    if label.startswith("baseline:eager"):
+        return "eager"
+    if label.startswith("baseline:compile"):
+        return "compile"
+    return "candidates"
+
+
+def _median_times(report: dict[str, Any], key: str = "timing") -> dict[tuple[str, str], float]:
+    times: dict[tuple[str, str], float] = {}
+    for result in report["results"]:
+        for shape in result["shapes"]:
+            timing = shape.get(key)
+            if shape.get("status") == "passed" and timing and not shape.get("fuzz"):
+                times[(result["problem"], shape["shape_id"])] = float(timing["median_ms"])
+    return times
+
+
+def _geomean_ratio(base: dict[tuple[str, str], float], mine: dict[tuple[str, str], float], op: str,
+                   weights: dict[str, float]) -> float | None:
+    pairs = [(weights.get(sid, 1.0), base[(o, sid)] / t) for (o, sid), t in mine.items()
+             if o == op and (o, sid) in base and t > 0]
+    total = sum(w for w, _ in pairs)
+    if not pairs or total <= 0:
+        return None
+    return math.exp(sum(w * math.log(r) for w, r in pairs) / total)
+
+
+def _production_s(problem: Any) -> tuple[float | None, str]:
+    """Mean over shapes of the data's own SOL time / the production kernel's time, on the device most shapes
+    publish both for (the data's figures, not ours)."""
+    if problem is None or not getattr(problem, "production", None):
+        return None, ""
+    devices = Counter(t.device for timings in problem.production.values() for t in timings)
+    for device, _ in devices.most_common():
+        ratios = [problem.published_sol_ms[sid][device] / (t.time_us / 1e3)
+                  for sid, timings in problem.production.items() for t in timings
+                  if t.device == device and device in problem.published_sol_ms.get(sid, {})]
+        if ratios:
+            frameworks = sorted({t.framework for ts in problem.production.values() for t in ts if t.device == device})
+            return sum(ratios) / len(ratios), f"{device} ({', '.join(f for f in frameworks if f)})"
+    return None, ""
+
+
+def _rows(report: dict[str, Any], problems: dict[str, Any], eager: dict[str, Any] | None,
+          compile_: dict[str, Any] | None) -> list[OpRow]:
+    ops = {o["problem"]: o for o in report["ops"]}
+    total_w = sum(o["weight"] for o in ops.values())
+    mine = _median_times(report)
+    own_eager, own_compile = _median_times(report, "eager_timing"), _median_times(report, "compile_timing")
+    eager_t = _median_times(eager) if eager else {}
+    compile_t = _median_times(compile_) if compile_ else {}
+    rows = []
+    for result in report["results"]:
+        name = result["problem"]
+        op = ops.get(name)
+        if op is None:
+            continue
+        shapes = [s for s in result["shapes"] if not s.get("fuzz")]
+        n = max(len(shapes), 1)
+        naive = [s["naive_passed"] for s in shapes if s.get("naive_passed") is not None]
+        passed = [s for s in shapes if s.get("status") == "passed"]
+        real = [s for s in passed if (s.get("audit") or {}).get("real")]
+        weights = {s["shape_id"]: s["weight"] for s in op.get("shapes", [])}
+
+        def speedup(own: dict[tuple[str, str], float], other: dict[tuple[str, str], float], stored: Any) -> float | None:
+            if stored is not None:
+                return float(stored)
+            base = own if any(k[0] == name for k in own) else other
+            return _geomean_ratio(base, mine, name, weights) if op["correct"] else None
+
+        production, device = _production_s(problems.get(name))
+        rows.append(OpRow(
+            name, op["weight"] / total_w if total_w > 0 else 1.0 / len(ops), len(shapes),
+            sum(naive) / len(naive) if naive else None, len(passed) / n, len(real) / n,
+            float(op["s_op"]), float(op["s_raw_op"]), float(op.get("s_e2e_raw_op", 0.0)),
+            None if role_of(report["label"]) == "eager" else speedup(own_eager, eager_t, op.get("speedup_vs_eager")),
+            None if role_of(report["label"]) == "compile" else speedup(own_compile, compile_t,
+                                                                       op.get("speedup_vs_compile")),
+            production, device, bool(op["correct"]), bool(op["real"])))
+    return rows
+
+
+def _aggregate(report: dict[str, Any], rows: list[OpRow]) -> dict[str, Any]:
+    agg = dict(report["aggregate"])
+    n = len(rows) or 1
+
+    def fast_1(attr: str, strict: bool) -> float | None:
+        if all(getattr(r, attr) is None for r in rows):
+            return None
+        return sum(1 for r in rows if r.correct and (r.real or not strict) and (getattr(r, attr) or 0) > 1.0) / n
+
+    naive_rows = [r for r in rows if r.naive_rate is not None]
+    agg.update({
+        "fast_1_vs_eager": fast_1("vs_eager", True), "fast_1_vs_compile": fast_1("vs_compile", True),
+        "fast_1_vs_eager_ignoring_fallback": fast_1("vs_eager", False),
+        "fast_1_vs_compile_ignoring_fallback": fast_1("vs_compile", False),
+        "naive_op_rate": sum(r.naive_rate == 1.0 for r in naive_rows) / len(naive_rows) if naive_rows else None,
+        "hardened_op_rate": sum(r.correct for r in rows) / n,
+        "real_op_rate": sum(r.correct and r.real for r in rows) / n,
+        "hardened_shape_rate": sum(r.hardened_rate * r.shapes for r in rows) / max(sum(r.shapes for r in rows), 1),
+        "real_shape_rate": sum(r.real_rate * r.shapes for r in rows) / max(sum(r.shapes for r in rows), 1),
+    })
+    return agg
+
+
+def _points(report: dict[str, Any], label: str) -> list[tuple[float, float, str]]:
+    points = []
+    for result in report["results"]:
+        for shape in result["shapes"]:
+            roof, timing = shape.get("roofline") or {}, shape.get("timing")
+            flops, traffic = float(roof.get("flops") or 0), float(roof.get("bytes_read", 0)) + float(roof.get("bytes_written", 0))
+            if shape.get("status") != "passed" or not timing or flops <= 0 or traffic <= 0 or shape.get("fuzz"):
+                continue
+            seconds = float(timing["median_ms"]) / 1e3
+            points.append((flops / traffic, flops / seconds, f"{label} {result['problem']}:{shape['shape_id']} "
+                                                              f"{timing['median_ms']:.4g} ms"))
+    return points
+
+
+def build_subjects(reports: list[dict[str, Any]], problems: dict[str, Any]) -> list[Subject]:
+    """One subject per report; baselines among them serve the others' speed-up columns."""
+    eager = next((r for r in reports if role_of(r["label"]) == "eager"), None)
+    compile_ = next((r for r in reports if role_of(r["label"]) == "compile"), None)
+    subjects = []
+    for report in reports:
+        rows = _rows(report, problems, eager, compile_)
+        subject = Subject(report["label"], role_of(report["label"]), str(report.get("device")),
+                          report.get("hardware") or {}, float(report.get("wall_s", 0.0)), rows)
+        subject.aggregate = _aggregate(report, rows)
+        subject.points = _points(report, report["label"])
+        subjects.append(subject)
+    return subjects
