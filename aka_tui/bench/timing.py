@@ -20,6 +20,8 @@ import torch
 
 from aka_tui.bench.results import TimingStats
 
+SLOW_CALL_MS = 20.0  # a call at least this long is timed with SLOW_CALL_REPS repetitions at minimum
+SLOW_CALL_REPS = 3
 SATURATED_MAX_REPS = 60  # × (flush + 2 events + the call's launches): well inside the ~1000-entry launch queue
 SATURATED_MIN_REPS = 5
 SATURATED_MAX_SLEEP_MS = 100.0
@@ -182,19 +184,26 @@ def time_cuda(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers,
     flush_bytes = max(2 * l2_bytes, 64 << 20)
     flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
     sync = timers.synchronize
-    fn(input_sets[0])
-    sync()
-    # Estimate the per-call time to size warm-up and repetitions.
     start, end = timers.event_cls(enable_timing=True), timers.event_cls(enable_timing=True)
     timers.record(start)
-    for i in range(3):
+    fn(input_sets[0])
+    timers.record(end)
+    sync()
+    first_ms = timers.elapsed_time(start, end)
+    # Estimate the per-call time to size warm-up and repetitions (one call when a call is slow anyway).
+    probes = 1 if first_ms > SLOW_CALL_MS else 3
+    timers.record(start)
+    for i in range(probes):
         fn(input_sets[i % len(input_sets)])
     timers.record(end)
     sync()
-    estimate_ms = max(timers.elapsed_time(start, end) / 3, 1e-3)
+    estimate_ms = max(timers.elapsed_time(start, end) / probes, 1e-3)
     for i in range(min(50, max(1, int(25.0 / estimate_ms)))):
         fn(input_sets[i % len(input_sets)])
-    reps = min(max_reps, max(min_reps, int(target_ms / estimate_ms)))
+    # A call of tens of ms varies by well under 1 % between calls: a few repetitions measure it, and the
+    # ~10 a fast kernel needs would cost seconds per shape (slow eager references).
+    floor = min_reps if estimate_ms <= SLOW_CALL_MS else min(min_reps, SLOW_CALL_REPS)
+    reps = min(max_reps, max(floor, int(target_ms / estimate_ms)))
     starts = [timers.event_cls(enable_timing=True) for _ in range(reps)]
     ends = [timers.event_cls(enable_timing=True) for _ in range(reps)]
     sync()

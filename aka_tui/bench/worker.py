@@ -87,6 +87,20 @@ class _Float64Unavailable(Exception):
     """The reference does not run on float64 inputs: the native reference is the yardstick instead."""
 
 
+FLOAT64_MEMORY_SHARE = 0.25  # of the device's free memory the float64 copies of the inputs may take
+FLOAT64_CPU_LIMIT_BYTES = 4 << 30
+
+
+def _check_float64_room(inputs: dict[str, Any], device: str) -> None:
+    """The float64 reference would not fit beside everything else: the native run is the yardstick."""
+    needed = sum(t.numel() * 8 for t in inputs.values() if isinstance(t, torch.Tensor) and t.is_floating_point())
+    limit = (torch.cuda.mem_get_info()[0] * FLOAT64_MEMORY_SHARE if device.startswith("cuda")
+             else FLOAT64_CPU_LIMIT_BYTES)
+    if needed > limit:
+        raise _Float64Unavailable(f"its float64 inputs would take {needed / 2**30:.1f} GiB, "
+                                  f"over {limit / 2**30:.1f} GiB")
+
+
 class _Failure(Exception):
     def __init__(self, status: str, stage: str, message: str, trace: str = "") -> None:
         super().__init__(message)
@@ -179,6 +193,7 @@ def _compare_case(ctx: WorkerContext, shape: Shape, ref_model: torch.nn.Module, 
         ref_native = _problem_call(lambda: ref_model(**ref_inputs), "reference")
         ref_exact = ref_native
         if ref_exact_model is not None:
+            _check_float64_room(inputs, device)
             exact_inputs = upcast_inputs(clone_inputs(inputs))
             try:
                 ref_exact = ref_exact_model(**exact_inputs)
@@ -191,8 +206,11 @@ def _compare_case(ctx: WorkerContext, shape: Shape, ref_model: torch.nn.Module, 
         if not naive.ok:
             raise _Failure("wrong_output", stage, f"seed {seed} (naive allclose): {naive.reason}")
         return naive.max_abs_error or 0.0, 0.0
-    with poison.poisoned_allocations(device):
-        out = _candidate_call(ctx, cand, cand_inputs, stage)
+    if ctx.kind == "eager":  # the baseline is the reference itself: its native run is the output checked
+        out, cand_inputs = ref_native, ref_inputs
+    else:
+        with poison.poisoned_allocations(device):
+            out = _candidate_call(ctx, cand, cand_inputs, stage)
     comparison = compare_outputs(out, ref_native, ref_exact, problem.tolerance_for, problem.max_mismatch_fraction)
     where = f"seed {seed}"
     if not comparison.ok:
