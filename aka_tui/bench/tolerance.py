@@ -108,38 +108,81 @@ def compare_outputs(candidate: Any, reference_native: Any, reference_exact: Any,
                 wrong = (cand != ref_x.to(cand.dtype)).sum().item()
                 return Comparison(False, f"{name}: {wrong} of {cand.numel()} integer elements differ (exact match required)")
             continue
-        c = cand.detach().to(torch.float64)
-        r = ref_x.detach().to(device=c.device, dtype=torch.float64)
-        ref_finite = torch.isfinite(r)
-        cand_bad = ~torch.isfinite(c) & ref_finite
-        if bool(cand_bad.any()):
-            count = int(cand_bad.sum().item())
-            return Comparison(False, f"{name}: {count} NaN/Inf elements where the reference is finite")
-        if bool((c == 0).all()) and not bool((r == 0).all()):
-            return Comparison(False, f"{name}: all-zero output where the reference is not")
         tol = tolerance_for(cand.dtype)
-        both_nonfinite_equal = ~ref_finite & ((c == r) | (torch.isnan(c) & torch.isnan(r)))
-        if bool((~ref_finite & ~both_nonfinite_equal).any()):
-            return Comparison(False, f"{name}: non-finite reference values (inf/nan) not reproduced")
-        diff = torch.where(ref_finite, (c - r).abs(), torch.zeros_like(c))
-        bound = tol.atol + tol.rtol * torch.where(ref_finite, r.abs(), torch.zeros_like(r))
-        bad = diff > bound
-        mismatch = float(bad.sum().item()) / cand.numel()
-        finite_diff = diff[ref_finite]
-        max_abs = float(finite_diff.max().item()) if finite_diff.numel() else 0.0
-        rel = (diff / r.abs().clamp_min(tol.atol if tol.atol > 0 else 1e-12))[ref_finite]
-        max_rel = float(rel.max().item()) if rel.numel() else 0.0
-        worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
-        worst_mismatch = max(worst_mismatch, mismatch)
-        if mismatch > max_mismatch_fraction:
-            idx = int(torch.nonzero(bad.flatten())[0].item())
-            return Comparison(
-                False,
-                f"{name}: {mismatch:.2%} of elements outside atol={tol.atol:g} rtol={tol.rtol:g} "
-                f"(max abs err {max_abs:.3g}; first at flat index {idx}: got {c.flatten()[idx].item():.6g}, "
-                f"expected {r.flatten()[idx].item():.6g})",
-                max_abs, max_rel, mismatch)
+        leaf = _compare_floating(name, cand, ref_x, tol, max_mismatch_fraction)
+        if leaf.max_abs_error is not None:
+            worst_abs = max(worst_abs, leaf.max_abs_error)
+            worst_rel = max(worst_rel, leaf.max_rel_error or 0.0)
+            worst_mismatch = max(worst_mismatch, leaf.mismatch_fraction or 0.0)
+        if not leaf.ok:
+            return leaf
     return Comparison(True, "", worst_abs, worst_rel, worst_mismatch)
+
+
+COMPARE_CHUNK_ELEMENTS = 1 << 24  # float64 temporaries per chunk stay near 128 MiB each, whatever the output size
+
+
+@dataclass
+class _LeafTally:
+    """Running counts of one output compared chunk by chunk."""
+
+    cand_nonfinite: int = 0
+    cand_nonzero: bool = False
+    ref_nonzero: bool = False
+    nonfinite_unreproduced: bool = False
+    bad: int = 0
+    first_bad: tuple[int, float, float] | None = None  # (flat index, got, expected)
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+
+
+def _tally_chunk(tally: _LeafTally, c: torch.Tensor, r: torch.Tensor, tol: Tolerance, offset: int) -> None:
+    ref_finite = torch.isfinite(r)
+    tally.cand_nonfinite += int((~torch.isfinite(c) & ref_finite).sum().item())
+    tally.cand_nonzero = tally.cand_nonzero or bool((c != 0).any())
+    tally.ref_nonzero = tally.ref_nonzero or bool((r != 0).any())
+    reproduced = (c == r) | (torch.isnan(c) & torch.isnan(r))
+    tally.nonfinite_unreproduced = tally.nonfinite_unreproduced or bool((~ref_finite & ~reproduced).any())
+    diff = torch.where(ref_finite, (c - r).abs(), torch.zeros_like(c))
+    bound = tol.atol + tol.rtol * torch.where(ref_finite, r.abs(), torch.zeros_like(r))
+    bad = diff > bound
+    count = int(bad.sum().item())
+    if count and tally.first_bad is None:
+        idx = int(torch.nonzero(bad)[0].item())
+        tally.first_bad = (offset + idx, float(c[idx].item()), float(r[idx].item()))
+    tally.bad += count
+    finite_diff = diff[ref_finite]
+    if finite_diff.numel():
+        tally.max_abs = max(tally.max_abs, float(finite_diff.max().item()))
+        rel = (diff / r.abs().clamp_min(tol.atol if tol.atol > 0 else 1e-12))[ref_finite]
+        tally.max_rel = max(tally.max_rel, float(rel.max().item()))
+
+
+def _compare_floating(name: str, cand: torch.Tensor, ref: torch.Tensor, tol: Tolerance,
+                      max_mismatch_fraction: float) -> Comparison:
+    """One floating output against the reference values, in float64, chunk by chunk (bounded memory)."""
+    flat_c, flat_r = cand.detach().reshape(-1), ref.detach().reshape(-1)
+    tally = _LeafTally()
+    for start in range(0, flat_c.numel(), COMPARE_CHUNK_ELEMENTS):
+        stop = start + COMPARE_CHUNK_ELEMENTS
+        c = flat_c[start:stop].to(torch.float64)
+        r = flat_r[start:stop].to(device=c.device, dtype=torch.float64)
+        _tally_chunk(tally, c, r, tol, start)
+    if tally.cand_nonfinite:
+        return Comparison(False, f"{name}: {tally.cand_nonfinite} NaN/Inf elements where the reference is finite")
+    if not tally.cand_nonzero and tally.ref_nonzero:
+        return Comparison(False, f"{name}: all-zero output where the reference is not")
+    if tally.nonfinite_unreproduced:
+        return Comparison(False, f"{name}: non-finite reference values (inf/nan) not reproduced")
+    mismatch = tally.bad / flat_c.numel()
+    if mismatch > max_mismatch_fraction and tally.first_bad is not None:
+        idx, got, expected = tally.first_bad
+        return Comparison(
+            False,
+            f"{name}: {mismatch:.2%} of elements outside atol={tol.atol:g} rtol={tol.rtol:g} "
+            f"(max abs err {tally.max_abs:.3g}; first at flat index {idx}: got {got:.6g}, expected {expected:.6g})",
+            tally.max_abs, tally.max_rel, mismatch)
+    return Comparison(True, "", tally.max_abs, tally.max_rel, mismatch)
 
 
 NAIVE_TOLERANCE = Tolerance(1e-2, 1e-2)

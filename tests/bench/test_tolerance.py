@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from aka_tui.bench.tolerance import Tolerance, compare_outputs, default_tolerance
@@ -84,3 +85,18 @@ def test_tuple_outputs_checked_leaf_by_leaf() -> None:
     a, b = torch.ones(3), torch.zeros(2, dtype=torch.int64)
     assert _cmp((a.clone(), b.clone()), (a, b)).ok
     assert "out[1]" in _cmp((a.clone(), b + 1), (a, b)).reason
+
+
+def test_chunked_comparison_counts_and_locates_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large outputs are compared chunk by chunk; the verdict and the first wrong index do not change."""
+    import aka_tui.bench.tolerance as tolerance
+
+    ref = torch.linspace(1, 2, 1000, dtype=torch.float32).reshape(10, 100)
+    cand = ref.clone()
+    cand[7, 3] += 1.0
+    whole = compare_outputs(cand, ref, ref, lambda _: Tolerance(1e-4, 1e-4), 0.0)
+    monkeypatch.setattr(tolerance, "COMPARE_CHUNK_ELEMENTS", 64)
+    chunked = compare_outputs(cand, ref, ref, lambda _: Tolerance(1e-4, 1e-4), 0.0)
+    assert not whole.ok and chunked.reason == whole.reason and "flat index 703" in chunked.reason
+    zeros = compare_outputs(torch.zeros_like(ref), ref, ref, lambda _: Tolerance(1e-4, 1e-4), 1.0)
+    assert "all-zero" in zeros.reason
