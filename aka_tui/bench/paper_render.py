@@ -73,8 +73,9 @@ def render_markdown(subjects: list[Subject], picture: str | None) -> str:
 
 def render_svg(subjects: list[Subject]) -> str:
     width = 900
-    ops = sorted({r.op for s in subjects for r in s.rows},
-                 key=lambda op: -max((r.weight for s in subjects for r in s.rows if r.op == op), default=0))
+    ops: list[str] = []  # the first report's order of weight, then ops only later reports have
+    for s in subjects:
+        ops += [r.op for r in sorted(s.rows, key=lambda r: -r.weight) if r.op not in ops]
     series, columns = [], []
     for s in subjects:
         strict = s.role == "candidates"

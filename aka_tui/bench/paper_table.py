@@ -64,12 +64,14 @@ def read_report(path: Path) -> dict[str, Any]:
     return data
 
 
-def role_of(label: str) -> str:
+def role_of(label: str, results: list[dict[str, Any]] | None = None) -> str:
+    """eager / compile for a baseline report (by its label, else by what every result evaluated)."""
     if label.startswith("baseline:eager"):
         return "eager"
     if label.startswith("baseline:compile"):
         return "compile"
-    return "candidates"
+    evaluated = {r.get("candidate") for r in results or [] if r.get("candidate") != "none"}
+    return evaluated.pop() if evaluated in ({"eager"}, {"compile"}) else "candidates"
 
 
 def _median_times(report: dict[str, Any], key: str = "timing") -> dict[tuple[str, str], float]:
@@ -111,6 +113,7 @@ def _production_s(problem: Any) -> tuple[float | None, str]:
 def _rows(report: dict[str, Any], problems: dict[str, Any], eager: dict[str, Any] | None,
           compile_: dict[str, Any] | None) -> list[OpRow]:
     ops = {o["problem"]: o for o in report["ops"]}
+    role = role_of(report["label"], report["results"])
     total_w = sum(o["weight"] for o in ops.values())
     mine = _median_times(report)
     own_eager, own_compile = _median_times(report, "eager_timing"), _median_times(report, "compile_timing")
@@ -140,9 +143,8 @@ def _rows(report: dict[str, Any], problems: dict[str, Any], eager: dict[str, Any
             name, op["weight"] / total_w if total_w > 0 else 1.0 / len(ops), len(shapes),
             sum(naive) / len(naive) if naive else None, len(passed) / n, len(real) / n,
             float(op["s_op"]), float(op["s_raw_op"]), float(op.get("s_e2e_raw_op", 0.0)),
-            None if role_of(report["label"]) == "eager" else speedup(own_eager, eager_t, op.get("speedup_vs_eager")),
-            None if role_of(report["label"]) == "compile" else speedup(own_compile, compile_t,
-                                                                       op.get("speedup_vs_compile")),
+            None if role == "eager" else speedup(own_eager, eager_t, op.get("speedup_vs_eager")),
+            None if role == "compile" else speedup(own_compile, compile_t, op.get("speedup_vs_compile")),
             production, device, bool(op["correct"]), bool(op["real"])))
     return rows
 
@@ -186,12 +188,12 @@ def _points(report: dict[str, Any], label: str) -> list[tuple[float, float, str]
 
 def build_subjects(reports: list[dict[str, Any]], problems: dict[str, Any]) -> list[Subject]:
     """One subject per report; baselines among them serve the others' speed-up columns."""
-    eager = next((r for r in reports if role_of(r["label"]) == "eager"), None)
-    compile_ = next((r for r in reports if role_of(r["label"]) == "compile"), None)
+    eager = next((r for r in reports if role_of(r["label"], r["results"]) == "eager"), None)
+    compile_ = next((r for r in reports if role_of(r["label"], r["results"]) == "compile"), None)
     subjects = []
     for report in reports:
         rows = _rows(report, problems, eager, compile_)
-        subject = Subject(report["label"], role_of(report["label"]), str(report.get("device")),
+        subject = Subject(report["label"], role_of(report["label"], report["results"]), str(report.get("device")),
                           report.get("hardware") or {}, float(report.get("wall_s", 0.0)), rows)
         subject.aggregate = _aggregate(report, rows)
         subject.points = _points(report, report["label"])

@@ -115,6 +115,7 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
         else:
             jobs.append(EvalJob(problem.name, problem, spec, options))
     lock = threading.Lock()
+    label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
 
     def on_shape(job: EvalJob, result: ShapeResult) -> None:
         if progress:
@@ -159,7 +160,7 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
                 progress(outcome.job.key, "op_done", None)
         if checkpoint:
             done, partial_scores = scored()
-            checkpoint(BenchReport("partial", str(suite.directory), device, tier, headline(), done, partial_scores,
+            checkpoint(BenchReport(f"{label} (partial)", str(suite.directory), device, tier, headline(), done, partial_scores,
                                    aggregate(partial_scores), round(time.time() - started, 1)))
     results, scores = scored()
     names = sorted(set(used) | ({profile.name} if profile else set()))
