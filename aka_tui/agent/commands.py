@@ -31,8 +31,11 @@ def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable
 
 
 def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str | None,
-                   replay_from: str | None, done: int = 0) -> Any:
-    """The proposer of a session; `done` recorded iterations are skipped by a replay proposer (resume)."""
+                   replay_from: str | None, done: int = 0, device: str = "cpu", tier: str | None = None,
+                   start: str | None = None) -> Any:
+    """The proposer of a session; `done` recorded iterations are skipped by a replay proposer (resume). The
+    offline proposer starts from a person's kernel (`start`), the knowledge base's kernel for the operator, a
+    transferred one or a compiler seed, whichever applies first (aka_tui/agent/starting_point.py)."""
     if kind == "replay":
         from aka_tui.agent.replay import ReplayProposer
 
@@ -43,14 +46,25 @@ def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str 
         return proposer
     if kind == "anthropic":
         from aka_tui.agent.anthropic_proposer import AnthropicProposer, DEFAULT_MODEL
-        from aka_tui.agent.brief import problem_brief
+        from aka_tui.agent.brief import closest_kernel, example_section, problem_brief
+        from aka_tui.knowledge.reference_kernels import reference_kernels
+        from aka_tui.knowledge.store import default_kb_dir, load_kb
 
-        return AnthropicProposer(problem_brief(problem, profile), model=model or DEFAULT_MODEL)
+        example = example_section(problem, closest_kernel(problem, reference_kernels(load_kb(default_kb_dir()))))
+        return AnthropicProposer(problem_brief(problem, profile) + example, model=model or DEFAULT_MODEL)
     from aka_tui.agent.offline import OfflineProposer
-    from aka_tui.knowledge.reference_kernels import kernels_for_op
-    from aka_tui.knowledge.store import default_kb_dir, load_kb
+    from aka_tui.agent.starting_point import find_starting_point
 
-    return OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), problem.name), seed=seed)
+    point = find_starting_point(problem, device, tier, start_file=Path(start) if start else None,
+                               log=lambda m: print(m, file=sys.stderr))
+    print(f"starting point: {point.detail}", file=sys.stderr)
+    return OfflineProposer([point.kernel], seed=seed, path=_path_label(point))
+
+
+def _path_label(point: Any) -> str:
+    """What the session records as the path of each offline iteration."""
+    return {"kb": f"kb {point.kernel.entry_id}", "transfer": point.detail,
+            "compiler-seed": "compiler seed (inductor)", "person": point.detail}.get(point.path, point.detail)
 
 
 def _tag_best(session: Any, problem_name: str, best: Any) -> None:
@@ -78,7 +92,7 @@ def _progress_printer() -> Callable[[Any], None]:
         elif event.kind == "knowledge_retrieved":
             print(f"{elapsed}  iter {d['iteration']}: knowledge: {', '.join(d['ids'][:6])}")
         elif event.kind == "candidate_proposed":
-            print(f"{elapsed}  iter {d['iteration']}: {d['rationale']}")
+            print(f"{elapsed}  iter {d['iteration']}: [{d.get('path') or '-'}] {d['rationale']}")
         elif event.kind == "candidates_screened_in_parallel":
             print(f"{elapsed}  iter {d['iteration']}: best-of-{d['k']} screened in parallel: S_op "
                   + ", ".join(f"{s:.4f}" for s in d["s_ops"]) + f"; keeping #{d['best_rank'] + 1}")
@@ -122,7 +136,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases)
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
-    proposer = _make_proposer(args.proposer, problem, profile, args.seed, args.model, args.replay_from)
+    proposer = _make_proposer(args.proposer, problem, profile, args.seed, args.model, args.replay_from,
+                              device=device, tier=resolve_tier(options, device), start=args.start)
     if args.proposer == "replay":
         args.iterations = min(args.iterations, proposer.remaining)
     name = f"{problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -132,7 +147,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         "device": device, "hardware_profile": profile.name, "iterations": args.iterations, "dropout_p": args.dropout,
         "problem_dir": str(directory.resolve()), "tier": resolve_tier(options, device), "cases": args.cases,
         "screen": not args.no_screen, "kb": not args.no_kb, "model": args.model, "remeasure_rounds": rounds,
-        "replay_from": str(Path(args.replay_from).resolve()) if args.replay_from else None})
+        "replay_from": str(Path(args.replay_from).resolve()) if args.replay_from else None,
+        "start": str(Path(args.start).resolve()) if args.start else None,
+        "start_path": getattr(proposer, "path", args.proposer)})
     claim(session)
     show = _progress_printer()
     config = LoopConfig(iterations=args.iterations, wall_time_s=args.wall_time, target_s=args.target,
@@ -201,7 +218,8 @@ def _resume(args: argparse.Namespace) -> int:
     iterations = args.iterations if args.iterations is not None else max(budget - (first - 1), 0)
     proposer = _make_proposer(str(meta.get("proposer", "offline")), problem, profile, int(meta.get("seed", 0)),
                               meta.get("model") or args.model, meta.get("replay_from") or args.replay_from,
-                              done=first - 1)
+                              done=first - 1, device=device, tier=options.tier or resolve_tier(options, device),
+                              start=meta.get("start"))
     if meta.get("proposer") == "replay":
         iterations = min(iterations, proposer.remaining)
     print(f"resuming {path.name} at iteration {first}: {len(attempts)} committed candidate(s) kept; incumbent "
@@ -290,6 +308,9 @@ def register(sub: Any) -> None:
                         "accept on the full evaluation's S_op alone; with --resume: the recorded value)")
     p.add_argument("--model", help="model id for --proposer anthropic (default: $AKA_MODEL or claude-sonnet-5-5)")
     p.add_argument("--from", dest="replay_from", help="with --proposer replay: the recorded session to re-issue")
+    p.add_argument("--start", metavar="FILE",
+                   help="with the offline proposer: start from this kernel (a candidate file that declares TUNABLES "
+                        "and SEARCH_SPACE dict literals) and tune it")
     p.add_argument("--resume", metavar="ID",
                    help="continue a recorded session (a name under --sessions, or a directory) with its recorded "
                         "proposer, seed, dropout, device and tier; uncommitted work of a killed iteration is redone")

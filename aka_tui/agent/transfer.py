@@ -51,6 +51,7 @@ class TransferMatch:
     out_map: list[list[Any]]  # per problem output: [kb output index] or [index, "view_as", input name]
     structure: tuple
     rationale: str = ""
+    kb_structure: tuple = ()
     notes: list[str] = field(default_factory=list)
 
 
@@ -210,8 +211,9 @@ def _arg_maps(semantics: KbSemantics, inputs: dict[str, Any]) -> Iterator[dict[s
 
 
 def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dict[str, list[Any]],
-            probe: Probe) -> list[torch.Tensor] | None:
-    """The kernel's semantics on one probe under a mapping; None when it does not run."""
+            probe: Probe) -> tuple[list[torch.Tensor], tuple] | None:
+    """The kernel's semantics on one probe under a mapping (flat outputs and their structure); None when it
+    does not run."""
     init = dict(probe.shape.init_kwargs or {})
     try:
         kwargs = {k: resolve(v, init, probe.inputs) for k, v in init_map.items() if v[0] != "default"}
@@ -223,8 +225,8 @@ def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dic
                 for k, spec in arg_map.items() if spec[0] != "default"
                 for v in [resolve(spec, init, probe.inputs)]}
         with torch.no_grad():
-            flat, _ = flatten_outputs(model(**args))
-        return [t for t in flat if isinstance(t, torch.Tensor)]
+            flat, structure = flatten_outputs(model(**args))
+        return [t for t in flat if isinstance(t, torch.Tensor)], structure
     except Exception:
         return None
 
@@ -286,23 +288,25 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
             if tried > MAX_MAPPINGS_PER_KERNEL or time.monotonic() > deadline:
                 return None
             init_map = {p.name: spec for p, spec in zip(semantics.init_params, init_combo)}
-            produced = _run_kb(semantics, init_map, arg_map, first)
-            if produced is None:
+            ran = _run_kb(semantics, init_map, arg_map, first)
+            if ran is None:
                 failures += 1
                 if failures >= 6:  # this forward mapping does not run: other init values rarely help
                     break
                 continue
+            produced, kb_structure = ran
             out_map = _match_outputs(first, produced, tolerance)
             if out_map is None:
                 continue
-            if all(_out_map_holds(p, _run_kb(semantics, init_map, arg_map, p) or [], out_map, tolerance)
-                   for p in probes[1:]):
+            others = [(_run_kb(semantics, init_map, arg_map, p) or ([], ()))[0] for p in probes[1:]]
+            if all(_out_map_holds(p, flat, out_map, tolerance) for p, flat in zip(probes[1:], others)):
                 renamed = {k: v[1] for k, v in arg_map.items() if v[0] == "input" and v[1] != k}
                 why = (f"transfer from the knowledge base's {semantics.kernel.entry_id}: reproduces every output "
                        f"on {len(probes)} probe shape(s)"
                        + (f"; arguments mapped {', '.join(f'{k}←{v}' for k, v in renamed.items())}"
                           if renamed else ""))
-                return TransferMatch(semantics.kernel, init_map, arg_map, out_map, first.structure, why)
+                return TransferMatch(semantics.kernel, init_map, arg_map, out_map, first.structure, why,
+                                     kb_structure)
     return None
 
 
