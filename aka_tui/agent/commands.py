@@ -127,6 +127,13 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
     if args.resume:
         return _resume(args)
+    if getattr(args, "suite", None):
+        from aka_tui.agent.suite_optimize import cmd_optimize_suite
+
+        if args.problem or args.proposer != "offline" or args.start:
+            raise ProposerError("--suite DIR runs the offline proposer on every operator of DIR; drop PROBLEM, "
+                                "--proposer and --start")
+        return cmd_optimize_suite(args)
     if not args.problem:
         raise ProposerError("aka optimize needs a PROBLEM, or --resume ID to continue a recorded session")
     if args.iterations is None:
@@ -308,6 +315,12 @@ def register(sub: Any) -> None:
                         "accept on the full evaluation's S_op alone; with --resume: the recorded value)")
     p.add_argument("--model", help="model id for --proposer anthropic (default: $AKA_MODEL or claude-sonnet-5-5)")
     p.add_argument("--from", dest="replay_from", help="with --proposer replay: the recorded session to re-issue")
+    p.add_argument("--suite", metavar="DIR",
+                   help="run the offline proposer on every operator of a suite directory (native or Atrex-Bench) "
+                        "and print the path used, real or fallback, S_op eager → after and S_agg per operator")
+    p.add_argument("--compare-compile", action="store_true",
+                   help="with --suite: re-evaluate each incumbent once with torch.compile timed beside it "
+                        "(the speed-up column)")
     p.add_argument("--start", metavar="FILE",
                    help="with the offline proposer: start from this kernel (a candidate file that declares TUNABLES "
                         "and SEARCH_SPACE dict literals) and tune it")

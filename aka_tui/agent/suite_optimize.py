@@ -1,0 +1,118 @@
+"""`aka optimize --suite DIR`: one offline session per operator of a suite directory under a stated budget, then
+the table of what the agent reached: the path each operator started from, real or fallback (own_share), S_op
+of the eager reference and of the incumbent, the speed-up over torch.compile, and S_agg under the suite's
+weights. An operator the agent could not start on gets the one-line reason instead of a session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from aka_tui.errors import AkaError
+
+HEADERS = ["op", "w%", "path", "kernel", "min own_share", "S_op eager (S_raw)", "S_op after", "vs compile",
+           "iters", "s", "note"]
+
+
+def _session_path(sessions: Path, problem: str) -> Path | None:
+    candidates = sorted(sessions.glob(f"{problem}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
+    return candidates[0] if candidates else None
+
+
+def _start_path(session: Path | None) -> str:
+    """The path of the session's first recorded iteration (what the agent started from)."""
+    if session is None:
+        return "-"
+    first = session / "iterations" / "0001" / "proposal.json"
+    try:
+        return str(json.loads(first.read_text()).get("path") or "-")
+    except (OSError, ValueError):
+        return "-"
+
+
+def _compile_speedup(problem: Any, session: Path | None, options: Any, profile: Any) -> tuple[float | None, str]:
+    """The incumbent re-evaluated once with torch.compile timed beside it: weighted geomean of T_compile / T."""
+    from aka_tui.agent.suite_score import _incumbent
+    from aka_tui.bench.evaluate import CandidateSpec, evaluate_candidate
+    from aka_tui.bench.score import score_op
+    from aka_tui.record.history import read_steps
+
+    if session is None:
+        return None, ""
+    steps, _ = read_steps(session)
+    step = _incumbent(steps)
+    if step is None:
+        return None, ""
+    result = evaluate_candidate(problem, CandidateSpec.file(step.kernel_path),
+                                options.__class__(**{**options.__dict__, "compare_compile": True, "fuzz": 0}))
+    score = score_op(problem, result, profile)
+    return score.speedup_vs_compile, "" if score.correct else "incorrect when re-evaluated"
+
+
+def _optimize_args(args: argparse.Namespace, problem_dir: Path) -> argparse.Namespace:
+    values = {**vars(args), "problem": str(problem_dir), "suite": None, "resume": None, "replay_from": None,
+              "start": None, "proposer": "offline", "no_propose": True}
+    return argparse.Namespace(**values)
+
+
+def cmd_optimize_suite(args: argparse.Namespace) -> int:
+    """Run the offline agent over every operator of `args.suite` and print the table."""
+    from aka_tui.agent.commands import cmd_optimize
+    from aka_tui.agent.suite_score import score_sessions
+    from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
+    from aka_tui.bench.problem import load_suite
+    from aka_tui.bench.report import aggregate_lines, text_table
+
+    suite = load_suite(Path(args.suite))
+    sessions = Path(args.sessions)
+    sessions.mkdir(parents=True, exist_ok=True)
+    options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases)
+    device = resolve_device(options.device)
+    profile = resolve_profile(options, device)
+    tier = resolve_tier(options, device)
+    print(f"optimizing {len(suite.problems)} operators of {suite.directory} on {device} ({profile.name}, {tier} "
+          f"tier): offline proposer, {args.iterations} iterations and {args.wall_time or 'no'} s of loop wall time "
+          "per operator", flush=True)
+    notes: dict[str, str] = {name: f"not loaded: {err}" for name, err in suite.errors.items()}
+    seconds: dict[str, float] = {}
+    for name, problem in suite.problems.items():
+        started = time.monotonic()
+        try:
+            cmd_optimize(_optimize_args(args, problem.directory))
+        except AkaError as exc:
+            notes[name] = str(exc)
+            print(f"{name}: {exc}", file=sys.stderr)
+        except Exception as exc:  # one operator's crash must not lose the others' sessions
+            notes[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            print(f"{name}: {notes[name]}", file=sys.stderr)
+        seconds[name] = time.monotonic() - started
+    report, outcomes, warnings = score_sessions(sessions, suite, tier, list(suite.problems))
+    by_problem = {o.problem: o for o in outcomes}
+    rows = []
+    for op in report.ops:
+        o = by_problem.get(op.problem)
+        session = _session_path(sessions, op.problem) if o else None
+        speedup, note = (None, "")
+        if args.compare_compile and op.correct:
+            speedup, note = _compile_speedup(suite.problems[op.problem], session, options, profile)
+        kernel = "real" if op.correct and op.real else ("fallback" if op.correct else "-")
+        rows.append([op.problem, f"{op.weight * 100:.1f}", _start_path(session), kernel,
+                     "-" if not o or o.min_own_share is None else f"{o.min_own_share:.2f}",
+                     "0 (" + ("-" if not o or o.baseline_s_raw is None else f"{o.baseline_s_raw:.3f}") + ")",
+                     f"{op.s_op:.3f}", "-" if speedup is None else f"{speedup:.2f}x",
+                     f"{o.accepted_iteration or '-'}/{o.iterations}" if o else "-",
+                     f"{seconds.get(op.problem, 0.0):.0f}", notes.get(op.problem, note)[:160]])
+    print(text_table(rows, HEADERS))
+    for line in aggregate_lines(report.aggregate)[:2]:
+        print(line)
+    real = sum(1 for op in report.ops if op.correct and op.real)
+    print(f"real kernels: {real} of {len(report.ops)} operators; S_agg {report.aggregate.s_agg:.4f} under the "
+          f"suite's weights; {sum(seconds.values()):.0f} s in all")
+    for warning in warnings:
+        print(f"warning: {warning}")
+    return 0
