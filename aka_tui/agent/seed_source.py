@@ -5,6 +5,7 @@ arguments and input dtypes."""
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -158,6 +159,26 @@ def _key(shape: Shape, inputs: dict[str, Any]) -> tuple[str, str]:
     return repr((sorted((shape.init_kwargs or {}).items()), dtypes)), repr(dtypes)
 
 
+def _representatives(shapes: list[Shape]) -> list[Shape]:
+    """One shape per combination of init arguments and string input arguments (dtype names): the smallest
+    whose numeric input arguments are all above 1 (a traced size of 1 is specialised, not symbolic)."""
+    groups: dict[str, list[Shape]] = {}
+    for shape in shapes:
+        strings = sorted((k, v) for k, v in shape.input_kwargs.items() if isinstance(v, str))
+        groups.setdefault(repr((sorted((shape.init_kwargs or {}).items()), strings)), []).append(shape)
+
+    def size(shape: Shape) -> float:
+        numbers = [v for v in shape.input_kwargs.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        return float(math.prod(abs(v) + 1 for v in numbers))
+
+    chosen = []
+    for members in groups.values():
+        wide = [s for s in members if all(v > 1 for v in s.input_kwargs.values()
+                                          if isinstance(v, (int, float)) and not isinstance(v, bool))]
+        chosen.append(min(wide or members, key=size))
+    return chosen
+
+
 def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: str) -> SeedResult:
     """Capture every program the problem's shapes of `tier` need, write the candidate, verify it on the probes."""
     from aka_tui.agent.probe import load_modules
@@ -165,7 +186,7 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
 
     reference, input_module = load_modules(problem)
     groups: dict[str, tuple[Shape, dict[str, Any], str]] = {}
-    for index, shape in enumerate(problem.shapes_for(tier) or problem.shapes_for(None)):
+    for index, shape in enumerate(_representatives(problem.shapes_for(tier) or problem.shapes_for(None))):
         inputs = make_inputs(problem, input_module, shape, device, 7 + index)
         key, dtypes = _key(shape, inputs)
         groups.setdefault(key, (shape, inputs, dtypes))
