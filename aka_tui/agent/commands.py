@@ -32,7 +32,7 @@ def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable
 
 def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str | None,
                    replay_from: str | None, done: int = 0, device: str = "cpu", tier: str | None = None,
-                   start: str | None = None) -> Any:
+                   start: str | None = None, transfer_budget_s: float = 60.0) -> Any:
     """The proposer of a session; `done` recorded iterations are skipped by a replay proposer (resume). The
     offline proposer starts from a person's kernel (`start`), the knowledge base's kernel for the operator, a
     transferred one or a compiler seed, whichever applies first (aka_tui/agent/starting_point.py)."""
@@ -56,7 +56,7 @@ def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str 
     from aka_tui.agent.starting_point import find_starting_point
 
     point = find_starting_point(problem, device, tier, start_file=Path(start) if start else None,
-                               log=lambda m: print(m, file=sys.stderr))
+                               log=lambda m: print(m, file=sys.stderr), transfer_budget_s=transfer_budget_s)
     print(f"starting point: {point.detail}", file=sys.stderr)
     return OfflineProposer([point.kernel], seed=seed, path=_path_label(point))
 
@@ -144,7 +144,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
     proposer = _make_proposer(args.proposer, problem, profile, args.seed, args.model, args.replay_from,
-                              device=device, tier=resolve_tier(options, device), start=args.start)
+                              device=device, tier=resolve_tier(options, device), start=args.start,
+                              transfer_budget_s=args.transfer_budget)
     if args.proposer == "replay":
         args.iterations = min(args.iterations, proposer.remaining)
     name = f"{problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -318,6 +319,10 @@ def register(sub: Any) -> None:
     p.add_argument("--suite", metavar="DIR",
                    help="run the offline proposer on every operator of a suite directory (native or Atrex-Bench) "
                         "and print the path used, real or fallback, S_op eager → after and S_agg per operator")
+    p.add_argument("--ops", help="with --suite: only these operators (comma-separated directory names)")
+    p.add_argument("--transfer-budget", type=float, default=60.0, metavar="S",
+                   help="seconds the search for a knowledge-base kernel that reproduces a new problem may take "
+                        "(default 60)")
     p.add_argument("--compare-compile", action="store_true",
                    help="with --suite: re-evaluate each incumbent once with torch.compile timed beside it "
                         "(the speed-up column)")

@@ -21,8 +21,6 @@ _KERNEL_RE = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''\n(.*?)'''
                         re.MULTILINE | re.DOTALL)
 _EXTERN_MARKERS = ("extern_kernels.", "async_compile.cpp", "torch.ops.", "aten.", "cpp_fused", "async_compile.cuda")
 _GRID_TYPES = ("Grid1D", "Grid2D")
-# libdevice calls with a triton.language twin: the twin runs on the CPU interpreter too (libdevice does not)
-_LIBDEVICE_RE = re.compile(r"\blibdevice\.(exp|exp2|log|log2|sqrt|rsqrt|sin|cos|floor|ceil|erf|fma)\(")
 BLOCK_SPACE = {"pointwise": [128, 256, 512, 1024, 2048, 4096], "x-reduction": [1, 2, 4, 8, 16, 32]}
 R_BLOCK_SPACE = [64, 128, 256, 512, 1024, 2048, 4096]
 WARPS_SPACE = [1, 2, 4, 8, 16]
@@ -88,7 +86,6 @@ def clean_kernel(name: str, text: str) -> SeedKernel:
     header = re.search(r"def \w+\((.*?)\):", body, re.DOTALL)
     if header is None:
         raise SeedError(f"kernel {name}: no signature")
-    body = _LIBDEVICE_RE.sub(lambda m: f"tl.{m.group(1)}(", body)
     params, constexprs = [], []
     for raw in header.group(1).split(","):
         raw = raw.strip()

@@ -71,11 +71,13 @@ def _inductor_settings(device_type: str) -> Iterator[None]:
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
 
-    saved = {"cpu_backend": inductor_config.cpu_backend, "fx_graph_cache": inductor_config.fx_graph_cache,
-             "specialize_float": dynamo_config.specialize_float}
-    inductor_config.cpu_backend = "triton"
-    inductor_config.fx_graph_cache = False
-    dynamo_config.specialize_float = True
+    settings = [(inductor_config, "cpu_backend", "triton"), (inductor_config, "fx_graph_cache", False),
+                (inductor_config, "compile_threads", 1),  # nothing is compiled: no pool of compile workers
+                (dynamo_config, "specialize_float", True)]
+    saved = [(module, name, getattr(module, name)) for module, name, _ in settings if hasattr(module, name)]
+    for module, name, value in settings:
+        if hasattr(module, name):
+            setattr(module, name, value)
     patched = None
     if device_type != "cuda":
         import torch.utils._triton as torch_triton
@@ -86,9 +88,8 @@ def _inductor_settings(device_type: str) -> Iterator[None]:
     try:
         yield
     finally:
-        inductor_config.cpu_backend = saved["cpu_backend"]
-        inductor_config.fx_graph_cache = saved["fx_graph_cache"]
-        dynamo_config.specialize_float = saved["specialize_float"]
+        for module, name, value in saved:
+            setattr(module, name, value)
         if patched is not None:
             import torch.utils._triton as torch_triton
 

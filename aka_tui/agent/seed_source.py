@@ -22,6 +22,7 @@ Triton; its kernels are this file's own, launched by plain launchers whose block
 TUNABLES. One program per combination of init arguments and input dtypes of the problem's shapes."""
 
 import math
+import os
 
 import torch
 import triton
@@ -29,6 +30,27 @@ import triton.language as tl
 from torch._inductor.runtime import triton_helpers
 from torch._inductor.runtime.triton_helpers import math as tl_math
 from triton.language.extra import libdevice
+
+if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU interpreter cannot run libdevice: triton.language twins
+
+    class _InterpretedLibdevice:
+        """libdevice functions as triton.language operations (interpreter only)."""
+
+        def __getattr__(self, name):
+            return getattr(tl, name, None) or getattr(tl.math, name)
+
+        @staticmethod
+        def pow(base, exponent):
+            magnitude = tl.exp2(exponent * tl.log2(tl.abs(base)))
+            odd = tl.floor(exponent * 0.5) * 2.0 != exponent
+            return tl.where((base < 0) & odd, -magnitude, tl.where(base == 0, tl.where(exponent == 0, 1.0, 0.0),
+                                                                    magnitude))
+
+        @staticmethod
+        def tanh(x):
+            return 2.0 * tl.sigmoid(2.0 * x) - 1.0
+
+    libdevice = _InterpretedLibdevice()
 
 TUNABLES = {tunables!r}
 SEARCH_SPACE = {space!r}
@@ -46,10 +68,17 @@ def _seed_reinterpret(tensor, size, stride, offset):
     return torch.as_strided(tensor, size, stride, offset)
 
 
-def _seed_key(init, inputs):
-    """The program of a call: its init arguments and input dtypes."""
-    dtypes = tuple(str(v.dtype) for v in inputs.values() if isinstance(v, torch.Tensor))
-    return repr((sorted(init.items()), dtypes)), repr(dtypes)
+def _seed_program(init, inputs):
+    """The program of a call: the one traced for its input dtypes and init arguments, else the one of the same
+    dtypes whose init arguments differ in the fewest values."""
+    dtypes = [str(v.dtype) for v in inputs.values() if isinstance(v, torch.Tensor)]
+    best = None
+    for program_init, program_dtypes, program in _PROGRAMS:
+        if program_dtypes == dtypes:
+            distance = sum(program_init.get(k) != v for k, v in init.items())
+            if best is None or distance < best[0]:
+                best = (distance, program)
+    return None if best is None else best[1]
 '''
 
 _MODEL = '''
@@ -61,10 +90,9 @@ class Model(torch.nn.Module):
 
     def forward(self{forward_params}):
         inputs = {forward_dict}
-        key, dtypes = _seed_key(self._seed_init, inputs)
-        program = _PROGRAMS.get(key) or _PROGRAMS_BY_DTYPES.get(dtypes)
+        program = _seed_program(self._seed_init, inputs)
         if program is None:
-            raise NotImplementedError(f"no compiled program for {{key}}")
+            raise NotImplementedError("no program was generated for these input dtypes")
         device = next(v.device for v in inputs.values() if isinstance(v, torch.Tensor))
         outputs = list(program(inputs, device))
         if _STRUCTURE[0] == "dict":
@@ -130,7 +158,7 @@ def _signature(fn: Any) -> tuple[str, list[str]]:
 
 
 def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram], kernels: dict[str, SeedKernel],
-             structure: tuple, dtype_keys: dict[str, str]) -> str:
+             structure: tuple, keys: dict[str, tuple[dict[str, Any], list[str]]]) -> str:
     """The candidate file."""
     tunables: dict[str, Any] = {}
     space: dict[str, Any] = {}
@@ -145,18 +173,22 @@ def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram]
     parts.append(_RUNTIME)
     parts += ["\n\n" + _launcher(k) for k in kernels.values()]
     parts += ["\n\n" + _program_source(i, p) for i, p in enumerate(programs)]
-    table = ", ".join(f"{p.key!r}: _program_{i}" for i, p in enumerate(programs))
-    by_dtypes = ", ".join(f"{dtype_keys[p.key]!r}: _program_{i}" for i, p in enumerate(programs))
-    parts.append(f"\n\n_PROGRAMS = {{{table}}}\n_PROGRAMS_BY_DTYPES = {{{by_dtypes}}}\n_STRUCTURE = {structure!r}\n")
+    table = "".join(f"\n    ({keys[p.key][0]!r}, {keys[p.key][1]!r}, _program_{i})," for i, p in enumerate(programs))
+    parts.append(f"\n\n_PROGRAMS = [{table}\n]\n_STRUCTURE = {structure!r}\n")
     parts.append(_MODEL.format(init_params=init_params, forward_params=forward_params,
                                init_dict="{" + ", ".join(f"{n!r}: {n}" for n in init_names) + "}",
                                forward_dict="{" + ", ".join(f"{n!r}: {n}" for n in forward_names) + "}"))
     return "".join(parts)
 
 
-def _key(shape: Shape, inputs: dict[str, Any]) -> tuple[str, str]:
-    dtypes = tuple(str(v.dtype) for v in inputs.values() if isinstance(v, torch.Tensor))
-    return repr((sorted((shape.init_kwargs or {}).items()), dtypes)), repr(dtypes)
+def _key(reference_model: Any, shape: Shape, inputs: dict[str, Any]) -> tuple[str, tuple[dict[str, Any], list[str]]]:
+    """A program's key, and its init arguments (defaults applied, as the candidate's Model holds them) and
+    input dtypes."""
+    bound = inspect.signature(reference_model.__init__).bind(None, **(shape.init_kwargs or {}))
+    bound.apply_defaults()
+    init = {k: v for k, v in list(bound.arguments.items())[1:]}
+    dtypes = [str(v.dtype) for v in inputs.values() if isinstance(v, torch.Tensor)]
+    return repr((sorted(init.items()), dtypes)), (init, dtypes)
 
 
 def _representatives(shapes: list[Shape]) -> list[Shape]:
@@ -185,13 +217,13 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
     from aka_tui.bench.inputs import make_inputs
 
     reference, input_module = load_modules(problem)
-    groups: dict[str, tuple[Shape, dict[str, Any], str]] = {}
+    groups: dict[str, tuple[Shape, dict[str, Any], tuple[dict[str, Any], list[str]]]] = {}
     for index, shape in enumerate(_representatives(problem.shapes_for(tier) or problem.shapes_for(None))):
         inputs = make_inputs(problem, input_module, shape, device, 7 + index)
-        key, dtypes = _key(shape, inputs)
+        key, dtypes = _key(reference.Model, shape, inputs)
         groups.setdefault(key, (shape, inputs, dtypes))
     for probe in probes:
-        key, dtypes = _key(probe.shape, probe.inputs)
+        key, dtypes = _key(reference.Model, probe.shape, probe.inputs)
         groups.setdefault(key, (probe.shape, probe.inputs, dtypes))
     kernels: dict[str, SeedKernel] = {}
     programs = []

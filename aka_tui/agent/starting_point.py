@@ -54,7 +54,7 @@ def _is_identity(match: Any) -> bool:
 
 def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Path | None = None,
                         start_file: Path | None = None, log: Callable[[str], None] = print,
-                        allow_seed: bool = True) -> StartingPoint:
+                        allow_seed: bool = True, transfer_budget_s: float = 60.0) -> StartingPoint:
     """The first path that applies; ProposerError with one line naming what would help when none does."""
     from aka_tui.agent.adapter import transferred_kernel
     from aka_tui.agent.probe import load_modules, make_probes
@@ -82,7 +82,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
         match = match_kernel(problem, probes, semantics, time.monotonic() + 60.0)
         if match is not None and _is_identity(match):
             return StartingPoint(kernel, "kb", f"the knowledge base's {kernel.entry_id}")
-    matches = find_transfers(problem, kernels, probes, suite_dir)
+    matches = find_transfers(problem, kernels, probes, suite_dir, budget_s=transfer_budget_s)
     if matches:
         match = matches[0]
         log(f"transfer: {match.rationale}")

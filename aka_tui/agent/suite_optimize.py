@@ -69,6 +69,13 @@ def cmd_optimize_suite(args: argparse.Namespace) -> int:
     from aka_tui.bench.report import aggregate_lines, text_table
 
     suite = load_suite(Path(args.suite))
+    if args.ops:
+        wanted = [o.strip() for o in args.ops.split(",") if o.strip()]
+        unknown = [o for o in wanted if o not in suite.problems]
+        if unknown:
+            raise AkaError(f"--ops: {', '.join(unknown)} not in {suite.directory} ({', '.join(suite.problems)})")
+        suite.problems = {k: v for k, v in suite.problems.items() if k in wanted}
+        suite.errors = {}
     sessions = Path(args.sessions)
     sessions.mkdir(parents=True, exist_ok=True)
     options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases)
