@@ -8,7 +8,8 @@ returns for the same inputs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import inspect
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
@@ -29,6 +30,7 @@ class Probe:
     inputs: dict[str, Any]
     outputs: list[torch.Tensor]
     structure: tuple  # ("tensor",) | ("tuple", n) | ("dict", keys)
+    init: dict[str, Any] = field(default_factory=dict)  # every init argument, defaults applied
 
 
 def flatten_outputs(value: Any) -> tuple[list[torch.Tensor], tuple]:
@@ -89,7 +91,8 @@ def make_probes(problem: Problem, device: str, count: int = 2) -> list[Probe]:
     for index, shape in enumerate(probe_shapes(problem, count)):
         inputs = make_inputs(problem, input_module, shape, device, PROBE_SEED + index)
         outputs, structure = flatten_outputs(run_reference(reference, shape, inputs))
-        probes.append(Probe(shape, inputs, [o.detach() for o in outputs], structure))
+        probes.append(Probe(shape, inputs, [o.detach() for o in outputs], structure,
+                            full_init(reference.Model, shape.init_kwargs or {})))
     if probes:
         small = _small_magnitude_probe(reference, probes[0])
         if small is not None:
@@ -106,7 +109,19 @@ def _small_magnitude_probe(reference: ModuleType, probe: Probe) -> Probe | None:
         outputs, structure = flatten_outputs(run_reference(reference, probe.shape, inputs))
     except Exception:
         return None
-    return Probe(probe.shape, inputs, [o.detach() for o in outputs], structure)
+    return replace(probe, inputs=inputs, outputs=[o.detach() for o in outputs], structure=structure)
+
+
+def full_init(model_class: Any, init_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Every init argument of `model_class` as a call with `init_kwargs` sees it (defaults applied)."""
+    signature = inspect.signature(model_class.__init__)
+    try:
+        bound = signature.bind(None, **init_kwargs)
+    except TypeError:
+        return dict(init_kwargs)
+    bound.apply_defaults()
+    plain = {n for n, p in signature.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return {k: v for k, v in list(bound.arguments.items())[1:] if k in plain}
 
 
 def outputs_close(expected: torch.Tensor, actual: Any, atol: float, rtol: float,

@@ -50,6 +50,14 @@ if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU interpreter cannot run 
         def tanh(x):
             return 2.0 * tl.sigmoid(2.0 * x) - 1.0
 
+        @staticmethod
+        def log1p(x):
+            return tl.log(1.0 + x)
+
+        @staticmethod
+        def expm1(x):
+            return tl.exp(x) - 1.0
+
     libdevice = _InterpretedLibdevice()
 
 TUNABLES = {tunables!r}

@@ -140,7 +140,7 @@ def resolve(spec: list[Any], init: dict[str, Any], inputs: dict[str, Any]) -> An
     if spec[0] == "dim":
         return int(inputs[spec[1]].shape[spec[2]])
     if spec[0] == "input":
-        return inputs[spec[1]]
+        return inputs.get(spec[1])  # an optional input a call leaves out is None, as the forward's default
     return None
 
 
@@ -214,7 +214,7 @@ def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dic
             probe: Probe) -> tuple[list[torch.Tensor], tuple] | None:
     """The kernel's semantics on one probe under a mapping (flat outputs and their structure); None when it
     does not run."""
-    init = dict(probe.shape.init_kwargs or {})
+    init = probe.init or dict(probe.shape.init_kwargs or {})
     try:
         kwargs = {k: resolve(v, init, probe.inputs) for k, v in init_map.items() if v[0] != "default"}
         model = semantics.model_class(**kwargs)
@@ -274,12 +274,17 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
                  deadline: float) -> TransferMatch | None:
     """The first mapping under which the kernel reproduces every output on every probe, or None."""
     first = probes[0]
-    init = dict(first.shape.init_kwargs or {})
+    init = first.init or dict(first.shape.init_kwargs or {})
     tolerance = problem.tolerance_for(problem.dtype)
     dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in first.outputs})
+    # optional inputs some shapes leave out: every input name any probe has, with the first value seen
+    union: dict[str, Any] = {}
+    for probe in probes:
+        for name, value in probe.inputs.items():
+            union.setdefault(name, value)
     tried = 0
-    for arg_map in _arg_maps(semantics, first.inputs):
-        per_init = [_init_candidates(p, init, first.inputs, arg_map, dtypes) for p in semantics.init_params]
+    for arg_map in _arg_maps(semantics, union):
+        per_init = [_init_candidates(p, init, union, arg_map, dtypes) for p in semantics.init_params]
         if any(not c for c in per_init):
             continue
         failures = 0
