@@ -320,6 +320,9 @@ def register(sub: Any) -> None:
                    help="run the offline proposer on every operator of a suite directory (native or Atrex-Bench) "
                         "and print the path used, real or fallback, S_op eager → after and S_agg per operator")
     p.add_argument("--ops", help="with --suite: only these operators (comma-separated directory names)")
+    p.add_argument("--op-timeout", type=float, default=600.0, metavar="S",
+                   help="with --suite: stop an operator's session after S seconds (it keeps what it committed; "
+                        "default 600)")
     p.add_argument("--transfer-budget", type=float, default=60.0, metavar="S",
                    help="seconds the search for a knowledge-base kernel that reproduces a new problem may take "
                         "(default 60)")

@@ -10,6 +10,7 @@ by probe runs (`transfer.py`); then inductor's Triton lowering of the reference 
 from __future__ import annotations
 
 import inspect
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -69,12 +70,15 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
         kernel = person_kernel(start_file.read_text(), start_file, problem.family)
         return StartingPoint(kernel, "person", f"a person's kernel {start_file.name}")
     kernels = reference_kernels(load_kb(kb_dir or default_kb_dir()))
-    probes = make_probes(problem, device)
+    try:
+        probes = make_probes(problem, device)
+    except Exception as exc:  # the reference itself does not run: nothing to match or lower
+        raise ProposerError(f"{problem.name}: its reference does not run on probe inputs on {device} "
+                            f"({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}); "
+                            "the reference must run here before the agent can start") from None
     reference, _ = load_modules(problem)
     suite_dir = default_suite_dir()
     tried: list[str] = []
-    import time
-
     for kernel in (k for k in kernels if problem.name in k.ops):  # an entry that declares this operator
         semantics = kb_semantics(kernel, suite_dir)
         if semantics is None or not _same_interface(reference.Model, semantics.model_class):

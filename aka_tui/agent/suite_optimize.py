@@ -54,15 +54,41 @@ def _compile_speedup(problem: Any, session: Path | None, options: Any, profile: 
     return score.speedup_vs_compile, "" if score.correct else "incorrect when re-evaluated"
 
 
-def _optimize_args(args: argparse.Namespace, problem_dir: Path) -> argparse.Namespace:
-    values = {**vars(args), "problem": str(problem_dir), "suite": None, "resume": None, "replay_from": None,
-              "start": None, "proposer": "offline", "no_propose": True}
-    return argparse.Namespace(**values)
+def _child_command(args: argparse.Namespace, problem_dir: Path) -> list[str]:
+    """`aka optimize PROBLEM_DIR` with the suite run's budgets, for one operator."""
+    command = [sys.executable, "-m", "aka_tui", "optimize", str(problem_dir), "--proposer", "offline",
+               "--iterations", str(args.iterations), "--sessions", str(args.sessions), "--device", str(args.device),
+               "--cases", str(args.cases), "--seed", str(args.seed), "--dropout", str(args.dropout),
+               "--transfer-budget", str(args.transfer_budget), "--no-propose"]
+    for flag, value in (("--wall-time", args.wall_time), ("--tier", args.tier), ("--target", args.target),
+                        ("--remeasure-rounds", args.remeasure_rounds)):
+        if value is not None:
+            command += [flag, str(value)]
+    return command + [flag for flag, on in (("--no-kb", args.no_kb), ("--no-screen", args.no_screen)) if on]
+
+
+def _run_one(command: list[str], timeout_s: float) -> str:
+    """Run one operator's session in its own process group; "" or why it did not finish."""
+    import os
+    import signal
+    import subprocess
+
+    child = subprocess.Popen(command, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    try:
+        _, stderr = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)  # the session and its evaluation workers
+        child.communicate()
+        return f"stopped after {timeout_s:.0f} s (--op-timeout); its session keeps what it committed"
+    lines = [line for line in (stderr or "").splitlines() if line.strip()]
+    sys.stderr.write("".join(f"  {line}\n" for line in lines[-12:]))
+    if child.returncode != 0:
+        return lines[-1][:300] if lines else f"exit status {child.returncode}"
+    return ""
 
 
 def cmd_optimize_suite(args: argparse.Namespace) -> int:
     """Run the offline agent over every operator of `args.suite` and print the table."""
-    from aka_tui.agent.commands import cmd_optimize
     from aka_tui.agent.suite_score import score_sessions
     from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
     from aka_tui.bench.problem import load_suite
@@ -89,15 +115,12 @@ def cmd_optimize_suite(args: argparse.Namespace) -> int:
     seconds: dict[str, float] = {}
     for name, problem in suite.problems.items():
         started = time.monotonic()
-        try:
-            cmd_optimize(_optimize_args(args, problem.directory))
-        except AkaError as exc:
-            notes[name] = str(exc)
-            print(f"{name}: {exc}", file=sys.stderr)
-        except Exception as exc:  # one operator's crash must not lose the others' sessions
-            notes[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
-            print(f"{name}: {notes[name]}", file=sys.stderr)
+        print(f"== {name}", flush=True)
+        why = _run_one(_child_command(args, problem.directory), args.op_timeout)
+        if why:
+            notes[name] = why
         seconds[name] = time.monotonic() - started
+        print(f"== {name}: {seconds[name]:.0f} s" + (f"; {why}" if why else ""), flush=True)
     report, outcomes, warnings = score_sessions(sessions, suite, tier, list(suite.problems))
     by_problem = {o.problem: o for o in outcomes}
     rows = []
