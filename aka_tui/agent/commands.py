@@ -133,6 +133,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         if args.problem or args.proposer != "offline" or args.start:
             raise ProposerError("--suite DIR runs the offline proposer on every operator of DIR; drop PROBLEM, "
                                 "--proposer and --start")
+        args.iterations = DEFAULT_ITERATIONS if args.iterations is None else args.iterations
         return cmd_optimize_suite(args)
     if not args.problem:
         raise ProposerError("aka optimize needs a PROBLEM, or --resume ID to continue a recorded session")
@@ -320,6 +321,12 @@ def register(sub: Any) -> None:
                    help="run the offline proposer on every operator of a suite directory (native or Atrex-Bench) "
                         "and print the path used, real or fallback, S_op eager → after and S_agg per operator")
     p.add_argument("--ops", help="with --suite: only these operators (comma-separated directory names)")
+    p.add_argument("--shard", metavar="K/N",
+                   help="with --suite: only the K-th of N interleaved parts of the operators (sorted by name), to "
+                        "split a suite over several runs sharing --sessions")
+    p.add_argument("--score-only", action="store_true",
+                   help="with --suite: run nothing; print the table from the newest session of each operator under "
+                        "--sessions")
     p.add_argument("--op-timeout", type=float, default=600.0, metavar="S",
                    help="with --suite: stop an operator's session after S seconds (it keeps what it committed; "
                         "default 600)")

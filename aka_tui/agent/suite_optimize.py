@@ -87,6 +87,17 @@ def _run_one(command: list[str], timeout_s: float) -> str:
     return ""
 
 
+def _shard(text: str) -> tuple[int, int]:
+    """`K/N` → (K, N): the K-th of N interleaved parts of the suite's operators (sorted by name)."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise AkaError(f"--shard {text!r}: write K/N, e.g. 1/3") from None
+    if not 1 <= index <= count:
+        raise AkaError(f"--shard {text!r}: K must be between 1 and N")
+    return index, count
+
+
 def cmd_optimize_suite(args: argparse.Namespace) -> int:
     """Run the offline agent over every operator of `args.suite` and print the table."""
     from aka_tui.agent.suite_score import score_sessions
@@ -102,18 +113,29 @@ def cmd_optimize_suite(args: argparse.Namespace) -> int:
             raise AkaError(f"--ops: {', '.join(unknown)} not in {suite.directory} ({', '.join(suite.problems)})")
         suite.problems = {k: v for k, v in suite.problems.items() if k in wanted}
         suite.errors = {}
+    if args.shard:
+        index, count = _shard(args.shard)
+        names = sorted(suite.problems)
+        suite.problems = {k: suite.problems[k] for k in names[index - 1::count]}
+        suite.errors = {}
     sessions = Path(args.sessions)
     sessions.mkdir(parents=True, exist_ok=True)
     options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases)
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
     tier = resolve_tier(options, device)
-    print(f"optimizing {len(suite.problems)} operators of {suite.directory} on {device} ({profile.name}, {tier} "
-          f"tier): offline proposer, {args.iterations} iterations and {args.wall_time or 'no'} s of loop wall time "
-          "per operator", flush=True)
+    if args.score_only:
+        print(f"{len(suite.problems)} operators of {suite.directory}: the newest session of each under {sessions}, "
+              f"scored with the suite's weights ({profile.name}, {tier} tier); nothing run", flush=True)
+    else:
+        print(f"optimizing {len(suite.problems)} operators of {suite.directory} on {device} ({profile.name}, {tier} "
+              f"tier): offline proposer, {args.iterations} iterations, {args.wall_time or 'no'} s of loop wall time "
+              f"and at most {args.op_timeout:.0f} s per operator", flush=True)
     notes: dict[str, str] = {name: f"not loaded: {err}" for name, err in suite.errors.items()}
     seconds: dict[str, float] = {}
     for name, problem in suite.problems.items():
+        if args.score_only:
+            break
         started = time.monotonic()
         print(f"== {name}", flush=True)
         why = _run_one(_child_command(args, problem.directory), args.op_timeout)
