@@ -54,8 +54,9 @@ def _shape_size(problem: Problem, shape: Shape) -> float:
     return float(math.prod(abs(v) + 1 for v in numbers))
 
 
-def probe_shapes(problem: Problem, count: int = 2) -> list[Shape]:
-    """The `count` smallest shapes (smoke tier first), with differing init kwargs preferred."""
+def probe_shapes(problem: Problem, count: int = 2, groups_max: int = 4) -> list[Shape]:
+    """The `count` smallest shapes (smoke tier first), then the smallest shape of each further combination of
+    init arguments and string input arguments (a flag or a dtype changes what is computed), `groups_max` in all."""
     smoke = problem.shapes_for("smoke")
     pool = sorted(smoke or problem.shapes_for(None), key=lambda s: _shape_size(problem, s))
     if len(pool) < count and smoke:
@@ -67,7 +68,20 @@ def probe_shapes(problem: Problem, count: int = 2) -> list[Shape]:
             break
         if all(shape.init_kwargs != c.init_kwargs or shape.input_kwargs != c.input_kwargs for c in chosen):
             chosen.append(shape)
+    if count > 1:
+        seen = {_semantic_group(c) for c in chosen}
+        for shape in sorted(smoke or problem.shapes_for(None), key=lambda s: _shape_size(problem, s)):
+            if len(chosen) >= max(groups_max, count):
+                break
+            if _semantic_group(shape) not in seen:
+                seen.add(_semantic_group(shape))
+                chosen.append(shape)
     return chosen
+
+
+def _semantic_group(shape: Shape) -> str:
+    strings = sorted((k, v) for k, v in shape.input_kwargs.items() if isinstance(v, str))
+    return repr((sorted((shape.init_kwargs or {}).items()), strings))
 
 
 def load_modules(problem: Problem) -> tuple[ModuleType, ModuleType]:
