@@ -89,6 +89,8 @@ def _progress_printer() -> Callable[[Any], None]:
         elapsed = f"{time.monotonic() - started:7.1f}s"
         if event.kind == "baseline_measured":
             print(f"{elapsed}  baseline (eager reference): S_raw_op {d['s_raw']:.4f} — a fallback, S = 0")
+        elif event.kind == "baseline_skipped":
+            print(f"{elapsed}  baseline not measured (--no-baseline): the eager reference is a fallback, S = 0")
         elif event.kind == "knowledge_retrieved":
             print(f"{elapsed}  iter {d['iteration']}: knowledge: {', '.join(d['ids'][:6])}")
         elif event.kind == "candidate_proposed":
@@ -163,7 +165,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     show = _progress_printer()
     config = LoopConfig(iterations=args.iterations, wall_time_s=args.wall_time, target_s=args.target,
                         dropout_p=args.dropout, seed=args.seed, max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
-                        screen=not args.no_screen, best_of=args.best_of, remeasure_rounds=rounds)
+                        screen=not args.no_screen, best_of=args.best_of, remeasure_rounds=rounds,
+                        baseline=not args.no_baseline)
     executor = None
     if args.best_of > 1:
         from aka_tui.bench.executor import LocalExecutor
@@ -321,6 +324,9 @@ def register(sub: Any) -> None:
                    help="run the offline proposer on every operator of a suite directory (native or Atrex-Bench) "
                         "and print the path used, real or fallback, S_op eager → after and S_agg per operator")
     p.add_argument("--ops", help="with --suite: only these operators (comma-separated directory names)")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="do not time the eager reference first (a fallback, S = 0 either way; saves one full "
+                        "evaluation)")
     p.add_argument("--shard", metavar="K/N",
                    help="with --suite: only the K-th of N interleaved parts of the operators (sorted by name), to "
                         "split a suite over several runs sharing --sessions")

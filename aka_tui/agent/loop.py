@@ -63,6 +63,7 @@ class LoopConfig:
     best_of: int = 1  # with an executor: propose k candidates per step, screen them in parallel, keep the best
     max_tokens: int | None = None  # model tokens (input + output, cache included) for the whole session
     max_cost_usd: float | None = None
+    baseline: bool = True  # measure the eager reference first (its S is 0 by definition: a fallback)
 
 
 @dataclass(frozen=True)
@@ -222,8 +223,11 @@ class AgentLoop:
         self._measurer = self._new_measurer()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         outcome = LoopOutcome()
-        outcome.baseline_s_raw = self._measurer.baseline_s_raw()
-        self._emit("baseline_measured", s_raw=outcome.baseline_s_raw, note="the reference is a fallback: S = 0")
+        if self.config.baseline:
+            outcome.baseline_s_raw = self._measurer.baseline_s_raw()
+            self._emit("baseline_measured", s_raw=outcome.baseline_s_raw, note="the reference is a fallback: S = 0")
+        else:
+            self._emit("baseline_skipped", note="the reference is a fallback: S = 0 (not measured)")
         iteration = first_iteration - 1
         for _step in range(self.config.iterations):
             if self._stop_reason:

@@ -64,7 +64,8 @@ def _child_command(args: argparse.Namespace, problem_dir: Path) -> list[str]:
                         ("--remeasure-rounds", args.remeasure_rounds)):
         if value is not None:
             command += [flag, str(value)]
-    return command + [flag for flag, on in (("--no-kb", args.no_kb), ("--no-screen", args.no_screen)) if on]
+    switches = (("--no-kb", args.no_kb), ("--no-screen", args.no_screen), ("--no-baseline", args.no_baseline))
+    return command + [flag for flag, on in switches if on]
 
 
 def _run_one(command: list[str], timeout_s: float) -> str:

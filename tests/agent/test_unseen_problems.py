@@ -26,7 +26,8 @@ KERNELS = reference_kernels(load_kb(default_kb_dir()))
 
 def _optimize(problem_dir: Path, sessions: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "aka_tui", "optimize", str(problem_dir), "--iterations", "1",
-                           "--no-kb", "--no-propose", "--remeasure-rounds", "0", "--sessions", str(sessions), *extra],
+                           "--no-kb", "--no-propose", "--no-baseline", "--cases", "1", "--remeasure-rounds", "0",
+                           "--sessions", str(sessions), *extra],
                           capture_output=True, text=True, cwd=REPO, timeout=600)
 
 
