@@ -126,7 +126,8 @@ class AnthropicProposer:
                                 "response": {"id": response.id, "model": response.model,
                                              "stop_reason": response.stop_reason, "tool_input": data}})
         return Proposal(str(data["kernel_source"]), f"anthropic:{response.model}", {}, {},
-                        str(data.get("rationale", "")), [str(t) for t in data.get("tactics", [])])
+                        str(data.get("rationale", "")), [str(t) for t in data.get("tactics", [])],
+                        f"model {response.model}")
 
     def _account(self, response: Any) -> None:
         usage = response.usage

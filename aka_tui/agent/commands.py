@@ -31,8 +31,11 @@ def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable
 
 
 def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str | None,
-                   replay_from: str | None, done: int = 0) -> Any:
-    """The proposer of a session; `done` recorded iterations are skipped by a replay proposer (resume)."""
+                   replay_from: str | None, done: int = 0, device: str = "cpu", tier: str | None = None,
+                   start: str | None = None, transfer_budget_s: float = 60.0) -> Any:
+    """The proposer of a session; `done` recorded iterations are skipped by a replay proposer (resume). The
+    offline proposer starts from a person's kernel (`start`), the knowledge base's kernel for the operator, a
+    transferred one or a compiler seed, whichever applies first (aka_tui/agent/starting_point.py)."""
     if kind == "replay":
         from aka_tui.agent.replay import ReplayProposer
 
@@ -43,14 +46,25 @@ def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str 
         return proposer
     if kind == "anthropic":
         from aka_tui.agent.anthropic_proposer import AnthropicProposer, DEFAULT_MODEL
-        from aka_tui.agent.brief import problem_brief
+        from aka_tui.agent.brief import closest_kernel, example_section, problem_brief
+        from aka_tui.knowledge.reference_kernels import reference_kernels
+        from aka_tui.knowledge.store import default_kb_dir, load_kb
 
-        return AnthropicProposer(problem_brief(problem, profile), model=model or DEFAULT_MODEL)
+        example = example_section(problem, closest_kernel(problem, reference_kernels(load_kb(default_kb_dir()))))
+        return AnthropicProposer(problem_brief(problem, profile) + example, model=model or DEFAULT_MODEL)
     from aka_tui.agent.offline import OfflineProposer
-    from aka_tui.knowledge.reference_kernels import kernels_for_op
-    from aka_tui.knowledge.store import default_kb_dir, load_kb
+    from aka_tui.agent.starting_point import find_starting_point
 
-    return OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), problem.name), seed=seed)
+    point = find_starting_point(problem, device, tier, start_file=Path(start) if start else None,
+                               log=lambda m: print(m, file=sys.stderr), transfer_budget_s=transfer_budget_s)
+    print(f"starting point: {point.detail}", file=sys.stderr)
+    return OfflineProposer([point.kernel], seed=seed, path=_path_label(point))
+
+
+def _path_label(point: Any) -> str:
+    """What the session records as the path of each offline iteration."""
+    return {"kb": f"kb {point.kernel.entry_id}", "transfer": point.detail,
+            "compiler-seed": "compiler seed (inductor)", "person": point.detail}.get(point.path, point.detail)
 
 
 def _tag_best(session: Any, problem_name: str, best: Any) -> None:
@@ -75,10 +89,12 @@ def _progress_printer() -> Callable[[Any], None]:
         elapsed = f"{time.monotonic() - started:7.1f}s"
         if event.kind == "baseline_measured":
             print(f"{elapsed}  baseline (eager reference): S_raw_op {d['s_raw']:.4f} — a fallback, S = 0")
+        elif event.kind == "baseline_skipped":
+            print(f"{elapsed}  baseline not measured (--no-baseline): the eager reference is a fallback, S = 0")
         elif event.kind == "knowledge_retrieved":
             print(f"{elapsed}  iter {d['iteration']}: knowledge: {', '.join(d['ids'][:6])}")
         elif event.kind == "candidate_proposed":
-            print(f"{elapsed}  iter {d['iteration']}: {d['rationale']}")
+            print(f"{elapsed}  iter {d['iteration']}: [{d.get('path') or '-'}] {d['rationale']}")
         elif event.kind == "candidates_screened_in_parallel":
             print(f"{elapsed}  iter {d['iteration']}: best-of-{d['k']} screened in parallel: S_op "
                   + ", ".join(f"{s:.4f}" for s in d["s_ops"]) + f"; keeping #{d['best_rank'] + 1}")
@@ -113,6 +129,14 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
     if args.resume:
         return _resume(args)
+    if getattr(args, "suite", None):
+        from aka_tui.agent.suite_optimize import cmd_optimize_suite
+
+        if args.problem or args.proposer != "offline" or args.start:
+            raise ProposerError("--suite DIR runs the offline proposer on every operator of DIR; drop PROBLEM, "
+                                "--proposer and --start")
+        args.iterations = DEFAULT_ITERATIONS if args.iterations is None else args.iterations
+        return cmd_optimize_suite(args)
     if not args.problem:
         raise ProposerError("aka optimize needs a PROBLEM, or --resume ID to continue a recorded session")
     if args.iterations is None:
@@ -122,7 +146,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases)
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
-    proposer = _make_proposer(args.proposer, problem, profile, args.seed, args.model, args.replay_from)
+    proposer = _make_proposer(args.proposer, problem, profile, args.seed, args.model, args.replay_from,
+                              device=device, tier=resolve_tier(options, device), start=args.start,
+                              transfer_budget_s=args.transfer_budget)
     if args.proposer == "replay":
         args.iterations = min(args.iterations, proposer.remaining)
     name = f"{problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -132,12 +158,15 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         "device": device, "hardware_profile": profile.name, "iterations": args.iterations, "dropout_p": args.dropout,
         "problem_dir": str(directory.resolve()), "tier": resolve_tier(options, device), "cases": args.cases,
         "screen": not args.no_screen, "kb": not args.no_kb, "model": args.model, "remeasure_rounds": rounds,
-        "replay_from": str(Path(args.replay_from).resolve()) if args.replay_from else None})
+        "replay_from": str(Path(args.replay_from).resolve()) if args.replay_from else None,
+        "start": str(Path(args.start).resolve()) if args.start else None,
+        "start_path": getattr(proposer, "path", args.proposer)})
     claim(session)
     show = _progress_printer()
     config = LoopConfig(iterations=args.iterations, wall_time_s=args.wall_time, target_s=args.target,
                         dropout_p=args.dropout, seed=args.seed, max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
-                        screen=not args.no_screen, best_of=args.best_of, remeasure_rounds=rounds)
+                        screen=not args.no_screen, best_of=args.best_of, remeasure_rounds=rounds,
+                        baseline=not args.no_baseline)
     executor = None
     if args.best_of > 1:
         from aka_tui.bench.executor import LocalExecutor
@@ -201,7 +230,8 @@ def _resume(args: argparse.Namespace) -> int:
     iterations = args.iterations if args.iterations is not None else max(budget - (first - 1), 0)
     proposer = _make_proposer(str(meta.get("proposer", "offline")), problem, profile, int(meta.get("seed", 0)),
                               meta.get("model") or args.model, meta.get("replay_from") or args.replay_from,
-                              done=first - 1)
+                              done=first - 1, device=device, tier=options.tier or resolve_tier(options, device),
+                              start=meta.get("start"))
     if meta.get("proposer") == "replay":
         iterations = min(iterations, proposer.remaining)
     print(f"resuming {path.name} at iteration {first}: {len(attempts)} committed candidate(s) kept; incumbent "
@@ -290,6 +320,31 @@ def register(sub: Any) -> None:
                         "accept on the full evaluation's S_op alone; with --resume: the recorded value)")
     p.add_argument("--model", help="model id for --proposer anthropic (default: $AKA_MODEL or claude-sonnet-5-5)")
     p.add_argument("--from", dest="replay_from", help="with --proposer replay: the recorded session to re-issue")
+    p.add_argument("--suite", metavar="DIR",
+                   help="run the offline proposer on every operator of a suite directory (native or Atrex-Bench) "
+                        "and print the path used, real or fallback, S_op eager → after and S_agg per operator")
+    p.add_argument("--ops", help="with --suite: only these operators (comma-separated directory names)")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="do not time the eager reference first (a fallback, S = 0 either way; saves one full "
+                        "evaluation)")
+    p.add_argument("--shard", metavar="K/N",
+                   help="with --suite: only the K-th of N interleaved parts of the operators (sorted by name), to "
+                        "split a suite over several runs sharing --sessions")
+    p.add_argument("--score-only", action="store_true",
+                   help="with --suite: run nothing; print the table from the newest session of each operator under "
+                        "--sessions")
+    p.add_argument("--op-timeout", type=float, default=600.0, metavar="S",
+                   help="with --suite: stop an operator's session after S seconds (it keeps what it committed; "
+                        "default 600)")
+    p.add_argument("--transfer-budget", type=float, default=60.0, metavar="S",
+                   help="seconds the search for a knowledge-base kernel that reproduces a new problem may take "
+                        "(default 60)")
+    p.add_argument("--compare-compile", action="store_true",
+                   help="with --suite: re-evaluate each incumbent once with torch.compile timed beside it "
+                        "(the speed-up column)")
+    p.add_argument("--start", metavar="FILE",
+                   help="with the offline proposer: start from this kernel (a candidate file that declares TUNABLES "
+                        "and SEARCH_SPACE dict literals) and tune it")
     p.add_argument("--resume", metavar="ID",
                    help="continue a recorded session (a name under --sessions, or a directory) with its recorded "
                         "proposer, seed, dropout, device and tier; uncommitted work of a killed iteration is redone")

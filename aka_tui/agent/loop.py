@@ -63,6 +63,7 @@ class LoopConfig:
     best_of: int = 1  # with an executor: propose k candidates per step, screen them in parallel, keep the best
     max_tokens: int | None = None  # model tokens (input + output, cache included) for the whole session
     max_cost_usd: float | None = None
+    baseline: bool = True  # measure the eager reference first (its S is 0 by definition: a fallback)
 
 
 @dataclass(frozen=True)
@@ -117,14 +118,16 @@ class AgentLoop:
                    rationale=injection.rationale)
         score, result = self._measurer.full(injection.source, iteration)
         adopted = score.correct and score.real
-        proposal = Proposal(injection.source, "person", dict(injection.point), {}, injection.rationale)
+        proposal = Proposal(injection.source, "person", dict(injection.point), {}, injection.rationale,
+                            path=f"person {injection.author[0]}")
         attempt = Attempt(iteration, proposal, score, adopted, error=first_error(result))
         summary = (f"{'adopted' if adopted else 'not adopted'} edit by {injection.author[0]} S_op={score.s_op:.4f} "
                    f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")
         if self.session is not None:
             attempt.sha = self.session.record_candidate(
                 iteration, injection.source, result.to_json(),
-                {"proposer": "person", "author": injection.author[0], "rationale": injection.rationale,
+                {"proposer": "person", "path": proposal.path, "author": injection.author[0],
+                 "rationale": injection.rationale,
                  "point": injection.point, "changed": {}}, summary, author=injection.author)
         outcome.attempts.append(attempt)
         self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
@@ -144,7 +147,8 @@ class AgentLoop:
     def _proposal_record(self, proposal: Proposal, bottleneck: str | None, masked: dict[str, Any],
                          screened_out: bool, **extra: Any) -> dict[str, Any]:
         """What a candidate commit records about its proposal (proposal.json)."""
-        return {"proposer": self.proposer.name, "rationale": proposal.rationale, "point": proposal.point,
+        return {"proposer": self.proposer.name, "path": proposal.path or self.proposer.name,
+                "kernel_id": proposal.kernel_id, "rationale": proposal.rationale, "point": proposal.point,
                 "changed": {k: list(v) for k, v in proposal.changed.items()}, "bottleneck": bottleneck,
                 "dropout": masked, "screened_out": screened_out, **extra}
 
@@ -170,7 +174,7 @@ class AgentLoop:
             if rank == best:
                 continue
             promising, score, result = screens[rank]
-            self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale,
+            self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale, path=proposal.path,
                        changed={k: list(v) for k, v in proposal.changed.items()}, masked=masked)
             attempt = Attempt(iteration, proposal, score, False, error=first_error(result))
             if self.session is not None:
@@ -219,8 +223,11 @@ class AgentLoop:
         self._measurer = self._new_measurer()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         outcome = LoopOutcome()
-        outcome.baseline_s_raw = self._measurer.baseline_s_raw()
-        self._emit("baseline_measured", s_raw=outcome.baseline_s_raw, note="the reference is a fallback: S = 0")
+        if self.config.baseline:
+            outcome.baseline_s_raw = self._measurer.baseline_s_raw()
+            self._emit("baseline_measured", s_raw=outcome.baseline_s_raw, note="the reference is a fallback: S = 0")
+        else:
+            self._emit("baseline_skipped", note="the reference is a fallback: S = 0 (not measured)")
         iteration = first_iteration - 1
         for _step in range(self.config.iterations):
             if self._stop_reason:
@@ -286,7 +293,7 @@ class AgentLoop:
             if incumbent is not None and self.config.best_of > 1 and self.executor is not None:
                 proposal, screened, iteration = self._best_of_k(proposal, propose_next, iteration, incumbent,
                                                                 outcome, masked, bottleneck)
-            self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale,
+            self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale, path=proposal.path,
                        changed={k: list(v) for k, v in proposal.changed.items()}, masked=masked)
             screened_out = False
             if incumbent is not None and self.config.screen:

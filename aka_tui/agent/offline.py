@@ -22,9 +22,10 @@ TACTIC_PATTERNS = (
     ("work-per-program", re.compile(r"^(ROWS|TOKENS|TILES)_PER_PROGRAM$|^(ROW|T)_TILES$")),
     ("split", re.compile(r"^SPLIT_(K|KV)$|^PARTITION$")),
     ("swizzle", re.compile(r"^GROUP_M$")),
-    ("warps", re.compile(r"^num_warps$")),
-    ("stages", re.compile(r"^num_stages$")),
-    ("tile", re.compile(r"^(BLOCK|DOWN_BLOCK)_\w+$|^BLOCK$|^CHUNK$|^SUB$|^SCAN_CHUNKS$|^ROUTE_CHUNK$")),
+    ("warps", re.compile(r"^(k\d+_)?num_warps$")),
+    ("stages", re.compile(r"^(k\d+_)?num_stages$")),
+    ("tile", re.compile(r"^(BLOCK|DOWN_BLOCK)_\w+$|^BLOCK$|^CHUNK$|^SUB$|^SCAN_CHUNKS$|^ROUTE_CHUNK$"
+                        r"|^k\d+_([XYZ]|R0_)BLOCK$")),
 )
 PRIORITY = {
     "memory-bound": ("tile", "work-per-program", "warps", "flags", "stages", "split", "swizzle"),
@@ -51,6 +52,7 @@ class Proposal:
     changed: dict[str, tuple[Any, Any]]
     rationale: str
     tactics: list[str] = field(default_factory=list)
+    path: str = ""  # which path produced it: "kb …", "transfer from …", "compiler seed", "model …", "person …"
 
 
 def _neighbours(values: list[Any], current: Any) -> list[Any]:
@@ -65,12 +67,13 @@ class OfflineProposer:
 
     name = "offline"
 
-    def __init__(self, kernels: list[ReferenceKernel], seed: int = 0) -> None:
+    def __init__(self, kernels: list[ReferenceKernel], seed: int = 0, path: str = "") -> None:
         if not kernels:
             raise ProposerError("the knowledge base has no reference kernel for this problem; the offline proposer "
                                 "needs one (kb/family/<family>/<op>.py)")
         self.kernel = kernels[0]
         self.rng = random.Random(seed)
+        self.path = path or f"{self.kernel.origin} {self.kernel.entry_id}"
 
     def tactics(self) -> list[str]:
         """The tactics in play for this kernel (a tactic with a single value is not in play)."""
@@ -80,9 +83,10 @@ class OfflineProposer:
     def first(self) -> Proposal:
         """The reference kernel at its default tunables."""
         point = dict(self.kernel.tunables)
+        start = {"kb": f"the knowledge base's reference kernel {self.kernel.entry_id}"}.get(self.kernel.origin,
+                                                                                           self.path)
         return Proposal(self.kernel.instantiate(point), self.kernel.entry_id, point, {},
-                        f"start from the knowledge base's reference kernel {self.kernel.entry_id} at its defaults",
-                        self.tactics())
+                        f"start from {start} at its defaults", self.tactics(), self.path)
 
     def propose(self, incumbent: dict[str, Any], remembered: list[dict[str, Any]], bottleneck: str | None,
                 tactics_in_play: list[str]) -> Proposal:
@@ -113,7 +117,8 @@ class OfflineProposer:
     def _proposal(self, point: dict[str, Any], incumbent: dict[str, Any], bottleneck: str | None, why: str,
                   tactics: list[str]) -> Proposal:
         changed = {k: (incumbent.get(k), v) for k, v in point.items() if incumbent.get(k) != v}
-        return Proposal(self.kernel.instantiate(point), self.kernel.entry_id, point, changed, why, list(tactics))
+        return Proposal(self.kernel.instantiate(point), self.kernel.entry_id, point, changed, why, list(tactics),
+                        self.path)
 
     def _key(self, point: dict[str, Any]) -> tuple:
         """Points that differ only in inert tunables launch the same kernel: one key."""

@@ -37,7 +37,8 @@ class ReplayProposer:
         proposal = files["proposal"]
         return Proposal(files["kernel"], f"replay:{self.session.path.name}:{iteration}",
                         dict(proposal.get("point", {})), {},
-                        f"replay of iteration {iteration}: {proposal.get('rationale', '')}")
+                        f"replay of iteration {iteration}: {proposal.get('rationale', '')}",
+                        path=str(proposal.get("path") or f"replay of {self.session.path.name}"))
 
     def first(self) -> Proposal:
         return self._next()

@@ -49,7 +49,8 @@ def attempt_from_commit(session: SessionRepo, iteration: int, message: str, sha:
         raise SessionError(f"iteration {iteration}: the recorded result is unreadable ({exc})") from None
     changed = {k: tuple(v) for k, v in dict(recorded.get("changed") or {}).items()}
     proposal = Proposal(files["kernel"], str(recorded.get("kernel_id") or recorded.get("proposer") or "recorded"),
-                        dict(recorded.get("point") or {}), changed, str(recorded.get("rationale", "")))
+                        dict(recorded.get("point") or {}), changed, str(recorded.get("rationale", "")),
+                        path=str(recorded.get("path") or ""))
     return Attempt(iteration, proposal, score_op(problem, result, profile), bool(ACCEPTED_RE.match(message)),
                    sha, first_error(result))
 

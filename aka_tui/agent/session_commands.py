@@ -183,6 +183,7 @@ def _replay_text(path: Path, meta: dict[str, Any], steps: list[Any]) -> list[str
             f"iter {step.iteration}  {step.author}  {step.verdict.upper() if f.accepted else step.verdict}  "
             f"S_op {_s(f.s_op)} ({state})  accepted: {'yes' if f.accepted else 'no'}"
             + (f"  tag {', '.join(f.tags)}" if f.tags else ""),
+            f"    path: {step.proposal.get('path') or step.proposal.get('proposer') or '-'}",
             f"    rationale: {step.rationale or '-'}",
             *([f"    changed: {changed}"] if changed else []),
             f"    dropout: masked iterations {masks['masked_iterations'] or 'none'}; "

@@ -29,6 +29,8 @@ class ReferenceKernel:
     tunables: dict[str, Any]
     search_space: dict[str, list[Any]]
     inert: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    text: str | None = None  # the source when it is not the file at `path` (a transferred or seeded kernel)
+    origin: str = "kb"  # the path that produced it: kb, transfer, compiler-seed or person
 
     def is_inert(self, param: str, point: dict[str, Any]) -> bool:
         """True when `param` has no effect at `point` (every condition of its INERT rule holds)."""
@@ -41,7 +43,7 @@ class ReferenceKernel:
 
     @property
     def source(self) -> str:
-        return self.path.read_text()
+        return self.text if self.text is not None else self.path.read_text()
 
     def instantiate(self, point: dict[str, Any]) -> str:
         """The kernel's source with TUNABLES set to `point` (validated against the search space)."""
@@ -141,3 +143,11 @@ def load_reference_kernel(entry: KbEntry) -> ReferenceKernel:
 
 def kernels_for_op(kb: KnowledgeBase, op: str) -> list[ReferenceKernel]:
     return [k for k in reference_kernels(kb) if op in k.ops]
+
+
+def kernel_from_source(source: str, path: Path, entry_id: str, origin: str, family: str = "") -> ReferenceKernel:
+    """A tunable kernel from a source text that declares TUNABLES / SEARCH_SPACE (a person's or a generated
+    one); KbEntryError naming `path` when it does not."""
+    tunables, space = read_tunables(source, path)
+    return ReferenceKernel(entry_id, path, (), family, tunables, space, read_inert(source, path, space), source,
+                           origin)

@@ -1,0 +1,120 @@
+"""Single-file candidates from a transfer: the knowledge base's kernel inlined, with an adapter `Model` that
+takes the new problem's init and forward arguments and maps them onto the kernel's.
+
+The kernel keeps its TUNABLES / SEARCH_SPACE / INERT literals at module level, so the offline proposer tunes a
+transferred kernel exactly as it tunes the kernel itself; the adapter only moves arguments and picks outputs
+(views, no computation), so the candidate is as real as the kernel.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import replace
+from typing import Any
+
+from aka_tui.agent.transfer import TransferMatch
+from aka_tui.knowledge.reference_kernels import ReferenceKernel
+
+INNER_CLASS = "_TransferredKernelModel"
+
+_ADAPTER_TEMPLATE = '''
+
+# -----------------------------------------------------------------------------------------------------------
+# Adapter (the agent's transfer from the knowledge base's {entry_id}): the problem's interface mapped onto the
+# kernel's, found by running both on probe inputs. Specs: ["init", name] a problem init argument, ["const", v],
+# ["dim", input, axis] a size of an input, ["input", name] a problem input, ["none"] None, ["default"] left out.
+_ADAPTER_INIT = {init_map!r}
+_ADAPTER_ARGS = {arg_map!r}
+_ADAPTER_OUTPUTS = {out_map!r}
+_ADAPTER_STRUCTURE = {structure!r}
+
+
+def _adapter_value(spec, init, inputs):
+    """The value a spec stands for on this call."""
+    if spec[0] == "init":
+        return init[spec[1]]
+    if spec[0] == "const":
+        return spec[1]
+    if spec[0] == "dim":
+        return int(inputs[spec[1]].shape[spec[2]])
+    if spec[0] == "input":
+        return inputs[spec[1]]
+    return None
+
+
+def _adapter_flat(result):
+    """The kernel's outputs as a flat list."""
+    if isinstance(result, dict):
+        return list(result.values())
+    if isinstance(result, (tuple, list)):
+        return list(result)
+    return [result]
+
+
+class Model(torch.nn.Module):
+    def __init__(self{init_params}):
+        super().__init__()
+        self._adapter_init = {init_dict}
+        self._adapter_models = {{}}
+
+    def forward(self{forward_params}):
+        inputs = {forward_dict}
+        kwargs = {{k: _adapter_value(v, self._adapter_init, inputs) for k, v in _ADAPTER_INIT.items()
+                  if v[0] != "default"}}
+        key = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
+        model = self._adapter_models.get(key)
+        if model is None:
+            model = self._adapter_models[key] = {inner}(**kwargs)
+        args = {{k: _adapter_value(v, self._adapter_init, inputs) for k, v in _ADAPTER_ARGS.items()
+                if v[0] != "default"}}
+        flat = _adapter_flat(model(**args))
+        outputs = []
+        for spec in _ADAPTER_OUTPUTS:
+            value = flat[spec[0]]
+            outputs.append(value.view(inputs[spec[2]].shape) if len(spec) > 1 else value)
+        if _ADAPTER_STRUCTURE[0] == "dict":
+            return dict(zip(_ADAPTER_STRUCTURE[1], outputs))
+        if _ADAPTER_STRUCTURE[0] == "tuple":
+            return tuple(outputs)
+        return outputs[0]
+'''
+
+
+def _param_list(fn: Any) -> tuple[str, list[str]]:
+    """`, a, b=1.0` for a generated signature, and the parameter names."""
+    parts, names = [], []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        names.append(p.name)
+        if p.default is inspect.Parameter.empty:
+            parts.append(p.name)
+        elif isinstance(p.default, (int, float, str, bool, type(None))):
+            parts.append(f"{p.name}={p.default!r}")
+        else:
+            parts.append(f"{p.name}=None")
+    return "".join(", " + part for part in parts), names
+
+
+def adapter_source(match: TransferMatch, reference_model: Any) -> str:
+    """The candidate file: the kernel's source with its Model renamed, then the adapter Model."""
+    source = match.kernel.source
+    inner = re.sub(r"^class Model\b", f"class {INNER_CLASS}", source, count=1, flags=re.MULTILINE)
+    if inner == source:
+        raise ValueError(f"{match.kernel.path}: no module-level `class Model` to adapt")
+    if not re.search(r"^import torch$", inner, flags=re.MULTILINE):
+        inner = "import torch\n" + inner
+    init_params, init_names = _param_list(reference_model.__init__)
+    forward_params, forward_names = _param_list(reference_model.forward)
+    return inner.rstrip("\n") + "\n" + _ADAPTER_TEMPLATE.format(
+        entry_id=match.kernel.entry_id, init_map=match.init_map, arg_map=match.arg_map, out_map=match.out_map,
+        structure=match.structure, init_params=init_params, forward_params=forward_params, inner=INNER_CLASS,
+        init_dict="{" + ", ".join(f"{n!r}: {n}" for n in init_names) + "}",
+        forward_dict="{" + ", ".join(f"{n!r}: {n}" for n in forward_names) + "}")
+
+
+def transferred_kernel(match: TransferMatch, reference_model: Any) -> ReferenceKernel:
+    """The matched kernel as a tunable kernel whose source is the adapted candidate."""
+    return replace(match.kernel, entry_id=f"{match.kernel.entry_id}+adapter", origin="transfer",
+                   text=adapter_source(match, reference_model))

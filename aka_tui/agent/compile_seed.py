@@ -1,0 +1,194 @@
+"""Compiler seeding: turn inductor's generated Triton kernels and launch code into a standalone candidate.
+
+Each kernel inductor generated is copied into the candidate as a plain `@triton.jit` function (inductor's
+autotuning decorator removed; its device helpers such as `triton_helpers.max2` stay, they are inlined), and
+each launch goes through a launcher of ours whose block sizes, warps and stages come from the candidate's
+TUNABLES, so the offline loop searches them. The wrapper's buffer allocation and launch order are kept; any
+call it makes into a library (extern GEMMs, attention, aten fallbacks) is refused: such a seed would not be
+the candidate's own kernels, so the agent falls back to transfer or to the model. One program is generated
+per combination of init arguments and input dtypes among the problem's shapes (both are constants of a traced
+graph); input sizes stay symbolic.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from aka_tui.agent.inductor_capture import CapturedGraph
+
+_KERNEL_RE = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''\n(.*?)''', device_str='(\w+)'\)",
+                        re.MULTILINE | re.DOTALL)
+_EXTERN_MARKERS = ("extern_kernels.", "async_compile.cpp", "torch.ops.", "aten.", "cpp_fused", "async_compile.cuda")
+_GRID_TYPES = ("Grid1D", "Grid2D")
+BLOCK_SPACE = {"pointwise": [128, 256, 512, 1024, 2048, 4096], "x-reduction": [1, 2, 4, 8, 16, 32]}
+R_BLOCK_SPACE = [64, 128, 256, 512, 1024, 2048, 4096]
+WARPS_SPACE = [1, 2, 4, 8, 16]
+STAGES_SPACE = [1, 2, 3]
+
+
+class SeedError(Exception):
+    """The generated code cannot become a standalone candidate (extern calls, unknown launch form)."""
+
+
+@dataclass
+class SeedKernel:
+    """One generated Triton kernel, cleaned, with what its launcher needs."""
+
+    name: str
+    source: str
+    kind: str  # pointwise | reduction | persistent_reduction
+    params: list[str]
+    constexprs: list[str]
+    grid_type: str
+
+
+@dataclass
+class SeedProgram:
+    """One traced graph: the wrapper's call body (translated) and how to build its arguments."""
+
+    key: str
+    body: list[str]
+    arg_exprs: list[str]
+    kernels: list[str] = field(default_factory=list)
+
+
+def extern_calls(source: str) -> list[str]:
+    """Library calls the generated wrapper makes (outside the Triton kernels)."""
+    found = []
+    for line in _call_body(source):
+        code = line.split("#", 1)[0]
+        for marker in _EXTERN_MARKERS:
+            if marker in code:
+                match = re.search(re.escape(marker) + r"[\w.]*", code)
+                found.append(match.group(0).rstrip(".") if match else marker)
+    return sorted(set(found))
+
+
+def _decorator_kind(text: str) -> str:
+    found = re.search(r"@triton_heuristics\.(\w+)\(", text)
+    if found is None:
+        raise SeedError("a generated kernel has no inductor heuristics decorator to read its kind from")
+    if found.group(1) not in ("pointwise", "reduction", "persistent_reduction"):
+        raise SeedError(f"a generated kernel is a {found.group(1)} (template/foreign), not an own kernel")
+    return found.group(1)
+
+
+def clean_kernel(name: str, text: str) -> SeedKernel:
+    """The kernel as a plain @triton.jit function, with its launch metadata."""
+    kind = _decorator_kind(text)
+    grid = re.search(r"'grid_type': '(\w+)'", text)
+    grid_type = grid.group(1) if grid else "Grid1D"
+    if grid_type not in _GRID_TYPES:
+        raise SeedError(f"kernel {name}: grid type {grid_type} is not supported by the seed's launcher")
+    start = text.index("@triton.jit")
+    body = text[start:]
+    header = re.search(r"def \w+\((.*?)\):", body, re.DOTALL)
+    if header is None:
+        raise SeedError(f"kernel {name}: no signature")
+    params, constexprs = [], []
+    for raw in header.group(1).split(","):
+        raw = raw.strip()
+        if not raw:
+            continue
+        pname = raw.split(":")[0].strip()
+        (constexprs if "constexpr" in raw else params).append(pname)
+    for c in constexprs:
+        if not re.fullmatch(r"[XYZ]BLOCK|R0_BLOCK", c):
+            raise SeedError(f"kernel {name}: unknown compile-time parameter {c}")
+    return SeedKernel(name, body.rstrip() + "\n", kind, params, constexprs, grid_type)
+
+
+def _call_body(source: str) -> list[str]:
+    """The lines of the wrapper's `call(args)`, dedented to one level."""
+    lines = source.splitlines()
+    for index, line in enumerate(lines):
+        found = re.match(r"^(\s*)def call\((?:self, )?args\):", line)
+        if found:
+            indent = len(found.group(1)) + 4
+            body = []
+            for nxt in lines[index + 1:]:
+                if nxt.strip() and len(nxt) - len(nxt.lstrip()) < indent:
+                    break
+                body.append(nxt[indent:] if nxt.strip() else "")
+            return body
+    raise SeedError("the generated wrapper has no call(args) function")
+
+
+def translate_body(body: list[str], kernel_names: dict[str, str]) -> list[str]:
+    """The call body with inductor's runtime replaced by plain torch and the seed's launchers."""
+    out = []
+    for line in body:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped.startswith("assert_") or "get_raw_stream(" in line:
+            continue
+        if "torch.cuda.set_device" in line:
+            continue
+        line = re.sub(r"with torch\.cuda\._DeviceGuard\(\d+\):", "if True:", line)
+        line = re.sub(r"\bempty_strided_(cpu|cuda)\(", "_seed_empty(_device, ", line)
+        line = re.sub(r"\breinterpret_tensor\(", "_seed_reinterpret(", line)
+        line = re.sub(r",\s*stream=\w+\)", ")", line)
+        for var, launcher in kernel_names.items():
+            line = re.sub(rf"\b{var}\.run\(", f"{launcher}(", line)
+        if ".run(" in line:
+            raise SeedError(f"the generated wrapper launches something the seed does not know: {stripped[:80]}")
+        out.append(line)
+    return out
+
+
+def arg_expressions(graph: CapturedGraph) -> list[str]:
+    """How the candidate builds each argument of `call` from its forward inputs."""
+    exprs = []
+    for p in graph.placeholders:
+        if p.prop is None:
+            exprs.append(f"inputs[{p.input_name!r}]")
+        else:
+            exprs.append(f"inputs[{p.input_name!r}].{p.prop}({p.index})")
+    return exprs
+
+
+def parse_program(key: str, graph: CapturedGraph, kernels: dict[str, SeedKernel]) -> SeedProgram:
+    """One captured graph as a program of the seed; its kernels are added to `kernels` (deduplicated)."""
+    externs = extern_calls(graph.source)
+    if externs:
+        raise SeedError("inductor emits library calls for this reference: " + ", ".join(externs)
+                        + " (a compiler seed would not be the candidate's own kernels)")
+    names: dict[str, str] = {}
+    used = []
+    for var, name, text, _device in _KERNEL_RE.findall(graph.source):
+        kernel = clean_kernel(name, text)
+        same = next((k for k in kernels.values() if k.source.replace(k.name, "KERNEL")
+                     == kernel.source.replace(kernel.name, "KERNEL")), None)
+        if same is None:
+            index = len(kernels)
+            kernel.source = kernel.source.replace(f"def {kernel.name}(", f"def _seed_kernel_{index}(")
+            kernel.name = f"_seed_kernel_{index}"
+            kernels[kernel.name] = kernel
+            same = kernel
+        names[var] = f"_launch{same.name.removeprefix('_seed_kernel')}"
+        used.append(same.name)
+    if not names:
+        raise SeedError("inductor generated no Triton kernel for this reference (nothing is computed?)")
+    return SeedProgram(key, translate_body(_call_body(graph.source), names), arg_expressions(graph), used)
+
+
+def kernel_tunables(kernel: SeedKernel) -> tuple[dict[str, object], dict[str, list[object]]]:
+    """Defaults and search space of one kernel's block sizes, warps and stages (prefix k<i>_)."""
+    prefix = "k" + kernel.name.removeprefix("_seed_kernel_") + "_"
+    tunables: dict[str, object] = {}
+    space: dict[str, list[object]] = {}
+    reduction = kernel.kind != "pointwise"
+    for c in kernel.constexprs:
+        if c == "R0_BLOCK":
+            if kernel.kind == "persistent_reduction":
+                continue  # the whole row in one tile: sized at launch
+            tunables[prefix + c], space[prefix + c] = 1024, list(R_BLOCK_SPACE)
+        elif reduction:
+            tunables[prefix + c], space[prefix + c] = 1, list(BLOCK_SPACE["x-reduction"])
+        else:
+            default = 1024 if kernel.grid_type == "Grid1D" else 32
+            values = BLOCK_SPACE["pointwise"] if kernel.grid_type == "Grid1D" else [8, 16, 32, 64, 128]
+            tunables[prefix + c], space[prefix + c] = default, list(values)
+    tunables[prefix + "num_warps"], space[prefix + "num_warps"] = (8 if reduction else 4), list(WARPS_SPACE)
+    tunables[prefix + "num_stages"], space[prefix + "num_stages"] = 1, list(STAGES_SPACE)
+    return tunables, space

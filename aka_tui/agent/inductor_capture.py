@@ -1,0 +1,141 @@
+"""Lower a problem's reference with torch.compile (inductor) to Triton and capture the generated module's
+source, without compiling or running it.
+
+Dynamo traces the reference's forward with dynamic input sizes (init arguments are constants of the graph),
+inductor generates its Python wrapper and Triton kernels, and the capture stops there: nothing inductor
+generated is executed, so the same path works on a CPU without a GPU driver (inductor's Triton backend for
+the CPU, `cpu_backend = "triton"`) and on CUDA.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import torch
+
+_SOURCE_RE = re.compile(r"^L\['(\w+)'\](?:\.(size|stride)\(\)\[(\d+)\])?$")
+
+
+class CaptureError(Exception):
+    """Inductor could not lower the reference (graph break, unsupported op, no Triton backend)."""
+
+
+class _Captured(Exception):
+    """Raised from the codegen hook once the source is in hand: stops inductor before it compiles."""
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """One argument of the generated `call`: a forward input, or a size/stride of one."""
+
+    input_name: str
+    prop: str | None  # None (the input itself), "size" or "stride"
+    index: int | None
+
+
+@dataclass(frozen=True)
+class CapturedGraph:
+    """The wrapper source inductor generated for one reference instance, and what its arguments are."""
+
+    source: str
+    placeholders: list[Placeholder]
+
+
+def _source_name(source: Any) -> str:
+    name = getattr(source, "name", "")
+    return name() if callable(name) else str(name)
+
+
+def _placeholders(gm: Any) -> list[Placeholder]:
+    """Dynamo's graph inputs as forward inputs or their sizes; CaptureError for anything else."""
+    out = []
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        grapharg = node.meta.get("grapharg")
+        name = _source_name(grapharg.source) if grapharg is not None and grapharg.source is not None else ""
+        found = _SOURCE_RE.match(name)
+        if found is None:
+            raise CaptureError(f"the traced graph reads {name or node.name}, which is not a forward input or its "
+                               "size (a parameter or buffer of the reference?)")
+        out.append(Placeholder(found.group(1), found.group(2), int(found.group(3)) if found.group(3) else None))
+    return out
+
+
+@contextlib.contextmanager
+def _inductor_settings(device_type: str) -> Iterator[None]:
+    """Inductor configured for a capture: Triton on every device, no caches (a cache hit skips codegen)."""
+    import torch._dynamo.config as dynamo_config
+    import torch._inductor.config as inductor_config
+
+    settings = [(inductor_config, "cpu_backend", "triton"), (inductor_config, "fx_graph_cache", False),
+                (inductor_config, "compile_threads", 1),  # nothing is compiled: no pool of compile workers
+                (dynamo_config, "specialize_float", True)]
+    saved = [(module, name, getattr(module, name)) for module, name, _ in settings if hasattr(module, name)]
+    for module, name, value in settings:
+        if hasattr(module, name):
+            setattr(module, name, value)
+    patched = None
+    if device_type != "cuda":
+        import torch.utils._triton as torch_triton
+
+        # no GPU driver: the backend hash only names inductor's cache entries, which the capture never uses
+        patched = torch_triton.triton_hash_with_backend
+        torch_triton.triton_hash_with_backend = lambda: "aka-capture-cpu"  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+        if patched is not None:
+            import torch.utils._triton as torch_triton
+
+            torch_triton.triton_hash_with_backend = patched  # type: ignore[assignment]
+
+
+def capture(model: torch.nn.Module, inputs: dict[str, Any]) -> CapturedGraph:
+    """Inductor's generated wrapper source for `model(**inputs)`; CaptureError with the reason otherwise."""
+    import torch._dynamo
+    from torch._inductor import graph as inductor_graph
+    from torch._inductor.compile_fx import compile_fx
+
+    device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
+    sources: list[str] = []
+    placeholders: list[list[Placeholder]] = []
+    original_codegen = inductor_graph.GraphLowering.codegen
+
+    def codegen(self: Any) -> Any:
+        result = original_codegen(self)
+        code = result[0] if isinstance(result, tuple) else result
+        sources.append(str(getattr(code, "value", code)))
+        raise _Captured()
+
+    def backend(gm: Any, example_inputs: list[Any]) -> Any:
+        placeholders.append(_placeholders(gm))
+        return compile_fx(gm, example_inputs)
+
+    torch._dynamo.reset()
+    inductor_graph.GraphLowering.codegen = codegen  # type: ignore[method-assign]
+    try:
+        with _inductor_settings(device.type), torch.no_grad():
+            compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=True)
+            compiled(**inputs)
+    except Exception as exc:  # inductor wraps our stop signal; anything else is a real failure
+        if not sources:
+            reason = _first_line(exc)
+            raise CaptureError(f"torch.compile could not lower the reference: {reason}") from None
+    finally:
+        inductor_graph.GraphLowering.codegen = original_codegen  # type: ignore[method-assign]
+        torch._dynamo.reset()
+    if not sources or not placeholders:
+        raise CaptureError("torch.compile produced no graph for the reference (nothing to lower)")
+    return CapturedGraph(sources[0], placeholders[0])
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = next((t for t in text if t.strip() and not t.startswith("Set TORCH")), type(exc).__name__)
+    return line[:240]

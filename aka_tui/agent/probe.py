@@ -1,0 +1,163 @@
+"""Probe runs: a problem's reference on a few small shapes, and comparison of outputs by structure and value.
+
+The transfer from the knowledge base and the compiler seed both judge a candidate by what it computes, never
+by names: they run the new problem's reference on probe inputs and compare what another implementation
+returns for the same inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import inspect
+from dataclasses import dataclass, field, replace
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from aka_tui.bench.inputs import clone_inputs, make_inputs
+from aka_tui.bench.module_loading import import_file
+from aka_tui.bench.problem import Problem, Shape
+
+PROBE_SEED = 20261201
+
+
+@dataclass
+class Probe:
+    """One probe: a shape, its inputs on the probe device, and the reference's flat outputs."""
+
+    shape: Shape
+    inputs: dict[str, Any]
+    outputs: list[torch.Tensor]
+    structure: tuple  # ("tensor",) | ("tuple", n) | ("dict", keys)
+    init: dict[str, Any] = field(default_factory=dict)  # every init argument, defaults applied
+
+
+def flatten_outputs(value: Any) -> tuple[list[torch.Tensor], tuple]:
+    """A forward's result as a flat tensor list plus how to rebuild it."""
+    if isinstance(value, torch.Tensor):
+        return [value], ("tensor",)
+    if isinstance(value, dict):
+        keys = tuple(value.keys())
+        return [value[k] for k in keys], ("dict", keys)
+    if isinstance(value, (tuple, list)):
+        return list(value), ("tuple", len(value))
+    raise TypeError(f"a forward returned {type(value).__name__}, not a tensor, a tuple or a dict")
+
+
+def _shape_size(problem: Problem, shape: Shape) -> float:
+    """A size to order shapes by: roofline bytes when known, else the product of the numeric input kwargs."""
+    entry = problem.roofline.get(shape.shape_id)
+    if entry is not None and entry.bytes_total > 0:
+        return entry.bytes_total
+    numbers = [v for v in shape.input_kwargs.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return float(math.prod(abs(v) + 1 for v in numbers))
+
+
+def probe_shapes(problem: Problem, count: int = 2, groups_max: int = 4) -> list[Shape]:
+    """The `count` smallest shapes (smoke tier first), then the smallest shape of each further combination of
+    init arguments and string input arguments (a flag or a dtype changes what is computed), `groups_max` in all."""
+    smoke = problem.shapes_for("smoke")
+    pool = sorted(smoke or problem.shapes_for(None), key=lambda s: _shape_size(problem, s))
+    if len(pool) < count and smoke:
+        rest = [s for s in sorted(problem.shapes_for(None), key=lambda s: _shape_size(problem, s)) if s not in pool]
+        pool += rest
+    chosen = pool[:1]
+    for shape in pool[1:]:
+        if len(chosen) >= count:
+            break
+        if all(shape.init_kwargs != c.init_kwargs or shape.input_kwargs != c.input_kwargs for c in chosen):
+            chosen.append(shape)
+    if count > 1:
+        seen = {_semantic_group(c) for c in chosen}
+        for shape in sorted(smoke or problem.shapes_for(None), key=lambda s: _shape_size(problem, s)):
+            if len(chosen) >= max(groups_max, count):
+                break
+            if _semantic_group(shape) not in seen:
+                seen.add(_semantic_group(shape))
+                chosen.append(shape)
+    return chosen
+
+
+def _semantic_group(shape: Shape) -> str:
+    strings = sorted((k, v) for k, v in shape.input_kwargs.items() if isinstance(v, str))
+    return repr((sorted((shape.init_kwargs or {}).items()), strings))
+
+
+def load_modules(problem: Problem) -> tuple[ModuleType, ModuleType]:
+    """The problem's reference and input modules."""
+    return import_file(problem.reference_path, "probe_ref"), import_file(problem.input_path, "probe_in")
+
+
+def run_reference(reference: ModuleType, shape: Shape, inputs: dict[str, Any]) -> Any:
+    """The reference's forward on a copy of `inputs`."""
+    model = reference.Model(**(shape.init_kwargs or {}))
+    device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
+    model = model.to(device).eval()
+    with torch.no_grad():
+        return model(**clone_inputs(inputs))
+
+
+def make_probes(problem: Problem, device: str, count: int = 2) -> list[Probe]:
+    """Probe inputs and reference outputs on the `count` smallest shapes."""
+    reference, input_module = load_modules(problem)
+    probes = []
+    for index, shape in enumerate(probe_shapes(problem, count)):
+        inputs = make_inputs(problem, input_module, shape, device, PROBE_SEED + index)
+        outputs, structure = flatten_outputs(run_reference(reference, shape, inputs))
+        probes.append(Probe(shape, inputs, [o.detach() for o in outputs], structure,
+                            full_init(reference.Model, shape.init_kwargs or {})))
+    if probes:
+        small = _small_magnitude_probe(reference, probes[0])
+        if small is not None:
+            probes.append(small)
+    return probes
+
+
+def _small_magnitude_probe(reference: ModuleType, probe: Probe) -> Probe | None:
+    """The first probe with its floating inputs scaled by 1e-3: where an epsilon or a clamp floor matters,
+    two implementations that differ only there disagree (None when the reference refuses such inputs)."""
+    inputs = {k: (v * 1e-3).to(v.dtype) if isinstance(v, torch.Tensor) and v.is_floating_point()
+              and v.dtype.itemsize > 1 else v for k, v in probe.inputs.items()}
+    try:
+        outputs, structure = flatten_outputs(run_reference(reference, probe.shape, inputs))
+    except Exception:
+        return None
+    return replace(probe, inputs=inputs, outputs=[o.detach() for o in outputs], structure=structure)
+
+
+def full_init(model_class: Any, init_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Every init argument of `model_class` as a call with `init_kwargs` sees it (defaults applied)."""
+    signature = inspect.signature(model_class.__init__)
+    try:
+        bound = signature.bind(None, **init_kwargs)
+    except TypeError:
+        return dict(init_kwargs)
+    bound.apply_defaults()
+    plain = {n for n, p in signature.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return {k: v for k, v in list(bound.arguments.items())[1:] if k in plain}
+
+
+def outputs_close(expected: torch.Tensor, actual: Any, atol: float, rtol: float,
+                  mismatch_fraction: float = 0.01) -> bool:
+    """Same shape and dtype, and values within tolerance on all but `mismatch_fraction` of the elements
+    (integers and booleans exactly); a small allowance absorbs rounding-order differences between two
+    implementations of one semantics."""
+    if not isinstance(actual, torch.Tensor) or actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return False
+    if expected.numel() == 0:
+        return True
+    if not expected.is_floating_point():
+        return bool(torch.equal(expected.cpu(), actual.cpu()))
+    e, a = expected.detach().cpu().double(), actual.detach().cpu().double()
+    if expected.dtype.itemsize == 1:  # fp8: a few mantissa bits, one rounding step apart is the same value
+        rtol = max(rtol, 0.13)
+    finite = torch.isfinite(e)
+    if not torch.equal(finite, torch.isfinite(a)):
+        return False
+    bad = (~torch.isclose(a[finite], e[finite], rtol=rtol, atol=atol)).sum().item()
+    if not torch.equal(e[~finite], a[~finite]) and bool((e[~finite] == e[~finite]).any()):
+        return False
+    if bool((e == 0).all()) != bool((a == 0).all()):
+        return False
+    return bad <= mismatch_fraction * max(int(finite.sum().item()), 1)

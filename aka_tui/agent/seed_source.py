@@ -1,0 +1,280 @@
+"""Write and check a compiler-seeded candidate: inductor's kernels for every program of a problem, launchers
+that read TUNABLES, and a `Model` with the reference's interface that picks the program for its init
+arguments and input dtypes."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kernel_tunables, parse_program
+from aka_tui.agent.inductor_capture import CaptureError, capture
+from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
+from aka_tui.bench.problem import Problem, Shape
+
+_HEADER = '''"""Compiler seed for {problem}: torch.compile (inductor, torch {torch_version}) lowered the reference to
+Triton; its kernels are this file's own, launched by plain launchers whose block sizes, warps and stages are
+TUNABLES. One program per combination of init arguments and input dtypes of the problem's shapes."""
+
+import math
+import os
+
+import torch
+import triton
+import triton.language as tl
+from torch._inductor.runtime import triton_helpers
+from torch._inductor.runtime.triton_helpers import math as tl_math
+from triton.language.extra import libdevice
+
+if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU interpreter cannot run libdevice: triton.language twins
+
+    class _InterpretedLibdevice:
+        """libdevice functions as triton.language operations (interpreter only)."""
+
+        def __getattr__(self, name):
+            return getattr(tl, name, None) or getattr(tl.math, name)
+
+        @staticmethod
+        def pow(base, exponent):
+            magnitude = tl.exp2(exponent * tl.log2(tl.abs(base)))
+            odd = tl.floor(exponent * 0.5) * 2.0 != exponent
+            return tl.where((base < 0) & odd, -magnitude, tl.where(base == 0, tl.where(exponent == 0, 1.0, 0.0),
+                                                                    magnitude))
+
+        @staticmethod
+        def tanh(x):
+            return 2.0 * tl.sigmoid(2.0 * x) - 1.0
+
+        @staticmethod
+        def log1p(x):
+            return tl.log(1.0 + x)
+
+        @staticmethod
+        def expm1(x):
+            return tl.exp(x) - 1.0
+
+    libdevice = _InterpretedLibdevice()
+
+TUNABLES = {tunables!r}
+SEARCH_SPACE = {space!r}
+'''
+
+_RUNTIME = '''
+
+def _seed_empty(device, size, stride, dtype):
+    """A buffer of the generated code's layout."""
+    return torch.empty_strided(size, stride, dtype=dtype, device=device)
+
+
+def _seed_reinterpret(tensor, size, stride, offset):
+    """A view of a buffer with another size and stride (the generated code reuses buffers)."""
+    return torch.as_strided(tensor, size, stride, offset)
+
+
+def _seed_program(init, inputs):
+    """The program of a call: the one traced for its input dtypes and init arguments, else the one of the same
+    dtypes whose init arguments differ in the fewest values."""
+    dtypes = [str(v.dtype) for v in inputs.values() if isinstance(v, torch.Tensor)]
+    best = None
+    for program_init, program_dtypes, program in _PROGRAMS:
+        if program_dtypes == dtypes:
+            distance = sum(program_init.get(k) != v for k, v in init.items())
+            if best is None or distance < best[0]:
+                best = (distance, program)
+    return None if best is None else best[1]
+'''
+
+_MODEL = '''
+
+class Model(torch.nn.Module):
+    def __init__(self{init_params}):
+        super().__init__()
+        self._seed_init = {init_dict}
+
+    def forward(self{forward_params}):
+        inputs = {forward_dict}
+        program = _seed_program(self._seed_init, inputs)
+        if program is None:
+            raise NotImplementedError("no program was generated for these input dtypes")
+        device = next(v.device for v in inputs.values() if isinstance(v, torch.Tensor))
+        outputs = list(program(inputs, device))
+        if _STRUCTURE[0] == "dict":
+            return dict(zip(_STRUCTURE[1], outputs))
+        if _STRUCTURE[0] == "tuple":
+            return tuple(outputs)
+        return outputs[0]
+'''
+
+
+@dataclass
+class SeedResult:
+    """A seeded candidate's source, or why there is none."""
+
+    source: str | None
+    reason: str
+    programs: int = 0
+
+
+def _launcher(kernel: SeedKernel) -> str:
+    """A launcher that sizes the grid from xnumel/ynumel and takes block sizes from TUNABLES."""
+    index = kernel.name.removeprefix("_seed_kernel_")
+    prefix = f"k{index}_"
+    lines = [f"def _launch_{index}(*args):", f'    """Launch {kernel.name} with its TUNABLES."""']
+    lines.append(f"    named = dict(zip({kernel.params!r}, args))")
+    lines.append("    meta = {}")
+    for c in kernel.constexprs:
+        if c == "R0_BLOCK" and kernel.kind == "persistent_reduction":
+            lines.append('    meta["R0_BLOCK"] = triton.next_power_of_2(max(int(named["r0_numel"]), 1))')
+        else:
+            lines.append(f'    meta["{c}"] = TUNABLES["{prefix}{c}"]')
+    x = 'triton.cdiv(int(named["xnumel"]), meta["XBLOCK"])' if "XBLOCK" in kernel.constexprs else \
+        'int(named.get("xnumel", 1))'
+    y = ', triton.cdiv(int(named["ynumel"]), meta["YBLOCK"])' if kernel.grid_type == "Grid2D" else ""
+    lines.append(f"    grid = ({x}{y},)" if not y else f"    grid = ({x}{y})")
+    lines.append("    if min(grid) <= 0:")
+    lines.append("        return")
+    lines.append(f'    {kernel.name}[grid](*args, **meta, num_warps=TUNABLES["{prefix}num_warps"], '
+                 f'num_stages=TUNABLES["{prefix}num_stages"])')
+    return "\n".join(lines) + "\n"
+
+
+def _program_source(index: int, program: SeedProgram) -> str:
+    lines = [f"def _program_{index}(inputs, _device):", f'    """Generated for {program.key}."""',
+             f"    args = [{', '.join(program.arg_exprs)}]"]
+    lines += ["    " + line if line else "" for line in program.body]
+    return "\n".join(lines) + "\n"
+
+
+def _signature(fn: Any) -> tuple[str, list[str]]:
+    parts, names = [], []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        names.append(p.name)
+        default = p.default
+        if default is inspect.Parameter.empty:
+            parts.append(p.name)
+        else:
+            parts.append(f"{p.name}={default!r}" if isinstance(default, (int, float, str, bool, type(None)))
+                         else f"{p.name}=None")
+    return "".join(", " + s for s in parts), names
+
+
+def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram], kernels: dict[str, SeedKernel],
+             structure: tuple, keys: dict[str, tuple[dict[str, Any], list[str]]]) -> str:
+    """The candidate file."""
+    tunables: dict[str, Any] = {}
+    space: dict[str, Any] = {}
+    for kernel in kernels.values():
+        t, s = kernel_tunables(kernel)
+        tunables.update(t)
+        space.update(s)
+    init_params, init_names = _signature(reference_model.__init__)
+    forward_params, forward_names = _signature(reference_model.forward)
+    parts = [_HEADER.format(problem=problem.name, torch_version=torch.__version__, tunables=tunables, space=space)]
+    parts += ["\n\n" + k.source for k in kernels.values()]
+    parts.append(_RUNTIME)
+    parts += ["\n\n" + _launcher(k) for k in kernels.values()]
+    parts += ["\n\n" + _program_source(i, p) for i, p in enumerate(programs)]
+    table = "".join(f"\n    ({keys[p.key][0]!r}, {keys[p.key][1]!r}, _program_{i})," for i, p in enumerate(programs))
+    parts.append(f"\n\n_PROGRAMS = [{table}\n]\n_STRUCTURE = {structure!r}\n")
+    parts.append(_MODEL.format(init_params=init_params, forward_params=forward_params,
+                               init_dict="{" + ", ".join(f"{n!r}: {n}" for n in init_names) + "}",
+                               forward_dict="{" + ", ".join(f"{n!r}: {n}" for n in forward_names) + "}"))
+    return "".join(parts)
+
+
+def _key(reference_model: Any, shape: Shape, inputs: dict[str, Any]) -> tuple[str, tuple[dict[str, Any], list[str]]]:
+    """A program's key, and its init arguments (defaults applied, as the candidate's Model holds them) and
+    input dtypes."""
+    bound = inspect.signature(reference_model.__init__).bind(None, **(shape.init_kwargs or {}))
+    bound.apply_defaults()
+    init = {k: v for k, v in list(bound.arguments.items())[1:]}
+    dtypes = [str(v.dtype) for v in inputs.values() if isinstance(v, torch.Tensor)]
+    return repr((sorted(init.items()), dtypes)), (init, dtypes)
+
+
+def _representatives(shapes: list[Shape]) -> list[Shape]:
+    """One shape per combination of init arguments and string input arguments (dtype names): the smallest
+    whose numeric input arguments are all above 1 (a traced size of 1 is specialised, not symbolic)."""
+    groups: dict[str, list[Shape]] = {}
+    for shape in shapes:
+        strings = sorted((k, v) for k, v in shape.input_kwargs.items() if isinstance(v, str))
+        groups.setdefault(repr((sorted((shape.init_kwargs or {}).items()), strings)), []).append(shape)
+
+    def size(shape: Shape) -> float:
+        numbers = [v for v in shape.input_kwargs.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        return float(math.prod(abs(v) + 1 for v in numbers))
+
+    chosen = []
+    for members in groups.values():
+        wide = [s for s in members if all(v > 1 for v in s.input_kwargs.values()
+                                          if isinstance(v, (int, float)) and not isinstance(v, bool))]
+        chosen.append(min(wide or members, key=size))
+    return chosen
+
+
+def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: str) -> SeedResult:
+    """Capture every program the problem's shapes of `tier` need, write the candidate, verify it on the probes."""
+    from aka_tui.agent.probe import load_modules
+    from aka_tui.bench.inputs import make_inputs
+
+    reference, input_module = load_modules(problem)
+    groups: dict[str, tuple[Shape, dict[str, Any], tuple[dict[str, Any], list[str]]]] = {}
+    for index, shape in enumerate(_representatives(problem.shapes_for(tier) or problem.shapes_for(None))):
+        inputs = make_inputs(problem, input_module, shape, device, 7 + index)
+        key, dtypes = _key(reference.Model, shape, inputs)
+        groups.setdefault(key, (shape, inputs, dtypes))
+    for probe in probes:
+        key, dtypes = _key(reference.Model, probe.shape, probe.inputs)
+        groups.setdefault(key, (probe.shape, probe.inputs, dtypes))
+    kernels: dict[str, SeedKernel] = {}
+    programs = []
+    try:
+        for key, (shape, inputs, _dtypes) in groups.items():
+            model = reference.Model(**(shape.init_kwargs or {})).to(device).eval()
+            programs.append(parse_program(key, capture(model, inputs), kernels))
+    except (CaptureError, SeedError) as exc:
+        return SeedResult(None, str(exc))
+    source = assemble(problem, reference.Model, programs, kernels, probes[0].structure,
+                      {k: v[2] for k, v in groups.items()})
+    problem_found = verify_seed(source, problem, probes, device)
+    if problem_found:
+        return SeedResult(None, f"the compiler seed does not reproduce the reference: {problem_found}")
+    return SeedResult(source, f"compiler seed: torch.compile (inductor) lowered the reference to "
+                              f"{len(kernels)} Triton kernel(s) in {len(programs)} program(s)", len(programs))
+
+
+def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str) -> str:
+    """Run the seeded candidate on the probes in this process; "" when every output matches."""
+    import tempfile
+    from pathlib import Path
+
+    from aka_tui.bench.module_loading import import_file
+
+    if device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # the interpreter is how Triton runs on a CPU
+    tolerance = problem.tolerance_for(problem.dtype)
+    with tempfile.TemporaryDirectory(prefix="aka-seed-") as tmp:
+        path = Path(tmp) / f"{problem.name}_seed.py"
+        path.write_text(source)
+        try:
+            module = import_file(path, "seed_check")
+            for probe in probes:
+                model = module.Model(**(probe.shape.init_kwargs or {}))
+                with torch.no_grad():
+                    flat, _ = flatten_outputs(model(**{k: (v.clone() if isinstance(v, torch.Tensor) else v)
+                                                       for k, v in probe.inputs.items()}))
+                for i, (want, got) in enumerate(zip(probe.outputs, flat)):
+                    if not outputs_close(want, got, tolerance.atol, tolerance.rtol):
+                        return f"output {i} differs on {probe.shape.shape_id}"
+                if len(flat) != len(probe.outputs):
+                    return f"{len(flat)} outputs instead of {len(probe.outputs)}"
+        except Exception as exc:  # generated code we could not run is no seed
+            return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    return ""

@@ -1,0 +1,112 @@
+"""Where the offline loop starts on a problem: a person's kernel, the knowledge base's kernel for the
+operator, a kernel transferred from the knowledge base by semantics, or a compiler seed; and one clear line
+when none applies.
+
+Order: a person's file (`--start`) wins; then a kernel whose entry declares the operator, used as it is only
+when the probe shows it reproduces the problem under its own interface; then every reference kernel, matched
+by probe runs (`transfer.py`); then inductor's Triton lowering of the reference (`seed_source.py`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from aka_tui.errors import ProposerError
+from aka_tui.knowledge.reference_kernels import ReferenceKernel
+
+
+@dataclass
+class StartingPoint:
+    """The kernel the offline proposer tunes, which path produced it, and what was tried before it."""
+
+    kernel: ReferenceKernel
+    path: str  # kb | transfer | compiler-seed | person
+    detail: str
+    tried: list[str] = field(default_factory=list)
+
+
+def person_kernel(source: str, origin_path: Path, family: str = "") -> ReferenceKernel:
+    """A person's kernel (pasted, edited or a file) as a tunable kernel: it must declare TUNABLES and
+    SEARCH_SPACE; KbEntryError naming what is missing otherwise. The one call the app needs."""
+    from aka_tui.knowledge.reference_kernels import kernel_from_source
+
+    return kernel_from_source(source, origin_path, f"person:{origin_path.name}", "person", family)
+
+
+def _same_interface(problem_model: Any, kernel_model: Any) -> bool:
+    def names(fn: Any) -> list[str]:
+        return [p for p in inspect.signature(fn).parameters if p != "self"]
+
+    return (names(problem_model.__init__) == names(kernel_model.__init__)
+            and names(problem_model.forward) == names(kernel_model.forward))
+
+
+def _is_identity(match: Any) -> bool:
+    """True when a match needs no adapter: every argument goes through under its own name, in order."""
+    args_ok = all(spec in (["input", name], ["default"]) for name, spec in match.arg_map.items())
+    init_ok = all(spec in (["init", name], ["default"]) for name, spec in match.init_map.items())
+    outputs_ok = match.out_map == [[i] for i in range(len(match.out_map))]
+    return args_ok and init_ok and outputs_ok and match.kb_structure == match.structure
+
+
+def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Path | None = None,
+                        start_file: Path | None = None, log: Callable[[str], None] = print,
+                        allow_seed: bool = True, transfer_budget_s: float = 60.0) -> StartingPoint:
+    """The first path that applies; ProposerError with one line naming what would help when none does."""
+    from aka_tui.agent.adapter import transferred_kernel
+    from aka_tui.agent.probe import load_modules, make_probes
+    from aka_tui.agent.transfer import find_transfers, kb_semantics, match_kernel
+    from aka_tui.bench.problem import default_suite_dir
+    from aka_tui.knowledge.reference_kernels import reference_kernels
+    from aka_tui.knowledge.store import default_kb_dir, load_kb
+
+    if start_file is not None:
+        if not start_file.is_file():
+            raise ProposerError(f"--start {start_file}: no such file")
+        kernel = person_kernel(start_file.read_text(), start_file, problem.family)
+        return StartingPoint(kernel, "person", f"a person's kernel {start_file.name}")
+    kernels = reference_kernels(load_kb(kb_dir or default_kb_dir()))
+    try:
+        probes = make_probes(problem, device)
+    except Exception as exc:  # the reference itself does not run: nothing to match or lower
+        raise ProposerError(f"{problem.name}: its reference does not run on probe inputs on {device} "
+                            f"({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}); "
+                            "the reference must run here before the agent can start") from None
+    reference, _ = load_modules(problem)
+    suite_dir = default_suite_dir()
+    tried: list[str] = []
+    for kernel in (k for k in kernels if problem.name in k.ops):  # an entry that declares this operator
+        semantics = kb_semantics(kernel, suite_dir)
+        if semantics is None or not _same_interface(reference.Model, semantics.model_class):
+            continue
+        match = match_kernel(problem, probes, semantics, time.monotonic() + 60.0)
+        if match is not None and _is_identity(match):
+            return StartingPoint(kernel, "kb", f"the knowledge base's {kernel.entry_id}")
+    matches = find_transfers(problem, kernels, probes, suite_dir, budget_s=transfer_budget_s)
+    if matches:
+        match = matches[0]
+        log(f"transfer: {match.rationale}")
+        return StartingPoint(transferred_kernel(match, reference.Model), "transfer",
+                             f"transfer from {match.kernel.entry_id}", tried)
+    tried.append(f"no knowledge-base kernel reproduces its outputs ({len(kernels)} tried on "
+                 f"{len(probes)} probe shapes)")
+    if allow_seed:
+        from aka_tui.agent.seed_source import build_seed
+        from aka_tui.knowledge.reference_kernels import kernel_from_source
+
+        log("no knowledge-base kernel matches; lowering the reference with torch.compile (inductor) to Triton")
+        seed = build_seed(problem, probes, tier, device)
+        if seed.source is not None:
+            log(seed.reason)
+            kernel = kernel_from_source(seed.source, problem.reference_path, "compiler-seed", "compiler-seed",
+                                        problem.family)
+            return StartingPoint(kernel, "compiler-seed", seed.reason, tried)
+        tried.append(seed.reason)
+    raise ProposerError(f"no starting kernel for {problem.name}: " + "; ".join(tried)
+                        + ". What would help: a reference kernel for this computation in kb/family/ (TUNABLES / "
+                        "SEARCH_SPACE), a kernel of yours with `aka optimize --start FILE`, or `--proposer "
+                        "anthropic` with ANTHROPIC_API_KEY set")

@@ -1,0 +1,333 @@
+"""Transfer from the knowledge base: find reference kernels that compute what a new problem computes.
+
+For each reference kernel, its semantics (the reference of the operator it was written for, or the kernel
+itself) is run on the new problem's probe inputs under argument mappings: forward arguments by kind, rank and
+name (names only order the search), init arguments from the problem's init kwargs, defaults or input
+dimensions. A mapping matches when every output of the new reference is reproduced on every probe, by shape,
+dtype and value. Matching is semantic: two kernels with different interfaces but one computation match, two
+kernels with the same names but another computation do not.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator
+
+import torch
+
+from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
+from aka_tui.bench.problem import Problem
+from aka_tui.knowledge.reference_kernels import ReferenceKernel
+
+MAX_MAPPINGS_PER_KERNEL = 96
+SEARCH_BUDGET_S = 120.0
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a Model's __init__ or forward, with what the kernel's own problem passes for it."""
+
+    name: str
+    default: Any  # inspect.Parameter.empty when required
+    example: Any = None  # a value the kernel's own problem passes (tensor or scalar), None when unknown
+
+    @property
+    def required(self) -> bool:
+        return self.default is inspect.Parameter.empty
+
+
+@dataclass
+class TransferMatch:
+    """A reference kernel and the mapping under which it reproduces the new problem's outputs."""
+
+    kernel: ReferenceKernel
+    init_map: dict[str, list[Any]]  # kb init param -> ["init", name] | ["const", v] | ["dim", input, axis]
+    arg_map: dict[str, list[Any]]  # kb forward param -> ["input", name] | ["none"]
+    out_map: list[list[Any]]  # per problem output: [kb output index] or [index, "view_as", input name]
+    structure: tuple
+    rationale: str = ""
+    kb_structure: tuple = ()
+    notes: list[str] = field(default_factory=list)
+
+
+def signature_params(fn: Any, examples: dict[str, Any] | None = None) -> list[Param]:
+    """The parameters of a method (self, *args and **kwargs left out)."""
+    params = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        params.append(Param(p.name, p.default, (examples or {}).get(p.name)))
+    return params
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        if value.dtype == torch.bool:
+            return "bool-tensor"
+        return "float-tensor" if value.is_floating_point() else "int-tensor"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    return "none" if value is None else "other"
+
+
+def _arg_candidates(param: Param, inputs: dict[str, Any]) -> list[tuple[float, list[Any]]]:
+    """(score, spec) for one kernel forward parameter: problem inputs of the same kind, None, or its default."""
+    options: list[tuple[float, list[Any]]] = []
+    example = param.example
+    for name, value in inputs.items():
+        if example is not None and _kind(value) != _kind(example):
+            continue
+        if example is None and not isinstance(value, torch.Tensor):
+            continue
+        score = 4.0 if name == param.name else 0.0
+        if isinstance(value, torch.Tensor) and isinstance(example, torch.Tensor):
+            score += 2.0 if value.ndim == example.ndim else (0.0 if value.ndim > example.ndim else -1.0)
+            score += 1.0 if value.dtype == example.dtype else 0.0
+        options.append((score, ["input", name]))
+    if not param.required:
+        options.append((-0.5, ["default"]))
+    if param.default is None or (param.example is None and not param.required):
+        options.append((-1.0, ["none"]))
+    return sorted(options, key=lambda o: -o[0])
+
+
+def _init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[str, Any],
+                     arg_map: dict[str, list[Any]], output_dtypes: list[str]) -> list[list[Any]]:
+    """Values to try for one kernel init parameter, most plausible first."""
+    kind = _kind(param.example if param.example is not None else
+                 (param.default if not param.required else None))
+    options: list[list[Any]] = []
+    if param.name in problem_init:
+        options.append(["init", param.name])
+    same_kind = [n for n, v in problem_init.items() if _kind(v) == kind and n != param.name]
+    options += [["init", n] for n in same_kind]
+    if not param.required:
+        options.append(["default"])
+    if kind in ("int", "none", "other"):
+        mapped = [spec[1] for spec in arg_map.values() if spec[0] == "input"]
+        for name in mapped + [n for n in inputs if n not in mapped]:
+            value = inputs.get(name)
+            if isinstance(value, torch.Tensor):
+                options += [["dim", name, axis] for axis in range(-1, -value.ndim - 1, -1)]
+    if kind in ("str", "none"):
+        options += [["const", d] for d in output_dtypes]
+    if kind == "bool":
+        options += [["const", True], ["const", False]]
+    unique: list[list[Any]] = []
+    for option in options:
+        if option not in unique:
+            unique.append(option)
+    return unique
+
+
+def resolve(spec: list[Any], init: dict[str, Any], inputs: dict[str, Any]) -> Any:
+    """The value a spec stands for on one call (the generated adapter does the same at run time)."""
+    if spec[0] == "init":
+        return init[spec[1]]
+    if spec[0] == "const":
+        return spec[1]
+    if spec[0] == "dim":
+        return int(inputs[spec[1]].shape[spec[2]])
+    if spec[0] == "input":
+        return inputs.get(spec[1])  # an optional input a call leaves out is None, as the forward's default
+    return None
+
+
+@dataclass
+class KbSemantics:
+    """How to run what a reference kernel computes: its Model class and its parameters."""
+
+    kernel: ReferenceKernel
+    model_class: Any
+    init_params: list[Param]
+    forward_params: list[Param]
+
+
+def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics | None:
+    """The semantics of a reference kernel: the reference of its own problem when the suite has it (plain
+    PyTorch, fast), else the kernel's own Model; examples of its arguments from that problem's smallest shape."""
+    from aka_tui.agent.probe import load_modules, probe_shapes
+    from aka_tui.bench.inputs import make_inputs
+    from aka_tui.bench.module_loading import import_file
+    from aka_tui.bench.problem import load_problem
+
+    init_examples: dict[str, Any] = {}
+    forward_examples: dict[str, Any] = {}
+    module: ModuleType | None = None
+    for op in kernel.ops:
+        directory = (suite_dir / op) if suite_dir is not None else None
+        if directory is None or not (directory / "reference.py").exists():
+            continue
+        try:
+            own = load_problem(directory)
+            module, input_module = load_modules(own)
+            shape = probe_shapes(own, 1)[0]
+            init_examples = dict(shape.init_kwargs or {})
+            forward_examples = make_inputs(own, input_module, shape, "cpu", 0)
+        except Exception:  # a broken suite entry only costs the examples
+            module = None
+            continue
+        break
+    if module is None:
+        try:
+            module = import_file(kernel.path, "kb_kernel")
+        except Exception:
+            return None
+    model_class = getattr(module, "Model", None)
+    if model_class is None:
+        return None
+    return KbSemantics(kernel, model_class, signature_params(model_class.__init__, init_examples),
+                       signature_params(model_class.forward, forward_examples))
+
+
+def _arg_maps(semantics: KbSemantics, inputs: dict[str, Any]) -> Iterator[dict[str, list[Any]]]:
+    """Injective mappings of the kernel's forward parameters onto the problem's inputs, best-scored first."""
+    per_param = [_arg_candidates(p, inputs) for p in semantics.forward_params]
+    if any(not c for c in per_param):
+        return
+    per_param = [c[:5] for c in per_param]
+    combos = []
+    for combo in itertools.product(*per_param):
+        used = [spec[1] for _, spec in combo if spec[0] == "input"]
+        if len(used) != len(set(used)):
+            continue
+        if not used and any(isinstance(v, torch.Tensor) for v in inputs.values()):
+            continue
+        combos.append((sum(s for s, _ in combo), combo))
+    combos.sort(key=lambda c: -c[0])
+    for _, combo in combos:
+        yield {p.name: spec for p, (_, spec) in zip(semantics.forward_params, combo)}
+
+
+def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dict[str, list[Any]],
+            probe: Probe) -> tuple[list[torch.Tensor], tuple] | None:
+    """The kernel's semantics on one probe under a mapping (flat outputs and their structure); None when it
+    does not run."""
+    init = probe.init or dict(probe.shape.init_kwargs or {})
+    try:
+        kwargs = {k: resolve(v, init, probe.inputs) for k, v in init_map.items() if v[0] != "default"}
+        model = semantics.model_class(**kwargs)
+        device = next((v.device for v in probe.inputs.values() if isinstance(v, torch.Tensor)), None)
+        if isinstance(model, torch.nn.Module) and device is not None:
+            model = model.to(device).eval()
+        args = {k: (v.clone() if isinstance(v, torch.Tensor) else v)
+                for k, spec in arg_map.items() if spec[0] != "default"
+                for v in [resolve(spec, init, probe.inputs)]}
+        with torch.no_grad():
+            flat, structure = flatten_outputs(model(**args))
+        return [t for t in flat if isinstance(t, torch.Tensor)], structure
+    except Exception:
+        return None
+
+
+def _match_outputs(probe: Probe, produced: list[torch.Tensor], tolerance: Any) -> list[list[Any]] | None:
+    """For each problem output, a kernel output that equals it (directly, or viewed as an input's shape)."""
+    out_map: list[list[Any]] = []
+    for expected in probe.outputs:
+        found: list[Any] | None = None
+        for index, actual in enumerate(produced):
+            if outputs_close(expected, actual, tolerance.atol, tolerance.rtol):
+                found = [index]
+                break
+        if found is None:
+            for index, actual in enumerate(produced):
+                if actual.numel() != expected.numel() or actual.dtype != expected.dtype:
+                    continue
+                same_shape = [n for n, v in probe.inputs.items()
+                              if isinstance(v, torch.Tensor) and v.shape == expected.shape]
+                if same_shape and outputs_close(expected, actual.reshape(expected.shape), tolerance.atol,
+                                                tolerance.rtol):
+                    found = [index, "view_as", same_shape[0]]
+                    break
+        if found is None:
+            return None
+        out_map.append(found)
+    return out_map
+
+
+def _out_map_holds(probe: Probe, produced: list[torch.Tensor], out_map: list[list[Any]], tolerance: Any) -> bool:
+    for expected, spec in zip(probe.outputs, out_map):
+        if spec[0] >= len(produced):
+            return False
+        actual = produced[spec[0]]
+        if len(spec) > 1:
+            if actual.numel() != expected.numel():
+                return False
+            actual = actual.reshape(probe.inputs[spec[2]].shape)
+        if not outputs_close(expected, actual, tolerance.atol, tolerance.rtol):
+            return False
+    return True
+
+
+def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
+                 deadline: float) -> TransferMatch | None:
+    """The first mapping under which the kernel reproduces every output on every probe, or None."""
+    first = probes[0]
+    init = first.init or dict(first.shape.init_kwargs or {})
+    tolerance = problem.tolerance_for(problem.dtype)
+    dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in first.outputs})
+    # optional inputs some shapes leave out: every input name any probe has, with the first value seen
+    union: dict[str, Any] = {}
+    for probe in probes:
+        for name, value in probe.inputs.items():
+            union.setdefault(name, value)
+    tried = 0
+    for arg_map in _arg_maps(semantics, union):
+        per_init = [_init_candidates(p, init, union, arg_map, dtypes) for p in semantics.init_params]
+        if any(not c for c in per_init):
+            continue
+        failures = 0
+        for init_combo in itertools.islice(itertools.product(*[c[:8] for c in per_init]), 64):
+            tried += 1
+            if tried > MAX_MAPPINGS_PER_KERNEL or time.monotonic() > deadline:
+                return None
+            init_map = {p.name: spec for p, spec in zip(semantics.init_params, init_combo)}
+            ran = _run_kb(semantics, init_map, arg_map, first)
+            if ran is None:
+                failures += 1
+                if failures >= 6:  # this forward mapping does not run: other init values rarely help
+                    break
+                continue
+            produced, kb_structure = ran
+            out_map = _match_outputs(first, produced, tolerance)
+            if out_map is None:
+                continue
+            others = [(_run_kb(semantics, init_map, arg_map, p) or ([], ()))[0] for p in probes[1:]]
+            if all(_out_map_holds(p, flat, out_map, tolerance) for p, flat in zip(probes[1:], others)):
+                renamed = {k: v[1] for k, v in arg_map.items() if v[0] == "input" and v[1] != k}
+                why = (f"transfer from the knowledge base's {semantics.kernel.entry_id}: reproduces every output "
+                       f"on {len(probes)} probe shape(s)"
+                       + (f"; arguments mapped {', '.join(f'{k}←{v}' for k, v in renamed.items())}"
+                          if renamed else ""))
+                return TransferMatch(semantics.kernel, init_map, arg_map, out_map, first.structure, why,
+                                     kb_structure)
+    return None
+
+
+def find_transfers(problem: Problem, kernels: list[ReferenceKernel], probes: list[Probe],
+                   suite_dir: Path | None, budget_s: float = SEARCH_BUDGET_S, limit: int = 1) -> list[TransferMatch]:
+    """Reference kernels that reproduce the problem's semantics, at most `limit`, family matches tried first."""
+    deadline = time.monotonic() + budget_s
+    ordered = sorted(kernels, key=lambda k: (k.family != problem.family, k.entry_id))
+    matches = []
+    for kernel in ordered:
+        if time.monotonic() > deadline or len(matches) >= limit:
+            break
+        semantics = kb_semantics(kernel, suite_dir)
+        if semantics is None:
+            continue
+        match = match_kernel(problem, probes, semantics, min(deadline, time.monotonic() + budget_s / 4))
+        if match is not None:
+            matches.append(match)
+    return matches

@@ -1,0 +1,97 @@
+"""The compiler seed's translation of inductor's generated module, on wrapper texts in the form inductor writes
+for CUDA (device guard, raw streams, CUDA buffers) and with library calls; no inductor run needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from aka_tui.agent.compile_seed import SeedError, extern_calls, kernel_tunables, parse_program
+from aka_tui.agent.inductor_capture import CapturedGraph, Placeholder
+
+KERNEL = """
+import triton
+import triton.language as tl
+
+from torch._inductor.runtime import triton_helpers, triton_heuristics
+from torch._inductor.runtime.triton_helpers import libdevice, math as tl_math
+triton_helpers.set_driver_to_gpu()
+
+@triton_heuristics.pointwise(
+    size_hints={'x': 1024},
+    filename=__file__,
+    triton_meta={'signature': {'in_ptr0': '*bf16', 'out_ptr0': '*bf16', 'xnumel': 'i32', 'XBLOCK': 'constexpr'}},
+    inductor_meta={'grid_type': 'Grid1D', 'kernel_name': 'triton_poi_fused_mul_sigmoid_0'},
+    min_elem_per_thread=0
+)
+@triton.jit
+def triton_poi_fused_mul_sigmoid_0(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:]
+    xmask = xindex < xnumel
+    tmp0 = tl.load(in_ptr0 + (xindex), xmask).to(tl.float32)
+    tl.store(out_ptr0 + (xindex), tmp0 * tl.sigmoid(tmp0), xmask)
+"""
+
+
+def _wrapper(extra_call: str = "") -> str:
+    return (f"triton_poi_fused_mul_sigmoid_0 = async_compile.triton('triton_poi_fused_mul_sigmoid_0', '''{KERNEL}''', "
+            "device_str='cuda')\n\n"
+            "aten = torch.ops.aten\n\n"
+            "class Runner:\n"
+            "    def call(self, args):\n"
+            "        arg0_1, arg1_1 = args\n"
+            "        args.clear()\n"
+            "        s0 = arg0_1\n"
+            "        assert_size_stride(arg1_1, (s0, ), (1, ), 'input')\n"
+            "        with torch.cuda._DeviceGuard(0):\n"
+            "            torch.cuda.set_device(0)\n"
+            "            buf0 = empty_strided_cuda((s0, ), (1, ), torch.bfloat16)\n"
+            "            # Topologically Sorted Source Nodes: [mul]\n"
+            "            stream0 = get_raw_stream(0)\n"
+            "            triton_poi_fused_mul_sigmoid_0.run(arg1_1, buf0, s0, stream=stream0)\n"
+            f"{extra_call}"
+            "            del arg1_1\n"
+            "        return (buf0, )\n\n"
+            "runner = Runner(partitions=[])\n")
+
+
+def _graph(source: str) -> CapturedGraph:
+    return CapturedGraph(source, [Placeholder("x", "size", 0), Placeholder("x", None, None)])
+
+
+def test_cuda_wrapper_becomes_plain_torch_and_our_launchers() -> None:
+    kernels: dict = {}
+    program = parse_program("key", _graph(_wrapper()), kernels)
+    body = "\n".join(program.body)
+    assert "_launch_0(arg1_1, buf0, s0)" in body and "_seed_empty(_device, (s0, ), (1, ), torch.bfloat16)" in body
+    assert "get_raw_stream" not in body and "set_device" not in body and "assert_size_stride" not in body
+    assert "if True:" in body and "stream=" not in body
+    assert program.arg_exprs == ["inputs['x'].size(0)", "inputs['x']"]
+    (kernel,) = kernels.values()
+    assert kernel.kind == "pointwise" and kernel.constexprs == ["XBLOCK"] and kernel.params[-1] == "xnumel"
+    assert kernel.source.startswith("@triton.jit\ndef _seed_kernel_0(") and "triton_heuristics" not in kernel.source
+    tunables, space = kernel_tunables(kernel)
+    assert tunables == {"k0_XBLOCK": 1024, "k0_num_warps": 4, "k0_num_stages": 1}
+    assert all(tunables[k] in space[k] for k in tunables)
+    # the same kernel traced again for another program is shared, not duplicated
+    parse_program("key2", _graph(_wrapper()), kernels)
+    assert len(kernels) == 1
+
+
+@pytest.mark.parametrize("call, named", [
+    ("            buf1 = extern_kernels.mm(buf0, arg1_1)\n", "extern_kernels.mm"),
+    ("            buf1 = torch.ops.aten._scaled_dot_product_flash_attention.default(buf0)\n",
+     "torch.ops.aten._scaled_dot_product_flash_attention.default"),
+])
+def test_library_calls_are_refused_by_name(call: str, named: str) -> None:
+    source = _wrapper(call)
+    assert named in extern_calls(source)
+    with pytest.raises(SeedError, match="library calls") as raised:
+        parse_program("key", _graph(source), {})
+    assert named in str(raised.value)
+
+
+def test_unknown_launch_forms_are_refused() -> None:
+    template = _wrapper().replace("triton_heuristics.pointwise", "triton_heuristics.template")
+    with pytest.raises(SeedError, match="template"):
+        parse_program("key", _graph(template), {})

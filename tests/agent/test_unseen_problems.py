@@ -1,0 +1,101 @@
+"""The agent on problems nobody prepared: transfer from the knowledge base by semantics, compiler seeding, a
+person's kernel as the start, the path recorded per iteration, and one clear line when nothing applies."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aka_tui.agent.probe import make_probes
+from aka_tui.agent.starting_point import find_starting_point
+from aka_tui.agent.transfer import find_transfers
+from aka_tui.bench.problem import default_suite_dir, load_problem
+from aka_tui.errors import KbEntryError, ProposerError
+from aka_tui.knowledge.reference_kernels import reference_kernels
+from aka_tui.knowledge.store import default_kb_dir, load_kb
+
+REPO = Path(__file__).resolve().parents[2]
+UNSEEN = REPO / "tests" / "data" / "unseen"
+KERNELS = reference_kernels(load_kb(default_kb_dir()))
+
+
+def _optimize(problem_dir: Path, sessions: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "aka_tui", "optimize", str(problem_dir), "--iterations", "1",
+                           "--no-kb", "--no-propose", "--no-baseline", "--cases", "1", "--remeasure-rounds", "0",
+                           "--sessions", str(sessions), *extra],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+
+
+def _recorded(sessions: Path) -> tuple[dict, dict]:
+    session = next(sessions.iterdir())
+    proposal = json.loads((session / "iterations" / "0001" / "proposal.json").read_text())
+    result = json.loads((session / "iterations" / "0001" / "result.json").read_text())
+    return proposal, result
+
+
+def _correct_and_real(result: dict) -> bool:
+    timed = [s for s in result["shapes"] if not s["shape_id"].startswith("fuzz.")]
+    return bool(timed) and all(s["status"] == "passed" for s in result["shapes"]) and \
+        all(s["audit"]["real"] for s in timed)
+
+
+def test_transfer_matches_by_semantics_not_by_names() -> None:
+    problem = load_problem(UNSEEN / "scaled_hidden_norm")
+    probes = make_probes(problem, "cpu")
+    matches = find_transfers(problem, KERNELS, probes, default_suite_dir())
+    assert matches, "an RMSNorm behind another interface must be found by its outputs"
+    match = matches[0]
+    assert match.kernel.entry_id == "rms-norm-reference-kernel"
+    assert match.arg_map == {"x": ["input", "hidden_states"], "weight": ["input", "gamma"]}
+    assert match.init_map["eps"] == ["init", "variance_epsilon"]  # the small-magnitude probe pins eps
+    assert match.structure == ("dict", ("normalized",))
+    # the same interface with another computation matches nothing: semantics decide, not names
+    other = load_problem(UNSEEN / "centered_swish")
+    assert find_transfers(other, KERNELS, make_probes(other, "cpu"), default_suite_dir()) == []
+
+
+def test_optimize_transfers_a_known_family_behind_another_interface(tmp_path: Path) -> None:
+    run = _optimize(UNSEEN / "scaled_hidden_norm", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "starting point: transfer from rms-norm-reference-kernel" in run.stderr
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "transfer from rms-norm-reference-kernel"
+    assert _correct_and_real(result), result["shapes"]
+
+
+def test_optimize_seeds_from_the_compiler_when_no_kb_kernel_matches(tmp_path: Path) -> None:
+    run = _optimize(UNSEEN / "centered_swish", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "starting point: compiler seed" in run.stderr
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "compiler seed (inductor)"
+    assert _correct_and_real(result), result["shapes"]
+    kernel = (next((tmp_path / "sessions").iterdir()) / "iterations" / "0001" / "kernel.py").read_text()
+    assert "@triton.jit" in kernel and "TUNABLES = {" in kernel and "async_compile" not in kernel
+    assert "triton_heuristics" not in kernel and ".run(" not in kernel  # our launchers, not inductor's runtime
+
+
+def test_a_persons_kernel_is_the_start(tmp_path: Path) -> None:
+    own = tmp_path / "mine.py"
+    shutil.copyfile(default_kb_dir() / "family" / "activation" / "silu_and_mul.py", own)
+    problem = load_problem(REPO / "problems" / "silu_and_mul")
+    point = find_starting_point(problem, "cpu", "smoke", start_file=own)
+    assert point.path == "person" and point.kernel.origin == "person" and point.kernel.source == own.read_text()
+    bare = tmp_path / "bare.py"
+    bare.write_text("import torch\n\nclass Model(torch.nn.Module):\n    pass\n")
+    with pytest.raises(KbEntryError, match="TUNABLES"):
+        find_starting_point(problem, "cpu", "smoke", start_file=bare)
+
+
+def test_no_path_is_one_line_naming_what_would_help(tmp_path: Path) -> None:
+    problem = load_problem(UNSEEN / "centered_swish")
+    with pytest.raises(ProposerError) as raised:
+        find_starting_point(problem, "cpu", "smoke", allow_seed=False)
+    message = str(raised.value)
+    assert "\n" not in message and "no knowledge-base kernel reproduces its outputs" in message
+    assert "--start FILE" in message and "--proposer anthropic" in message

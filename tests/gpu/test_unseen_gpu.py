@@ -1,0 +1,56 @@
+"""On a CUDA GPU: the compiler seed (inductor's CUDA Triton output turned into a standalone candidate) and a
+transferred kernel are correct, real (own device time) and timed on the full tier."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from aka_tui.agent.adapter import transferred_kernel
+from aka_tui.agent.probe import load_modules, make_probes
+from aka_tui.agent.seed_source import build_seed
+from aka_tui.agent.transfer import find_transfers
+from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.hardware import detect_profile
+from aka_tui.bench.problem import default_suite_dir, load_problem
+from aka_tui.bench.score import score_op
+from aka_tui.knowledge.reference_kernels import reference_kernels
+from aka_tui.knowledge.store import default_kb_dir, load_kb
+
+pytestmark = pytest.mark.gpu
+UNSEEN = Path(__file__).resolve().parents[1] / "data" / "unseen"
+
+
+def _evaluate(problem_name: str, source: str) -> object:
+    problem = load_problem(UNSEEN / problem_name)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{problem_name}_candidate.py"
+        path.write_text(source)
+        result = evaluate_candidate(problem, CandidateSpec.file(path), EvalOptions(device="cuda", tier="full",
+                                                                                   cases=1))
+    return score_op(problem, result, detect_profile("cuda")), result
+
+
+def test_compiler_seed_on_cuda_is_real_and_timed() -> None:
+    problem = load_problem(UNSEEN / "centered_swish")
+    probes = make_probes(problem, "cuda")
+    seed = build_seed(problem, probes, "full", "cuda")
+    assert seed.source is not None, seed.reason
+    op, result = _evaluate("centered_swish", seed.source)
+    assert op.correct and op.real, [(s.shape_id, s.status, s.error, s.audit) for s in result.shapes]
+    assert op.s_op > 0
+    for shape in result.shapes:
+        if not shape.fuzz:
+            assert shape.audit is not None and shape.audit.own_share is not None and shape.audit.own_share >= 0.9
+
+
+def test_transferred_kernel_on_cuda_is_real() -> None:
+    problem = load_problem(UNSEEN / "scaled_hidden_norm")
+    probes = make_probes(problem, "cuda")
+    kernels = reference_kernels(load_kb(default_kb_dir()))
+    match = find_transfers(problem, kernels, probes, default_suite_dir())[0]
+    reference, _ = load_modules(problem)
+    op, result = _evaluate("scaled_hidden_norm", transferred_kernel(match, reference.Model).source)
+    assert op.correct and op.real and op.s_op > 0, [(s.shape_id, s.status, s.error) for s in result.shapes]
