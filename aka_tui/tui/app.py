@@ -40,9 +40,8 @@ def _screen(module: str, name: str) -> Any:
     return getattr(importlib.import_module(f"aka_tui.tui.screens.{module}"), name)()
 
 
-def _screen_commands(app: AkaApp) -> list[tuple[str, Callable[[], Any], str]]:
-    """The shown screen's actions (its bindings), named "Screen: Action (key)"."""
-    screen = app.screen
+def _screen_commands(app: AkaApp, screen: Any) -> list[tuple[str, Callable[[], Any], str]]:
+    """The actions of the screen the palette was opened on (its bindings), named "Screen: Action (key)"."""
     area = type(screen).__name__.removesuffix("Screen") or "Screen"
     commands = []
     for binding in getattr(screen, "BINDINGS", []):
@@ -66,7 +65,7 @@ class AkaCommands(Provider):
         app = self.app
         assert isinstance(app, AkaApp)
         matcher = self.matcher(query)
-        commands = _screen_commands(app)
+        commands = _screen_commands(app, self.screen)
         commands += [(f"Go to {mode}", partial(app.switch_mode, mode), f"open the {mode} screen") for mode in app.MODES]
         commands += [("Help", app.action_help, "keys and screens"),
                      ("Search the knowledge base", app.search_knowledge, "Knowledge screen, search box"),

@@ -93,6 +93,13 @@ class IterationView:
     device: str = ""  # where it was measured (result provenance): "cpu" is the Triton interpreter
 
     @property
+    def delta_text(self) -> str:
+        """S_op against the incumbent it was measured against, in percent ("new" without one)."""
+        if not self.incumbent_s_op:
+            return "new"
+        return f"{(self.s_op / self.incumbent_s_op - 1.0) * 100:+.0f}%"
+
+    @property
     def by_person(self) -> bool:
         return self.author not in ("", "aka agent")
 

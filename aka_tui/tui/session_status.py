@@ -10,6 +10,8 @@ from aka_tui.tui.agent_runner import AgentRunner, RunSettings, settings_changes
 def state_text(runner: AgentRunner | None, recorded: Path | None, views: int) -> str:
     """The run's state as a person reads it, with the key that changes it."""
     if runner is None:
+        if recorded is not None and not (recorded / ".git").exists():
+            return f"recorded example, {views} iterations (s continues a copy of it here)"
         if recorded is not None:
             return f"recorded, {views} iterations (s continues it here)"
         return "not started (s starts)"
@@ -38,11 +40,11 @@ def budget_text(s: RunSettings) -> str:
             f"re-measure {s.remeasure_rounds}")
 
 
-def pending_text(runner: AgentRunner | None, wanted: RunSettings) -> str:
-    """Settings changed since the run started: which a continue applies, which it cannot."""
-    if runner is None or runner.phase == "idle":
+def pending_text(current: RunSettings | None, wanted: RunSettings) -> str:
+    """Settings that differ from the session's: which a continue applies, which it cannot."""
+    if current is None:
         return ""
-    applied, kept = settings_changes(runner.settings, wanted)
+    applied, kept = settings_changes(current, wanted)
     parts = []
     if applied:
         parts.append("continuing applies " + ", ".join(applied))
@@ -52,17 +54,19 @@ def pending_text(runner: AgentRunner | None, wanted: RunSettings) -> str:
 
 
 def status_text(problem: str | None, runner: AgentRunner | None, wanted: RunSettings | None,
-                recorded: Path | None, views: int, where: str) -> str:
-    """All status lines of the Session screen."""
+                recorded: Path | None, views: int, where: str, recorded_as: RunSettings | None = None) -> str:
+    """All status lines of the Session screen; `recorded_as` is what a shown recorded session would continue
+    with (its own proposer and the like, the budgets of Settings)."""
     if problem is None or wanted is None:
         return ("No problem chosen: pick one on Problems (F2) and press o, continue a recorded session from "
                 "Replay (F4, c), or use the command palette (ctrl+p).")
-    shown = runner.settings if runner is not None and runner.phase != "idle" else wanted
+    current = runner.settings if runner is not None and runner.phase != "idle" else recorded_as
+    shown = current or wanted
     session = runner.session.path.name if runner is not None and runner.session is not None else (
         recorded.name if recorded is not None else "")
     lines = [f"[b]{problem}[/b] · {budget_text(shown)} · [b]{state_text(runner, recorded, views)}[/b]",
              (f"session {session} · " if session else "") + where]
-    pending = pending_text(runner, wanted)
+    pending = pending_text(current, wanted)
     if pending:
         lines.append(pending)
     return "\n".join(lines)

@@ -134,7 +134,7 @@ async def test_a_shipped_session_continues_from_replay(make_app: Any, app_paths:
         await pilot.press("c")  # continue here
         await wait_for(pilot, lambda: type(app.screen).__name__ == "SessionScreen" and len(app.screen.views) == 3)
         screen = app.screen
-        assert "recorded, 3 iterations (s continues it here)" in _status(screen)
+        assert "recorded example, 3 iterations (s continues a copy of it here)" in _status(screen)
         await pilot.press("s")  # the example was recorded for an older rms_norm: asked before continuing
         await wait_for(pilot, lambda: type(app.screen).__name__ == "Confirm", timeout_s=60)
         assert "changed since the session was recorded" in str(app.screen.query_one("Label").content)

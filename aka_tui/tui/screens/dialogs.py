@@ -15,7 +15,7 @@ class TextEditor(ModalScreen[str | None]):
     """Edit text in a TextArea; ctrl+s saves (after `validate` returns no message), escape cancels."""
 
     BINDINGS = [Binding("ctrl+s", "save", "Save", id="editor.save", priority=True),
-                Binding("escape", "cancel", "Cancel", id="editor.cancel")]
+                Binding("escape", "cancel", "Cancel", id="editor.cancel", priority=True)]
     DEFAULT_CSS = """
     TextEditor { align: center middle; }
     TextEditor > Vertical { width: 95%; height: 92%; border: thick $accent; background: $surface; }
@@ -56,6 +56,7 @@ class PathPrompt(ModalScreen[str | None]):
     DEFAULT_CSS = """
     PathPrompt { align: center middle; }
     PathPrompt > Vertical { width: 90; max-width: 96%; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    PathPrompt Label { width: 100%; }
     """
 
     def __init__(self, question: str, default: str) -> None:
@@ -84,6 +85,7 @@ class Confirm(ModalScreen[bool]):
     Confirm { align: center middle; }
     Confirm > Vertical { width: 80; max-width: 96%; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
     Confirm Horizontal { height: auto; margin-top: 1; }
+    Confirm Label { width: 100%; }
     """
 
     def __init__(self, question: str) -> None:

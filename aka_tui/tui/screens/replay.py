@@ -22,7 +22,7 @@ from aka_tui.tui.widgets.metrics import panel_context
 STEP_ACTIONS = ("step", "jump")  # left/right/home/end: the tab bar and text inputs keep these keys when focused
 
 
-def scrub_bar(position: int, total: int, width: int = 30) -> str:
+def scrub_bar(position: int, total: int, width: int = 20) -> str:
     """A text position indicator: ▕███▒░░░▏ 2/5."""
     if total <= 0:
         return "no iterations"
@@ -77,7 +77,7 @@ class ReplayScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#replay-sessions", DataTable)
-        table.add_columns("session", "op", "its", "best S")
+        table.add_columns("its", "best S", "session")  # the name last: it scrolls when the column is narrow
         self._app.when_ready(self.fill_sessions, again=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -97,7 +97,7 @@ class ReplayScreen(Screen[None]):
         if data is None:
             return
         for s in data.records.sessions:
-            table.add_row(s.label, s.problem, str(s.iterations), "-" if s.best_s is None else f"{s.best_s:.4g}",
+            table.add_row(str(s.iterations), "-" if s.best_s is None else f"{s.best_s:.4g}", s.label,
                           key=str(s.path))
         if selected is not None and any(str(s.path) == selected for s in data.records.sessions):
             table.move_cursor(row=table.get_row_index(selected))
@@ -177,8 +177,9 @@ class ReplayScreen(Screen[None]):
 
     @on(DataTable.RowHighlighted, "#replay-iterations")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.cursor_row != self.position:
-            self.position = event.cursor_row
+        row = self.query_one(IterationList).cursor_row  # the cursor now, not when the (maybe stale) event left
+        if row != self.position:
+            self.position = row
             self._show()
 
     def action_step(self, delta: int) -> None:

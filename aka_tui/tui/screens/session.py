@@ -79,6 +79,7 @@ class SessionScreen(Screen[None]):
         self._paused_for_edit = False
         self._problem: Any = None
         self._profile: Any = None
+        self._recorded_meta: dict[str, Any] = {}
 
     @property
     def _app(self) -> Any:
@@ -119,6 +120,7 @@ class SessionScreen(Screen[None]):
 
     def _reset(self) -> None:
         self.runner, self.views, self._incumbent, self.recorded_dir = None, [], None, None
+        self._recorded_meta = {}
         self.query_one(IterationList).clear()
         self.query_one(Sparkline).data = []
         self.query_one(CandidatePanels).show(None, None, None)
@@ -131,7 +133,14 @@ class SessionScreen(Screen[None]):
     def _update_status(self) -> None:
         data = self._app.data
         where = "loading the suite…" if data is None else data.hardware_note()
-        text = status_text(self.problem_name, self.runner, self._wanted(), self.recorded_dir, len(self.views), where)
+        wanted = self._wanted()
+        recorded_as = None
+        if self.runner is None and self.recorded_dir is not None and wanted is not None and self._recorded_meta:
+            from aka_tui.tui.session_resume import recorded_settings
+
+            recorded_as = recorded_settings(wanted, self._recorded_meta)
+        text = status_text(self.problem_name, self.runner, wanted, self.recorded_dir, len(self.views), where,
+                           recorded_as)
         self.query_one("#session-status", Static).update(text)
 
     # ----- running --------------------------------------------------------------------------------------
@@ -217,13 +226,20 @@ class SessionScreen(Screen[None]):
     def _load_recorded(self, session_dir: Path) -> None:
         from aka_tui.tui.iteration_view import build_views
 
+        from aka_tui.record.session_repo import read_meta
+
         data = self._app.data
         problem = data.problems[self.problem_name]
         views, problems = build_views(session_dir, problem, data.profile)
-        self.app.call_from_thread(self._recorded_loaded, problem, data.profile, views, problems)
+        try:
+            meta = read_meta(session_dir)
+        except Exception as exc:  # SessionError: shown, and the session cannot continue
+            meta, problems = {}, [*problems, str(exc)]
+        self.app.call_from_thread(self._recorded_loaded, problem, data.profile, views, problems, meta)
 
-    def _recorded_loaded(self, problem: Any, profile: Any, views: list[IterationView], problems: list[str]) -> None:
-        self._problem, self._profile = problem, profile
+    def _recorded_loaded(self, problem: Any, profile: Any, views: list[IterationView], problems: list[str],
+                         meta: dict[str, Any]) -> None:
+        self._problem, self._profile, self._recorded_meta = problem, profile, meta
         for view in views:
             self._add_view(view)
         self._incumbent = next((v for v in reversed(views) if v.accepted), None)

@@ -38,7 +38,7 @@ ITERATION_COLUMNS = (
     IterationColumn("#", lambda v: str(v.iteration)),
     IterationColumn("verdict", lambda v: v.verdict + (" ⚑" if v.tags else "")),
     IterationColumn("S_op", lambda v: f"{v.s_op:.4g}"),
-    IterationColumn("Δ", lambda v: f"{v.delta:+.3g}"),
+    IterationColumn("Δ", lambda v: v.delta_text),
     IterationColumn("reason", lambda v: v.reason),
     IterationColumn("by", lambda v: "agent" if not v.by_person else v.author),
 )
@@ -64,7 +64,7 @@ def plot_data(view: IterationView | None, problem: Any, profile: Any) -> PlotDat
 
 
 class IterationList(DataTable[str]):
-    """Iterations: number, verdict, S_op, Δ against the incumbent, why, author."""
+    """Iterations: number, verdict, S_op, Δ % against the incumbent, why, author."""
 
     def on_mount(self) -> None:
         self.cursor_type = "row"

@@ -69,16 +69,18 @@ GAP = 2  # columns are separated by two spaces (one of padding on each side)
 
 
 def fitting_columns(view: IterationView, context: PanelContext, width: int) -> tuple[list[Column], list[Column]]:
-    """(the columns that fit in `width`, in display order; the ones left out)."""
-    widths = {c.header: max([len(c.header)] + [len(c.cell(s, context)) for s in view.shapes]) for c in COLUMNS}
+    """(the columns that fit in `width`, in display order; the ones left out). Without a calibrated copy
+    bandwidth there is no % copy column (the notes say "not calibrated")."""
+    columns = [c for c in COLUMNS if c.header != "% copy" or context.copy_gbps is not None]
+    widths = {c.header: max([len(c.header)] + [len(c.cell(s, context)) for s in view.shapes]) for c in columns}
     kept: set[str] = set()
     used = 0
-    for column in sorted(COLUMNS, key=lambda c: c.priority):
+    for column in sorted(columns, key=lambda c: c.priority):
         need = widths[column.header] + (GAP if kept else 0)
         if used + need <= width or not kept:
             kept.add(column.header)
             used += need
-    return [c for c in COLUMNS if c.header in kept], [c for c in COLUMNS if c.header not in kept]
+    return [c for c in columns if c.header in kept], [c for c in columns if c.header not in kept]
 
 
 def kernel_lines(view: IterationView, interpreter: bool) -> list[str]:
@@ -128,7 +130,7 @@ def metrics_renderable(view: IterationView | None, context: PanelContext, width:
             foreign_lines.append(f"{s.shape_id}: " + ", ".join(f"{k}×{v}" for k, v in sorted(s.foreign.items())))
     header = Text.assemble(
         (f"iteration {view.iteration}  ", "bold"), (view.verdict, "green" if view.accepted else "yellow"),
-        f"  S_op {view.s_op:.4g}  S_raw_op {view.s_raw_op:.4g}  Δ {view.delta:+.3g}  by {view.author}",
+        f"  S_op {view.s_op:.4g}  S_raw_op {view.s_raw_op:.4g}  Δ {view.delta_text}  by {view.author}",
         (f"  tags: {', '.join(view.tags)}" if view.tags else ""))
     parts: list[RenderableType] = [header, Text(view.reason, style="italic"), table]
     parts += [Text(line, style="cyan") for line in kernel_lines(view, view.device == "cpu")]
