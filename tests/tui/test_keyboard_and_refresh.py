@@ -83,11 +83,12 @@ async def test_the_sorted_column_is_marked(make_app: Any) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_loaded(pilot)
         table = app.screen.query_one("#problems-table", DataTable)
-        labels = [str(c.label) for c in table.ordered_columns]
+        labels = [str(c.label).strip() for c in table.ordered_columns]
         assert labels[3] == "weight % ▼"
         await pilot.press("s")
-        labels = [str(c.label) for c in table.ordered_columns]
+        labels = [str(c.label).strip() for c in table.ordered_columns]
         assert labels[4] == "shapes s/f ▲" and labels[3] == "weight %"
+        assert table.ordered_columns[0].content_width >= max(len(op) for op in app.data.problems)  # not squeezed
 
 
 @pytest.mark.asyncio

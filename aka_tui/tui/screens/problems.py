@@ -41,16 +41,18 @@ class ProblemsScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self._set_columns()
+        table = self.query_one(DataTable)
+        for index, name in enumerate(COLUMNS):
+            table.add_column(_label(name + "  "), key=str(index))  # room for the sort arrow
         self.app.when_ready(self.refresh_rows, again=True)
 
-    def _set_columns(self) -> None:
-        """The header, with ▲ / ▼ on the sorted column (columns are re-added so their widths fit the arrow)."""
+    def _mark_sorted_column(self) -> None:
+        """▲ / ▼ after the sorted column's name (every label keeps two cells for it, so widths never change)."""
         table = self.query_one(DataTable)
-        table.clear(columns=True)
         for index, name in enumerate(COLUMNS):
-            arrow = (" ▼" if self.sort_reverse else " ▲") if index == self.sort_column else ""
-            table.add_column(_label(name + arrow), key=str(index))
+            arrow = (" ▼" if self.sort_reverse else " ▲") if index == self.sort_column else "  "
+            table.columns[table.ordered_columns[index].key].label = _label(name + arrow)
+        table.refresh()  # after table.clear(), which also drops the cached header row
 
     @property
     def _app(self) -> Any:
@@ -78,7 +80,8 @@ class ProblemsScreen(Screen[None]):
     def _fill(self) -> None:
         table = self.query_one(DataTable)
         selected = self.selected_op()
-        self._set_columns()
+        table.clear()
+        self._mark_sorted_column()
         shown = select_rows(self.rows, self.query_one("#filter", Input).value, self.sort_column, self.sort_reverse)
         for row in shown:
             table.add_row(*row.cells(), key=row.op)

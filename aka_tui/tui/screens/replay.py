@@ -249,6 +249,7 @@ class ReplayScreen(Screen[None]):
             self.notify(f"re-measured iteration {recorded.iteration}: step back to it to see the comparison")
             return
         recorded_profile = self.profile.name if self.profile is not None else "?"
-        self.query_one(CandidatePanels).show_comparison(comparison(recorded, here, recorded_profile, profile.name))
+        self.query_one(CandidatePanels).show_comparison(
+            lambda width: comparison(recorded, here, recorded_profile, profile.name, width))
         self.notify(f"iteration {recorded.iteration}: recorded S_op {recorded.s_op:.4g}, here {here.s_op:.4g} "
                     f"on {profile.name}")

@@ -427,7 +427,8 @@ class SessionScreen(Screen[None]):
         runner = self.runner
         if message.phase == "error" and runner is not None and runner.error is not None:
             title, text = runner.error
-            self._log(f"session stopped: {title}: {text} (everything recorded so far is kept)")
+            kept = " (everything recorded so far is kept)" if runner.session is not None else ""
+            self._log(f"session stopped: {title}: {text}{kept}")
             if runner.removed_empty is not None:
                 self._log(f"removed {runner.removed_empty.name}: it had recorded no candidate")
                 runner.removed_empty = None

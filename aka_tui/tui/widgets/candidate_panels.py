@@ -111,6 +111,7 @@ class CandidatePanels(Vertical):
     CandidatePanels CodeTabs { width: 3fr; height: 1fr; }
     CandidatePanels #plot-box { width: 2fr; height: 1fr; }
     CandidatePanels RooflinePlot { height: 1fr; }
+    CandidatePanels TabPane { padding: 0 1; }
     CandidatePanels.narrow MetricsView { max-height: 10; }
     CandidatePanels.narrow GaugesView { max-height: 4; }
     CandidatePanels.narrow #plot-box { display: none; }
@@ -122,6 +123,7 @@ class CandidatePanels(Vertical):
         self.context = PanelContext()
         self._plot: PlotData | None = None
         self.has_comparison = False
+        self._comparison: Callable[[int], RenderableType] | None = None
 
     def compose(self) -> ComposeResult:
         yield MetricsView(id="metrics")
@@ -152,7 +154,12 @@ class CandidatePanels(Vertical):
     def on_mount(self) -> None:
         self.query_one(CodeTabs).hide_tab("tab-here")
 
+    def _tab_width(self) -> int:
+        return max(self.query_one(CodeTabs).size.width - 4, 40)
+
     def on_resize(self) -> None:
+        if self.has_comparison and self._comparison is not None:
+            self.query_one("#here-vs-recorded", Static).update(self._comparison(self._tab_width()))
         narrow = self.size.width < NARROW_BELOW
         self.set_class(narrow, "narrow")
         tabs = self.query_one(CodeTabs)
@@ -174,9 +181,10 @@ class CandidatePanels(Vertical):
         tabs.active = visible[(visible.index(current) + step) % len(visible)]
         return tabs.active
 
-    def show_comparison(self, renderable: RenderableType) -> None:
-        """Show a re-measurement against the record in its own tab, and switch to it."""
-        self.query_one("#here-vs-recorded", Static).update(renderable)
+    def show_comparison(self, render: Callable[[int], RenderableType]) -> None:
+        """Show a re-measurement against the record (rendered for a width) in its own tab, and switch to it."""
+        self._comparison = render
+        self.query_one("#here-vs-recorded", Static).update(render(self._tab_width()))
         tabs = self.query_one(CodeTabs)
         tabs.show_tab("tab-here")
         tabs.active = "tab-here"
