@@ -64,8 +64,8 @@ class AtenAuditMode(TorchDispatchMode):
 class LaunchCounts(Counter[tuple[str, str]]):
     """Launches per (module, name), with the compiled resources of each kernel (GPU launches only)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.resources: dict[tuple[str, str], dict[str, Any]] = {}
 
     def clear(self) -> None:

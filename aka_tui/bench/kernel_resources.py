@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 REGISTER_ALLOCATION_UNIT = 256  # registers per warp are allocated in this unit on sm_50 and newer
+REGISTERS_PER_SM = 65536  # every NVIDIA SM since sm_50; used when torch does not report regs_per_multiprocessor
 SHARED_RESERVED_PER_BLOCK_BYTES = 1024  # the driver reserves this per block on sm_80 and newer
 
 
@@ -25,7 +26,7 @@ class SmLimits:
     """What one SM offers: threads, registers and shared memory (from the CUDA device properties)."""
 
     max_threads: int
-    registers: int | None
+    registers: int
     shared_bytes: int
     warp_size: int
     compute_major: int
@@ -36,7 +37,7 @@ def theoretical_occupancy(n_regs: int, shared_bytes: int, num_warps: int, sm: Sm
     """(occupancy in [0, 1], resident blocks per SM, the resource that limits them)."""
     max_warps = sm.max_threads // sm.warp_size
     limits = {"warps": max_warps // max(num_warps, 1)}
-    if sm.registers and n_regs > 0:
+    if n_regs > 0:
         regs_per_warp = math.ceil(n_regs * sm.warp_size / REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
         limits["registers"] = (sm.registers // regs_per_warp) // max(num_warps, 1)
     if shared_bytes > 0:
@@ -55,7 +56,8 @@ def sm_limits(device_index: int) -> SmLimits | None:
     if torch.version.hip is not None:
         return None
     props = torch.cuda.get_device_properties(device_index)
-    return SmLimits(int(props.max_threads_per_multi_processor), getattr(props, "regs_per_multiprocessor", None),
+    return SmLimits(int(props.max_threads_per_multi_processor),
+                    int(getattr(props, "regs_per_multiprocessor", None) or REGISTERS_PER_SM),
                     int(props.shared_memory_per_multiprocessor), int(getattr(props, "warp_size", 32)),
                     int(props.major))
 
