@@ -18,6 +18,18 @@ for arg in "$@"; do
   esac
 done
 
+# Set up before from the same requirement files, with these options: nothing to install, so `make run`
+# opens the app at once. The stamp holds the files' hash and the extras installed (delete it to reinstall).
+STAMP="$VENV/.aka-setup-stamp"
+requirements_hash() { cat requirements*.txt pyproject.toml | sha256sum | cut -d' ' -f1; }
+if [[ -x "$VENV/bin/python" && -f "$STAMP" ]]; then
+  read -r stamped_hash stamped_test stamped_ray < "$STAMP" || true
+  if [[ "$stamped_hash" == "$(requirements_hash)" && $want_test -le ${stamped_test:-0} && $want_ray -le ${stamped_ray:-0} ]]; then
+    echo "setup: .venv is up to date (delete $STAMP to reinstall)"
+    exit 0
+  fi
+fi
+
 if [[ ! -x "$VENV/bin/python" ]]; then
   if "$PY" -c "import torch" >/dev/null 2>&1; then
     echo "setup: reusing torch $("$PY" -c 'import torch; print(torch.__version__)') from $PY"
@@ -48,4 +60,5 @@ fi
 [[ $want_ray == 1 ]] && "${PIP[@]}" -r requirements-ray.txt
 # No build isolation: the build backend (setuptools) comes from the venv, nothing is fetched for it.
 "${PIP[@]}" --no-deps --no-build-isolation -e .
+echo "$(requirements_hash) $want_test $want_ray" > "$STAMP"
 echo "setup: done ($("$VENV/bin/python" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'))"

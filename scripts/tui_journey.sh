@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The first journey of issue 6, as a person would do it, in tmux: open the app, pick silu_and_mul, run the
-# offline agent for 2 iterations on the CPU interpreter (smoke shapes), accept the best and export it.
-# Screens are captured into $OUT (default /tmp/aka-journey). Usage: scripts/tui_journey.sh
+# The first journey, as a person would do it, in tmux: open the app, pick silu_and_mul, run the offline agent
+# for 2 iterations on the CPU interpreter (smoke shapes), accept the best and export it.
+# Screens are captured into $OUT (default /tmp/aka-journey). Usage: [COLS=100 ROWS=30] scripts/tui_journey.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/aka-journey}
@@ -12,7 +12,7 @@ JSON
 key() { tmux send-keys -t aka-journey "$@"; sleep 1; }
 shot() { tmux capture-pane -p -t aka-journey > "$OUT/$1.txt"; echo "captured $1"; }
 tmux kill-session -t aka-journey 2>/dev/null || true
-tmux new-session -d -s aka-journey -x 160 -y 48 "env AKA_HOME=$OUT/home TERM=xterm-256color .venv/bin/aka"
+tmux new-session -d -s aka-journey -x "${COLS:-160}" -y "${ROWS:-48}" "env AKA_HOME=$OUT/home TERM=xterm-256color .venv/bin/aka"
 sleep 5; shot 1-problems
 key /; tmux send-keys -t aka-journey -l silu; sleep 1; key Enter; shot 2-filtered
 key Enter; sleep 1; shot 3-detail

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from aka_tui.bench.kernel_resources import compiled_resources
 from aka_tui.bench.results import AuditReport
 
 ALLOWED_OPS = frozenset({
@@ -60,11 +61,23 @@ class AtenAuditMode(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
+class LaunchCounts(Counter[tuple[str, str]]):
+    """Launches per (module, name), with the compiled resources of each kernel (GPU launches only)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.resources: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def clear(self) -> None:
+        super().clear()
+        self.resources.clear()
+
+
 class TritonLaunchRecorder:
     """Records Triton kernel launches (compiled and interpreted) by defining module and name."""
 
     def __init__(self) -> None:
-        self.launches: Counter[tuple[str, str]] = Counter()
+        self.launches = LaunchCounts()
         self.active = False
         self.audit: AtenAuditMode | None = None
         self._originals: list[tuple[Any, Any]] = []
@@ -82,9 +95,11 @@ class TritonLaunchRecorder:
             original = cls.run
 
             def run(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                key = None
                 if recorder.active and not kwargs.get("warmup", False):
                     fn = getattr(self, "fn", None)
-                    recorder.launches[(getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"))] += 1
+                    key = (getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"))
+                    recorder.launches[key] += 1
                 if recorder.timed_stream is not None and not kwargs.get("warmup", False):
                     import torch
 
@@ -95,13 +110,25 @@ class TritonLaunchRecorder:
                 if audit is not None:
                     audit.paused += 1  # the interpreter's own tensor handling is not the candidate's
                 try:
-                    return _original(self, *args, **kwargs)
+                    compiled = _original(self, *args, **kwargs)
                 finally:
                     if audit is not None:
                         audit.paused -= 1
+                if key is not None and key not in recorder.launches.resources:
+                    recorder.note_resources(key, compiled)
+                return compiled
 
             self._originals.append((cls, original))
             cls.run = run  # type: ignore[method-assign]
+
+    def note_resources(self, key: tuple[str, str], compiled: Any) -> None:
+        """Keep the registers, spills and occupancy of a compiled kernel (never fails a launch)."""
+        try:
+            resources = compiled_resources(compiled)
+        except Exception:  # metadata is informative only: a Triton version without it records nothing
+            return
+        if resources is not None:
+            self.launches.resources[key] = resources
 
     @contextmanager
     def guarding_stream(self, stream_handle: int) -> Iterator[None]:
@@ -127,10 +154,17 @@ class TritonLaunchRecorder:
             self.active, self.audit = False, None
 
 
+def _kernel_label(module: str, name: str, candidate_module: str) -> str:
+    """An own kernel by its name, a foreign one by module and name (the keys of the audit report)."""
+    return name if module == candidate_module else f"{module}.{name}"
+
+
 def build_report(audit: AtenAuditMode, launches: Counter[tuple[str, str]], candidate_module: str) -> AuditReport:
     """Verdict: real ⇔ at least one own Triton kernel ran, no aten compute, no foreign Triton kernel."""
     own = {name: n for (module, name), n in launches.items() if module == candidate_module}
     foreign = {f"{module}.{name}": n for (module, name), n in launches.items() if module != candidate_module}
+    resources = {_kernel_label(module, name, candidate_module): record
+                 for (module, name), record in getattr(launches, "resources", {}).items()}
     reasons = []
     if not own:
         reasons.append("no Triton kernel of the candidate ran")
@@ -140,4 +174,4 @@ def build_report(audit: AtenAuditMode, launches: Counter[tuple[str, str]], candi
         reasons.append("foreign Triton kernels: " + ", ".join(sorted(foreign)))
     return AuditReport(real=not reasons, method="dispatch+triton-launch", own_kernels=own,
                        foreign_kernels=foreign, compute_ops=dict(audit.compute), allowed_ops=dict(audit.allowed),
-                       reason="; ".join(reasons))
+                       reason="; ".join(reasons), kernel_resources=resources)

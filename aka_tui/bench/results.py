@@ -77,6 +77,9 @@ class AuditReport:
     own_share: float | None = None  # device-time share of the candidate's kernels (CUDA only)
     own_device_us: dict[str, float] = field(default_factory=dict)
     foreign_device_us: dict[str, float] = field(default_factory=dict)
+    # Per kernel launched in the audited forward (GPU only): n_regs, n_spills, shared_bytes, num_warps,
+    # num_stages and theoretical occupancy (aka_tui/bench/kernel_resources.py); empty under the interpreter.
+    kernel_resources: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,29 @@
 """Runs the AgentLoop for the Session screen: in a worker thread, with pause / stop / a person's edits.
 
-No Textual here: the screen passes an `on_event` callback that posts messages. Pausing happens at iteration
-boundaries (the callback blocks the loop's thread after a candidate is evaluated); stopping asks the loop
-to stop at the next boundary. Git writes from the screen (tags) and from the loop share one lock.
+No Textual here: the screen passes callbacks that post messages. Pausing happens at iteration boundaries
+(the loop's thread blocks in the event callback after the baseline or a candidate is evaluated, and only then
+is the run `paused`); stopping asks the loop to stop at the next boundary. Git writes from the screen (tags)
+and from the loop share one lock. An error ends the run in the `error` phase with its one-line text; a
+session that had recorded no candidate when it failed is removed (it holds nothing).
 """
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from aka_tui.agent.retriever import make_retriever
 from aka_tui.record.events import EventLog
 from aka_tui.record.session_repo import SessionRepo
+from aka_tui.tui.error_lines import error_text
 
 BOUNDARY_EVENTS = ("baseline_measured", "candidate_evaluated")
+# Applied when a session continues; the others define the session and stay as it was recorded.
+CONTINUE_APPLIES = ("iterations", "wall_time_s", "max_cost_usd", "dropout_p", "remeasure_rounds", "author")
+SESSION_KEEPS = ("proposer", "model", "hardware", "tier", "cases", "seed", "use_kb")
 
 
 @dataclass
@@ -41,6 +47,15 @@ class RunSettings:
     use_kb: bool = True
     fuzz: int | None = 1
     author: tuple[str, str] = ("kernel engineer", "engineer@aka-tui.invalid")
+
+
+def settings_changes(current: RunSettings, wanted: RunSettings) -> tuple[list[str], list[str]]:
+    """(what continuing applies, what it cannot apply) between a session's settings and the wanted ones."""
+    applied = [f"{name} {getattr(current, name)} → {getattr(wanted, name)}" for name in CONTINUE_APPLIES
+               if getattr(current, name) != getattr(wanted, name) and name != "author"]
+    kept = [f"{name} {getattr(wanted, name) or 'default'} (this session: {getattr(current, name) or 'default'})"
+            for name in SESSION_KEEPS if getattr(current, name) != getattr(wanted, name)]
+    return applied, kept
 
 
 class _LockedEventLog(EventLog):
@@ -72,9 +87,10 @@ class LockedSessionRepo(SessionRepo):
 
 def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Any:
     """The proposer chosen in the settings (errors are ProposerError with one line)."""
+    from aka_tui.errors import ProposerError
+
     if settings.proposer == "replay":
         from aka_tui.agent.replay import ReplayProposer
-        from aka_tui.errors import ProposerError
 
         if settings.replay_from is None:
             raise ProposerError("the replay proposer needs a recorded session: pick one on the Replay screen")
@@ -82,7 +98,13 @@ def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Any:
     if settings.proposer == "anthropic":
         from aka_tui.agent.anthropic_proposer import DEFAULT_MODEL, AnthropicProposer
         from aka_tui.agent.brief import problem_brief
+        from aka_tui.tui.config import KEY_ENV, api_key_status
 
+        status = api_key_status()
+        if status != "present":
+            what = "is not set" if status == "absent" else "does not look like an Anthropic key (sk-ant-…)"
+            raise ProposerError(f"{KEY_ENV} {what}: set it and restart the app, or choose the offline proposer "
+                                "in Settings (F6)")
         return AnthropicProposer(problem_brief(problem, profile), model=settings.model or DEFAULT_MODEL)
     from aka_tui.agent.offline import OfflineProposer
     from aka_tui.knowledge.reference_kernels import kernels_for_op
@@ -92,42 +114,69 @@ def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Any:
 
 
 class AgentRunner:
-    """One live session: created by `prepare`, run (blocking) by `run`, steered from the UI thread."""
+    """One live session: `prepare` (or `open_recorded`) sets it up, `run` runs it (blocking), the UI steers."""
 
     def __init__(self, settings: RunSettings, on_event: Callable[[Any], None],
                  on_message: Callable[[str], None] | None = None,
-                 proposer_factory: Callable[[RunSettings, Any, Any], Any] | None = None) -> None:
+                 proposer_factory: Callable[[RunSettings, Any, Any], Any] | None = None,
+                 on_phase: Callable[[str], None] | None = None) -> None:
         self.settings = settings
         self.on_event = on_event
         self.on_message = on_message or (lambda _m: None)
+        self.on_phase = on_phase or (lambda _p: None)
         self.proposer_factory = proposer_factory or make_proposer
         self.problem: Any = None
         self.profile: Any = None
         self.session: LockedSessionRepo | None = None
         self.loop: Any = None
         self.outcome: Any = None
+        self.phase = "idle"  # idle | starting | running | paused | stopping | finished | error
+        self.error: tuple[str, str] | None = None
+        self.finish_reason = ""
+        self.last_boundary = ""  # "the baseline" or "iteration N": where a pause holds the loop
+        self.removed_empty: Path | None = None
         self._loop_parts: dict[str, Any] = {}
         self._queued: list[tuple[str, dict[str, Any] | None, str]] = []
-        self.running = False
         self._resume = threading.Event()
         self._resume.set()
 
     @property
-    def paused(self) -> bool:
+    def running(self) -> bool:
+        return self.phase in ("starting", "running", "paused", "stopping")
+
+    @property
+    def pause_requested(self) -> bool:
         return not self._resume.is_set()
+
+    def _set_phase(self, phase: str) -> None:
+        self.phase = phase
+        self.on_phase(phase)
+
+    def _options_and_profile(self, tier: str | None, cases: int) -> tuple[Any, str, Any]:
+        from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile
+
+        s = self.settings
+        options = EvalOptions(device="auto", tier=tier, cases=cases, hardware=s.hardware, fuzz=s.fuzz)
+        device = resolve_device(options.device)
+        return options, device, resolve_profile(options, device)
+
+    def loop_config(self) -> Any:
+        from aka_tui.agent.loop import LoopConfig
+
+        s = self.settings
+        return LoopConfig(iterations=s.iterations, wall_time_s=s.wall_time_s, dropout_p=s.dropout_p, seed=s.seed,
+                          max_cost_usd=s.max_cost_usd, remeasure_rounds=s.remeasure_rounds)
 
     def prepare(self) -> None:
         """Load the problem, resolve device and profile, build the proposer and create the session repo."""
-        from aka_tui.agent.loop import AgentLoop, LoopConfig
-        from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile
+        from aka_tui.agent.loop import AgentLoop
+        from aka_tui.agent.retriever import make_retriever
         from aka_tui.bench.problem import load_problem
 
         s = self.settings
         self.problem = load_problem(s.problem_dir)
-        options = EvalOptions(device="auto", tier=s.tier, cases=s.cases, hardware=s.hardware, fuzz=s.fuzz)
-        device = resolve_device(options.device)
-        self.profile = resolve_profile(options, device)
-        proposer = self.proposer_factory(s, self.problem, self.profile)
+        options, device, self.profile = self._options_and_profile(s.tier, s.cases)
+        proposer = self.proposer_factory(s, self.problem, self.profile)  # fails before anything is written
         name = f"{self.problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
         path = s.sessions_dir / name
         suffix = 1
@@ -137,52 +186,100 @@ class AgentRunner:
         created = SessionRepo.create(path, {
             "problem": self.problem.name, "problem_hash": self.problem.content_hash, "proposer": s.proposer,
             "seed": s.seed, "device": device, "hardware_profile": self.profile.name, "iterations": s.iterations,
-            "dropout_p": s.dropout_p, "remeasure_rounds": s.remeasure_rounds})
+            "dropout_p": s.dropout_p, "remeasure_rounds": s.remeasure_rounds, "tier": options.tier,
+            "cases": s.cases, "kb": s.use_kb, "model": s.model or None,
+            "problem_dir": str(s.problem_dir.resolve())})
         self.session = LockedSessionRepo(created.path, created.repo)
         retrieve = make_retriever(self.problem, self.profile, self.on_message) if s.use_kb else None
-        config = LoopConfig(iterations=s.iterations, wall_time_s=s.wall_time_s, dropout_p=s.dropout_p, seed=s.seed,
-                            max_cost_usd=s.max_cost_usd, remeasure_rounds=s.remeasure_rounds)
-        self._loop_parts = {"proposer": proposer, "options": options, "config": config, "retrieve": retrieve,
-                            "loop_class": AgentLoop}
+        self._loop_parts = {"proposer": proposer, "options": options, "retrieve": retrieve, "loop_class": AgentLoop}
+
+    def adopt_recorded(self, session: LockedSessionRepo, problem: Any, profile: Any, options: Any, proposer: Any,
+                       outcome: Any) -> None:
+        """Continue a recorded session (aka_tui/tui/session_resume.py prepares it)."""
+        from aka_tui.agent.loop import AgentLoop
+        from aka_tui.agent.retriever import make_retriever
+
+        self.session, self.problem, self.profile, self.outcome = session, problem, profile, outcome
+        retrieve = make_retriever(problem, profile, self.on_message) if self.settings.use_kb else None
+        self._loop_parts = {"proposer": proposer, "options": options, "retrieve": retrieve, "loop_class": AgentLoop}
+
+    def apply(self, wanted: RunSettings) -> tuple[list[str], list[str]]:
+        """Take the budgets of `wanted` for the next run; returns (applied, not applied) descriptions."""
+        applied, kept = settings_changes(self.settings, wanted)
+        self.settings = replace(self.settings, **{name: getattr(wanted, name) for name in CONTINUE_APPLIES})
+        return applied, kept
 
     def _forward(self, event: Any) -> None:
         self.on_event(event)
         if event.kind in BOUNDARY_EVENTS:
-            self._resume.wait()
+            self.last_boundary = ("the baseline" if event.kind == "baseline_measured"
+                                  else f"iteration {event.data.get('iteration')}")
+            if self.phase == "starting":
+                self._set_phase("running")
+            if not self._resume.is_set():
+                self._set_phase("paused")
+                self._resume.wait()
+                if self.phase == "paused":
+                    self._set_phase("running")
+        elif event.kind == "session_finished":
+            self.finish_reason = str(event.data.get("reason", ""))
+
+    def start(self) -> None:
+        """Mark the run as starting (on the UI thread, before the worker runs `run`)."""
+        self.error, self.loop = None, None
+        self._set_phase("starting")
 
     def run(self) -> Any:
-        """Run (or continue) the loop until its budget is spent or it is stopped; blocking."""
-        if self.session is None:
-            self.prepare()
-        assert self.session is not None
-        parts = self._loop_parts
-        self.loop = parts["loop_class"](self.problem, parts["proposer"], self.profile, parts["options"],
-                                        parts["config"], self.session.path / ".work", self.session,
-                                        retrieve=parts["retrieve"], on_event=self._forward)
-        while self._queued:
-            source, point, rationale = self._queued.pop(0)
-            self.loop.inject(source, self.settings.author, rationale, point)
-        previous = self.best_attempt
-        self.running = True
+        """Run (or continue) the loop until its budget is spent, it is stopped or it fails; blocking."""
+        if self.phase != "starting":
+            self.start()
         try:
-            outcome = self.loop.run(incumbent=previous, first_iteration=self.session.next_iteration())
-            if self.outcome is not None:
-                outcome.attempts[:0] = self.outcome.attempts
+            if self.session is None:
+                self.prepare()
+            assert self.session is not None
+            parts = self._loop_parts
+            self.loop = parts["loop_class"](self.problem, parts["proposer"], self.profile, parts["options"],
+                                            self.loop_config(), self.session.path / ".work", self.session,
+                                            retrieve=parts["retrieve"], on_event=self._forward)
+            while self._queued:
+                source, point, rationale = self._queued.pop(0)
+                self.loop.inject(source, self.settings.author, rationale, point)
+            earlier = list(self.outcome.attempts) if self.outcome is not None else []
+            outcome = self.loop.run(incumbent=self.best_attempt, first_iteration=self.session.next_iteration(),
+                                    earlier=earlier)
+            outcome.attempts[:0] = earlier
             self.outcome = outcome
+        except Exception as exc:  # shown as the session's error state, never a crash of the app
+            self.error = error_text(exc)
+            self._remove_if_empty()
+            self._set_phase("error")
+            return None
         finally:
-            self.running = False
             self._resume.set()
+        self._set_phase("finished")
         return self.outcome
+
+    def _remove_if_empty(self) -> None:
+        """A session that failed before recording any candidate holds nothing: remove its directory."""
+        session = self.session
+        if session is None or self.outcome is not None or session.next_iteration() > 1:
+            return
+        shutil.rmtree(session.path, ignore_errors=True)
+        self.removed_empty, self.session = session.path, None
 
     def pause(self) -> None:
         self._resume.clear()
+        self.on_phase(self.phase)
 
     def resume(self) -> None:
         self._resume.set()
+        self.on_phase(self.phase)
 
     def stop(self) -> None:
         if self.loop is not None:
             self.loop.request_stop()
+        if self.running:
+            self._set_phase("stopping")
         self._resume.set()
 
     @property

@@ -13,9 +13,12 @@ from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.worker import Worker, WorkerState
 
-from aka_tui.errors import AkaError
-from aka_tui.tui.app_data import AppData, AppPaths, load_app_data
+from aka_tui.tui.app_data import AppData, AppPaths, load_app_data, records_signature
 from aka_tui.tui.config import TuiConfig, load_config
+from aka_tui.tui.error_lines import error_text
+
+__all__ = ["AkaApp", "error_text", "run_app"]
+RECORDS_POLL_S = 2.0  # how often the sessions and reports directories are checked for new records
 
 STARTED = time.monotonic()
 
@@ -30,13 +33,6 @@ def process_age_s() -> float | None:
         return None
 
 
-def error_text(error: BaseException) -> tuple[str, str]:
-    """(title, one-line message) for any error: AkaError keeps its own title, others name their type."""
-    if isinstance(error, AkaError):
-        return error.title, error.message
-    return type(error).__name__, str(error).strip().splitlines()[0][:300] if str(error).strip() else "(no message)"
-
-
 def _screen(module: str, name: str) -> Any:
     """A screen instance, its module imported on first use (keeps start-up light)."""
     import importlib
@@ -44,16 +40,37 @@ def _screen(module: str, name: str) -> Any:
     return getattr(importlib.import_module(f"aka_tui.tui.screens.{module}"), name)()
 
 
+def _screen_commands(app: AkaApp, screen: Any) -> list[tuple[str, Callable[[], Any], str]]:
+    """The actions of the screen the palette was opened on (its bindings), named "Screen: Action (key)"."""
+    area = type(screen).__name__.removesuffix("Screen") or "Screen"
+    commands = []
+    for binding in getattr(screen, "BINDINGS", []):
+        if not isinstance(binding, Binding) or not binding.description:
+            continue
+        action = binding.action
+
+        def run(action: str = action, screen: Any = screen) -> None:
+            app.call_later(screen.run_action, action)
+
+        key = binding.key.split(",")[0]
+        commands.append((f"{area}: {binding.description} ({key})", run, f"the {key} key on this screen"))
+    return commands
+
+
 class AkaCommands(Provider):
-    """Command palette: screens, actions, and "optimize <op>" for every problem."""
+    """Command palette: the shown screen's actions, screens, knowledge search, resuming a recorded session
+    and "Optimize <op>" for every problem."""
 
     async def search(self, query: str) -> Hits:
         app = self.app
         assert isinstance(app, AkaApp)
         matcher = self.matcher(query)
-        commands: list[tuple[str, Callable[[], Any], str]] = [
-            (f"Go to {mode}", partial(app.switch_mode, mode), f"open the {mode} screen") for mode in app.MODES]
-        commands.append(("Help", app.action_help, "keys and screens"))
+        commands = _screen_commands(app, self.screen)
+        commands += [(f"Go to {mode}", partial(app.switch_mode, mode), f"open the {mode} screen") for mode in app.MODES]
+        commands += [("Help", app.action_help, "keys and screens"),
+                     ("Search the knowledge base", app.search_knowledge, "Knowledge screen, search box"),
+                     ("Continue a recorded session", app.pick_session_to_continue,
+                      "Replay screen: pick a session, then c continues it here")]
         if app.data is not None:
             for name in sorted(app.data.problems):
                 commands.append((f"Optimize {name}", partial(app.open_session, name), "open a live session"))
@@ -79,11 +96,11 @@ class AkaApp(App[None]):
     }
     BINDINGS = [
         Binding("f1", "help", "Help", id="app.help"),
-        Binding("f2", "switch_mode('problems')", "Problems", id="app.problems"),
-        Binding("f3", "switch_mode('session')", "Session", id="app.session"),
-        Binding("f4", "switch_mode('replay')", "Replay", id="app.replay"),
-        Binding("f5", "switch_mode('knowledge')", "Knowledge", id="app.knowledge"),
-        Binding("f6", "switch_mode('settings')", "Settings", id="app.settings"),
+        Binding("f2", "switch_mode('problems')", "Problems", id="app.problems", show=False),
+        Binding("f3", "switch_mode('session')", "Session", id="app.session", show=False),
+        Binding("f4", "switch_mode('replay')", "Replay", id="app.replay", show=False),
+        Binding("f5", "switch_mode('knowledge')", "Knowledge", id="app.knowledge", show=False),
+        Binding("f6", "switch_mode('settings')", "Settings", id="app.settings", show=False),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 
@@ -104,16 +121,23 @@ class AkaApp(App[None]):
         self.replay_source: Path | None = None  # the session open on the Replay screen (replay proposer)
         self.proposer_factory: Any = None  # tests inject a proposer here
         self.session_overrides: dict[str, Any] = {}  # tests shrink evaluations here
+        self.records_poll_s = RECORDS_POLL_S
+        self._records_seen: Any = None
 
     # ----- start-up --------------------------------------------------------------------------------------
     def on_mount(self) -> None:
         self.switch_mode("problems")
-        self.load_data()
 
     def on_ready(self) -> None:
+        """First paint is done: measure it, then load the suite (torch) in a thread, off the first paint's way."""
         self.first_paint_s = process_age_s() or (time.monotonic() - STARTED)
         if os.environ.get("AKA_FIRST_PAINT_EXIT"):
-            self.exit(message=f"first paint {self.first_paint_s:.2f} s after the process started")
+            cpu = os.times()
+            self.exit(message=f"first paint {self.first_paint_s:.2f} s after the process started "
+                              f"(CPU time {cpu.user + cpu.system:.2f} s)")
+            return
+        self.load_data()
+        self.set_interval(self.records_poll_s, self.refresh_records_if_changed, name="records-poll")
         if self.config_warning:
             self.notify(self.config_warning, title="settings", severity="warning", timeout=8)
 
@@ -140,7 +164,7 @@ class AkaApp(App[None]):
 
     def _data_loaded(self, data: AppData) -> None:
         self.data, self.load_error = data, ""
-        self.sub_title = data.hardware_note()
+        self.sub_title = data.short_note()
         for name, error in data.load_errors.items():
             self.notify(f"{name}: {error}", title="problem skipped", severity="warning", timeout=10)
         self._run_ready_callbacks()
@@ -160,6 +184,37 @@ class AkaApp(App[None]):
         elif not again:
             self._ready_callbacks.append(callback)
 
+    # ----- records --------------------------------------------------------------------------------------
+    def refresh_records(self) -> None:
+        """Re-read the recorded sessions and reports in a thread; screens showing them refresh."""
+        if self.data is not None and self.paths is not None:
+            self.run_worker(self._reload_records, thread=True, exclusive=True, group="records",
+                            exit_on_error=False, name="records")
+
+    def refresh_records_if_changed(self) -> None:
+        """Poll: reload the records when a session or report was added or written (by this app or another)."""
+        if self.data is not None and self.paths is not None:
+            self.run_worker(lambda: self._reload_records(only_if_changed=True), thread=True, exclusive=True,
+                            group="records", exit_on_error=False, name="records-poll")
+
+    def _reload_records(self, only_if_changed: bool = False) -> None:
+        from aka_tui.tui.records import load_records
+
+        paths = self.paths
+        assert paths is not None
+        seen = records_signature(paths)
+        if only_if_changed and seen == self._records_seen:
+            return
+        records = load_records(paths.session_dirs(), paths.report_dirs)
+        self.call_from_thread(self._records_loaded, records, seen)
+
+    def _records_loaded(self, records: Any, seen: Any) -> None:
+        self._records_seen = seen
+        if self.data is not None:
+            self.data.records = records
+            for callback in list(self._reload_callbacks):
+                callback()
+
     # ----- navigation -----------------------------------------------------------------------------------
     def open_session(self, problem: str) -> None:
         self.current_problem = problem
@@ -173,6 +228,22 @@ class AkaApp(App[None]):
         screen = self.screen
         if hasattr(screen, "open_session_dir"):
             screen.open_session_dir(session_dir)
+
+    def continue_session(self, session_dir: Path, problem: str) -> None:
+        """Show a recorded session on the Session screen, ready to continue (s)."""
+        self.current_problem = problem
+        self.switch_mode("session")
+        screen = self.screen
+        if hasattr(screen, "show_recorded"):
+            screen.show_recorded(session_dir, problem)
+
+    def search_knowledge(self) -> None:
+        self.switch_mode("knowledge")
+        self.call_after_refresh(lambda: self.screen.run_action("focus_search"))
+
+    def pick_session_to_continue(self) -> None:
+        self.switch_mode("replay")
+        self.call_after_refresh(lambda: self.screen.run_action("focus_sessions"))
 
     def action_help(self) -> None:
         from aka_tui.tui.screens.help import HelpScreen

@@ -51,11 +51,34 @@ class AppData:
     def interpreter(self) -> bool:
         return not getattr(self.profile, "representative", True) or self.device == "cpu"
 
+    def short_note(self) -> str:
+        """The header's subtitle: profile and device (the interpreter warning is said once, in the screen)."""
+        return f"profile {self.profile.name} on {self.device}" + (" (interpreter)" if self.interpreter else "")
+
     def hardware_note(self) -> str:
-        note = f"profile {self.profile.name} ({self.profile.display_name}) on {self.device}"
         if self.interpreter:
-            note += " — CPU Triton interpreter: timings are NOT representative of any GPU"
+            return (f"profile {self.profile.name} on {self.device} — the CPU Triton interpreter: timings are NOT "
+                    "representative of any GPU")
+        note = f"profile {self.profile.name} ({self.profile.display_name}) on {self.device}"
         return note
+
+
+def records_signature(paths: AppPaths) -> tuple[tuple[str, int], ...]:
+    """What changes when a session or report is added or written: names and modification times (cheap)."""
+    seen: list[tuple[str, int]] = []
+    for directory, _example in paths.session_dirs():
+        if not directory.is_dir():
+            continue
+        for child in directory.iterdir():
+            for name in ("events.jsonl", "session.json"):
+                try:
+                    seen.append((f"{child}/{name}", (child / name).stat().st_mtime_ns))
+                except OSError:
+                    continue
+    for directory in paths.report_dirs:
+        if directory.is_dir():
+            seen += [(str(f), f.stat().st_mtime_ns) for f in directory.glob("*.json") if f.is_file()]
+    return tuple(sorted(seen))
 
 
 def load_app_data(config: TuiConfig, paths: AppPaths) -> AppData:

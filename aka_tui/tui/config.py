@@ -11,6 +11,7 @@ from typing import Any
 from aka_tui.paths import aka_home
 
 PROPOSERS = ("offline", "anthropic", "replay")
+EDITORS = ("external", "builtin")
 KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
@@ -47,46 +48,88 @@ class TuiConfig:
     author_name: str = "kernel engineer"
     """Author of the commits made by your edits."""
     author_email: str = "engineer@aka-tui.invalid"
+    editor: str = "external"
+    """How `e` edits a kernel or entry: external ($VISUAL or $EDITOR, the app suspended while it runs; the
+    in-app editor when neither is set) or builtin (always the in-app editor)."""
+
+    def field_problems(self) -> dict[str, str]:
+        """What is wrong with each field that has a bad value (empty when valid)."""
+        problems = {}
+        if self.proposer not in PROPOSERS:
+            problems["proposer"] = f"proposer must be one of {', '.join(PROPOSERS)}"
+        if self.iterations < 1:
+            problems["iterations"] = "iterations must be at least 1"
+        if not 0.0 <= self.dropout_p < 1.0:
+            problems["dropout_p"] = "dropout p must be in [0, 1)"
+        if self.wall_time_s < 0:
+            problems["wall_time_s"] = "the wall-time budget cannot be negative"
+        if self.max_cost_usd < 0:
+            problems["max_cost_usd"] = "the cost budget cannot be negative"
+        if self.tier not in ("", "smoke", "full", "all"):
+            problems["tier"] = "tier must be smoke, full, all or empty"
+        if self.cases < 1:
+            problems["cases"] = "cases must be at least 1"
+        if self.remeasure_rounds < 0:
+            problems["remeasure_rounds"] = "re-measure rounds cannot be negative"
+        if self.editor not in EDITORS:
+            problems["editor"] = f"editor must be one of {', '.join(EDITORS)}"
+        return problems
 
     def validate(self) -> list[str]:
         """Problems with the values, one line each (empty when valid)."""
-        problems = []
-        if self.proposer not in PROPOSERS:
-            problems.append(f"proposer must be one of {', '.join(PROPOSERS)}")
-        if self.iterations < 1:
-            problems.append("iterations must be at least 1")
-        if not 0.0 <= self.dropout_p < 1.0:
-            problems.append("dropout p must be in [0, 1)")
-        if self.wall_time_s < 0 or self.max_cost_usd < 0:
-            problems.append("budgets cannot be negative")
-        if self.tier not in ("", "smoke", "full", "all"):
-            problems.append("tier must be smoke, full, all or empty")
-        if self.cases < 1:
-            problems.append("cases must be at least 1")
-        if self.remeasure_rounds < 0:
-            problems.append("re-measure rounds cannot be negative")
-        return problems
+        return list(self.field_problems().values())
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(TuiConfig))
 
 
 def config_path() -> Path:
     return aka_home() / "config.json"
 
 
+def _typed(name: str, value: Any, default: Any) -> Any:
+    """`value` as the type of the field's default; ValueError names the field when it cannot be."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+    elif isinstance(default, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(default, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif isinstance(value, str):
+        return value
+    raise ValueError(f"{name} = {json.dumps(value)} is not a {type(default).__name__}")
+
+
 def load_config(path: Path | None = None) -> tuple[TuiConfig, str]:
-    """(config, warning): an unreadable file gives the defaults and a one-line warning, never an exception."""
+    """(config, warning): a field with a bad value gets its default, and the warning says which, in one line;
+    an unreadable file gives all the defaults. Never an exception."""
     path = path or config_path()
     if not path.is_file():
         return TuiConfig(), ""
     try:
         raw = json.loads(path.read_text())
-        known = {f.name: f.type for f in fields(TuiConfig)}
-        values = {k: v for k, v in raw.items() if k in known}
-        config = TuiConfig(**values)
-    except (OSError, json.JSONDecodeError, TypeError, AttributeError) as exc:
-        return TuiConfig(), f"settings file {path} is unreadable ({exc}); using defaults"
-    bad = config.validate()
-    if bad:
-        return TuiConfig(), f"settings file {path}: {'; '.join(bad)}; using defaults"
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return TuiConfig(), f"settings file {path} is unreadable ({exc}); using the defaults"
+    if not isinstance(raw, dict):
+        return TuiConfig(), f"settings file {path} is not a JSON object; using the defaults"
+    defaults = TuiConfig()
+    values: dict[str, Any] = {}
+    problems: list[str] = [f"unknown setting {key!r} ignored" for key in raw if key not in _FIELD_NAMES]
+    for name in _FIELD_NAMES:
+        if name in raw:
+            try:
+                values[name] = _typed(name, raw[name], getattr(defaults, name))
+            except ValueError as exc:
+                problems.append(str(exc))
+    config = TuiConfig(**values)
+    for name, message in config.field_problems().items():  # a valid type with a bad value: its default
+        problems.append(message)
+        setattr(config, name, getattr(defaults, name))
+    if problems:
+        return config, f"settings file {path}: {'; '.join(problems)} (defaults used for those)"
     return config, ""
 
 

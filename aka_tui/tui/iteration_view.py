@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_tui.record.history import IterationFacts, facts_from_events, recorded_iterations
+from aka_tui.tui.decision import Margins, Recorded, explain
 
 __all__ = ["IterationFacts", "IterationView", "ShapeMetrics", "build_views", "facts_from_events", "make_view",
            "recorded_iterations", "shape_metrics"]
@@ -35,6 +36,10 @@ class ShapeMetrics:
     real: bool
     foreign: dict[str, int] = field(default_factory=dict)
     error: str = ""
+    p20_ms: float | None = None  # spread of the timed calls (rotating input sets, L2 flushed before each)
+    p80_ms: float | None = None
+    reps: int | None = None
+    kernel_resources: dict[str, dict[str, Any]] = field(default_factory=dict)  # GPU only (compiled kernels)
 
     @property
     def intensity(self) -> float | None:
@@ -48,6 +53,11 @@ class ShapeMetrics:
     @property
     def achieved_tflops(self) -> float | None:
         return self.flops / (self.time_ms * 1e-3) / 1e12 if self.flops and self.time_ms else None
+
+    def copy_pct(self, copy_gbps: float | None) -> float | None:
+        """Achieved bandwidth as a percentage of the calibrated copy bandwidth (None when not calibrated)."""
+        achieved = self.achieved_gbps
+        return achieved / copy_gbps * 100.0 if achieved and copy_gbps else None
 
     @property
     def roofline_pct(self) -> float:
@@ -75,14 +85,33 @@ class IterationView:
     shapes: list[ShapeMetrics]
     error: str = ""
     static_findings: tuple[str, ...] = ()
+    incumbent_s_op: float | None = None  # the incumbent's S_op this candidate was measured against
+    screened_out: bool = False
+    reason: str = ""  # why it was accepted or rejected, short (the iteration list's column)
+    decision: tuple[str, ...] = ()  # the same, in full, with the re-measured samples (the Decision tab)
+    proposal: dict[str, Any] = field(default_factory=dict)  # proposal.json without the transcript
+    device: str = ""  # where it was measured (result provenance): "cpu" is the Triton interpreter
+
+    @property
+    def delta_text(self) -> str:
+        """S_op against the incumbent it was measured against, in percent ("new" without one)."""
+        if not self.incumbent_s_op:
+            return "new"
+        return f"{(self.s_op / self.incumbent_s_op - 1.0) * 100:+.0f}%"
+
+    @property
+    def by_person(self) -> bool:
+        return self.author not in ("", "aka agent")
 
     @property
     def verdict(self) -> str:
         if self.accepted:
-            return "adopted" if self.author not in ("", "aka agent") else "accepted"
+            return "adopted" if self.by_person else "accepted"
         if not self.correct:
             return "incorrect"
-        return "rejected" if self.real else "fallback"
+        if not self.real:
+            return "fallback"
+        return "screened" if self.screened_out else "rejected"
 
     def diff(self) -> str:
         """Unified diff of the kernel against the incumbent it was measured against."""
@@ -112,9 +141,13 @@ def shape_metrics(problem: Any, profile: Any, result_json: dict[str, Any]) -> tu
         audit = shape_result.audit
         foreign = dict(audit.foreign_kernels or audit.compute_ops) if audit else {}
         error = shape_result.error.message if shape_result.error else (audit.reason if audit and not audit.real else "")
+        timing = shape_result.timing
         metrics.append(ShapeMetrics(s.shape_id, shape_result.status, s.time_ms, s.t_sol_ms, s.s, s.s_raw,
                                     s.bottleneck, roof.flops if roof else None, roof.bytes_total if roof else None,
-                                    audit.own_share if audit else None, s.real, foreign, error))
+                                    audit.own_share if audit else None, s.real, foreign, error,
+                                    timing.p20_ms if timing else None, timing.p80_ms if timing else None,
+                                    timing.reps if timing else None,
+                                    dict(audit.kernel_resources) if audit else {}))
     return op, metrics
 
 
@@ -140,6 +173,13 @@ def build_views(session_dir: Path, problem: Any, profile: Any) -> tuple[list[Ite
     return views, problems
 
 
+def loop_margins() -> Margins:
+    """The loop's noise and closeness margins (its defaults: neither the CLI nor the app changes them)."""
+    from aka_tui.agent.loop import LoopConfig
+
+    return Margins(LoopConfig.noise_rel, LoopConfig.close_rel)
+
+
 def make_view(problem: Any, profile: Any, iteration: int, kernel: str, result: dict[str, Any],
               proposal: dict[str, Any], facts: IterationFacts, incumbent: IterationView | None) -> IterationView:
     """One iteration's view, measured against the incumbent before it."""
@@ -152,8 +192,17 @@ def make_view(problem: Any, profile: Any, iteration: int, kernel: str, result: d
     if result.get("compile_error"):
         error = f"compile: {result['compile_error'].get('message', '')}"
     author = str(proposal.get("author") or facts.author)
+    screened_out = bool(proposal.get("screened_out", facts.screened_out))
+    remeasure = proposal.get("remeasure") if isinstance(proposal.get("remeasure"), dict) else None
+    fallback = next((m.error for m in metrics if not m.real and m.error), "")
+    incumbent_s = incumbent.s_op if incumbent else None
+    recorded = Recorded(facts.accepted, author not in ("", "aka agent"), op.correct, op.real, op.s_op, incumbent_s,
+                        screened_out, remeasure, error, fallback)
+    reason, decision = explain(recorded, loop_margins())
     return IterationView(
         iteration, author, facts.accepted, op.s_op, op.s_raw_op, op.correct, op.real,
-        op.s_op - (incumbent.s_op if incumbent else 0.0), str(proposal.get("rationale", "")), kernel,
+        op.s_op - (incumbent_s or 0.0), str(proposal.get("rationale", "")), kernel,
         incumbent.kernel if incumbent else "", facts.sha, facts.tags, metrics, error,
-        tuple(result.get("static_findings", [])))
+        tuple(result.get("static_findings", [])), incumbent_s, screened_out, reason,
+        tuple(line for line in decision if line), {k: v for k, v in proposal.items() if k != "transcript"},
+        str((result.get("provenance") or {}).get("device", "")))

@@ -33,12 +33,25 @@ The body: what to do, why it helps, and how to check it.
 """
 
 
+TEMPLATE_PLACEHOLDERS = (("id", "my-new-entry"), ("title", "What this entry teaches, in one line"),
+                         ("body", "The body: what to do, why it helps, and how to check it."))
+
+
+def template_left(entry: KbEntry) -> list[str]:
+    """The template's placeholders still in a new entry (its id, title or body as the template wrote them)."""
+    values = {"id": entry.id, "title": entry.title, "body": entry.body.strip()}
+    return [name for name, placeholder in TEMPLATE_PLACEHOLDERS if values[name] == placeholder]
+
+
 def validation_message(kb: KnowledgeBase, text: str, editing: KbEntry | None) -> str:
     """'' when `text` is a valid entry for this place; otherwise the parser's message (file and field)."""
     try:
         entry = parse_new_text(kb, text, editing)
     except KbEntryError as exc:
         return str(exc)
+    left = template_left(entry) if editing is None else []
+    if left:
+        return f"the template's {', '.join(left)} {'is' if len(left) == 1 else 'are'} still there: write your own"
     if editing is None and (entry.id in kb.entries or entry.id in kb.pending):
         return f"an entry with id {entry.id!r} already exists"
     if editing is not None and entry.id != editing.id:

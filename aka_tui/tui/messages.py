@@ -27,3 +27,10 @@ class LoopMessage(Message):
     """A line for the agent log (warnings from retrieval and the like)."""
 
     text: str
+
+
+@dataclass
+class RunnerPhaseChanged(Message):
+    """The live session's runner changed phase (starting, running, paused, stopping, finished, error)."""
+
+    phase: str

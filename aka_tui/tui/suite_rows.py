@@ -8,6 +8,13 @@ from typing import Any
 from aka_tui.tui.records import Records
 
 COLUMNS = ("op", "family", "dtype", "weight %", "shapes s/f", "best S", "kernel", "recorded on")
+SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",
+                "float8_e4m3fn": "fp8e4m3", "float8_e5m2": "fp8e5m2"}
+
+
+def short_dtype(name: str) -> str:
+    """The dtype as kernel engineers write it (bf16, fp8e4m3), so the table fits 100 columns."""
+    return SHORT_DTYPES.get(name, name)
 
 
 @dataclass(frozen=True)
@@ -23,7 +30,7 @@ class ProblemRow:
     recorded_on: str
 
     def cells(self) -> tuple[str, ...]:
-        return (self.op, self.family, self.dtype, f"{self.weight_pct:.1f}", f"{self.smoke}/{self.full}",
+        return (self.op, self.family, short_dtype(self.dtype), f"{self.weight_pct:.1f}", f"{self.smoke}/{self.full}",
                 "-" if self.best_s is None else f"{self.best_s:.4f}", self.kernel, self.recorded_on)
 
     def sort_key(self, column: int) -> Any:
@@ -33,7 +40,8 @@ class ProblemRow:
 
     def matches(self, text: str) -> bool:
         text = text.strip().lower()
-        return not text or all(word in f"{self.op} {self.family} {self.dtype} {self.kernel}" for word in text.split())
+        haystack = f"{self.op} {self.family} {self.dtype} {short_dtype(self.dtype)} {self.kernel}"
+        return not text or all(word in haystack for word in text.split())
 
 
 def problem_rows(problems: dict[str, Any], records: Records) -> list[ProblemRow]:

@@ -17,6 +17,13 @@ EXAMPLES = REPO / "sessions" / "examples"
 SIZE = (160, 48)
 
 
+@pytest.fixture(autouse=True)
+def _no_personal_editor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests choose their editor: a developer's $VISUAL / $EDITOR must not open."""
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+
+
 @pytest.fixture
 def app_paths(tmp_path: Path) -> AppPaths:
     """The shipped suite and examples; sessions, reports and the knowledge base private to the test."""

@@ -64,7 +64,9 @@ async def test_add_validates_and_reject_keeps_the_entry(make_app: Any, app_paths
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert "kind" in str(editor.query_one("#editor-message").content)  # the validation message, still open
-        area.text = area.text.replace('kind = "wisdom"', 'kind = "technique"').replace("my-new-entry", "tui-test-entry")
+        area.text = (area.text.replace('kind = "wisdom"', 'kind = "technique"').replace("my-new-entry", "tui-test-entry")
+                     .replace("What this entry teaches, in one line", "A test entry")
+                     .replace("The body: what to do, why it helps, and how to check it.", "Its body."))
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert (kb_dir / "dsl" / "tui-test-entry.md").is_file()
@@ -93,7 +95,7 @@ async def test_knowledge_search_returns_entries(make_app: Any) -> None:
         screen = app.screen
         await pilot.press("slash", *"rms_norm far below copy bandwidth", "enter")
         results = screen.query_one("#kb-search-results", DataTable)
-        await wait_for(pilot, lambda: results.row_count > 0, timeout_s=120)
+        await wait_for(pilot, lambda: results.row_count > 0, timeout_s=300)  # loads the embedding model
         ids = [results.get_row_at(i)[2] for i in range(results.row_count)]
         assert any("norm" in i for i in ids)
 
@@ -157,3 +159,27 @@ def test_unreadable_config_gives_defaults_and_a_warning(tmp_path: Path) -> None:
     path.write_text("{not json")
     config, warning = load_config(path)
     assert config.iterations == 4 and "unreadable" in warning
+
+
+@pytest.mark.asyncio
+async def test_remeasure_shows_recorded_against_here(make_app: Any) -> None:
+    app = make_app(tier="smoke", cases=1)
+    app.session_overrides = {"remeasure_options": {"fuzz": 0, "cpu_reps": 1, "input_sets": 1}}
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        app.open_replay(EXAMPLES / "rms_norm-example")
+        screen = app.screen
+        await wait_for(pilot, lambda: len(screen.views) == 3, timeout_s=30)
+        await pilot.press("right", "m")  # iteration 2, re-measured on this machine
+        tabs = screen.query_one("#code-tabs")
+        await wait_for(pilot, lambda: tabs.active == "tab-here", timeout_s=120)
+        text = str(screen.query_one("#here-vs-recorded").content.renderables[0])
+        assert "iteration 2 re-measured here (not recorded)" in text and "recorded S_op 0.0006089 on cpu" in text
+        table = screen.query_one("#here-vs-recorded").content.renderables[1]
+        headers = [c.header for c in table.columns]
+        assert headers[:4] == ["shape", "T µs rec.", "T µs here", "here/rec."]  # kept first at any width
+        notes = " ".join(str(r) for r in screen.query_one("#here-vs-recorded").content.renderables[2:])
+        assert "p20–p80 here" in headers or "p20–p80 here" in notes  # shown, or listed as left out
+        assert table.row_count == len(screen.views[1].shapes)
+        await pilot.press("right")  # another iteration: the comparison belongs to iteration 2 only
+        assert tabs.active != "tab-here"

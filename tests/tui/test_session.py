@@ -41,7 +41,12 @@ async def test_live_session_accept_export_and_edit(make_app: Any, tmp_path: Path
         prompt.value = str(export)
         await pilot.press("enter")
         await pilot.pause()
-        assert export.read_text() == view.kernel
+        assert "does not exist. Create it" in str(app.screen.query_one("Label").content)  # asked, not silent
+        await pilot.press("y")
+        await pilot.pause()
+        text = export.read_text()
+        assert text.startswith("# aka-tui candidate for problem silu_and_mul") and text.endswith(view.kernel)
+        assert "iteration 1 (accepted, tag silu_and_mul-accepted-0001)" in text  # the CLI's provenance header
         session = screen.runner.session
         assert "silu_and_mul-accepted-0001" in [t.name for t in session.repo.tags]
 
@@ -110,5 +115,6 @@ async def test_a_bad_proposer_is_a_message_not_a_crash(make_app: Any) -> None:
         await wait_for(pilot, lambda: screen.runner is not None and not screen.runner.running)
         await pilot.pause()
         assert app.is_running
-        log = "\n".join(str(line.text) for line in screen.query_one("#agent-log").lines)
+        log = " ".join(str(line.text).strip() for line in screen.query_one("#agent-log").lines)
         assert "ANTHROPIC_API_KEY is not set" in log
+        assert screen.runner.phase == "error" and "error: proposer error" in str(screen.query_one("#session-status").content)

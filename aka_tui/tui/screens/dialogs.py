@@ -15,7 +15,7 @@ class TextEditor(ModalScreen[str | None]):
     """Edit text in a TextArea; ctrl+s saves (after `validate` returns no message), escape cancels."""
 
     BINDINGS = [Binding("ctrl+s", "save", "Save", id="editor.save", priority=True),
-                Binding("escape", "cancel", "Cancel", id="editor.cancel")]
+                Binding("escape", "cancel", "Cancel", id="editor.cancel", priority=True)]
     DEFAULT_CSS = """
     TextEditor { align: center middle; }
     TextEditor > Vertical { width: 95%; height: 92%; border: thick $accent; background: $surface; }
@@ -24,15 +24,15 @@ class TextEditor(ModalScreen[str | None]):
     TextEditor #editor-title { padding: 0 1; text-style: bold; }
     """
 
-    def __init__(self, title: str, text: str, validate: Callable[[str], str] | None = None) -> None:
+    def __init__(self, title: str, text: str, validate: Callable[[str], str] | None = None, message: str = "") -> None:
         super().__init__()
-        self.title_text, self.text, self.validate = title, text, validate
+        self.title_text, self.text, self.validate, self.message = title, text, validate, message
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"{self.title_text} — ctrl+s save · escape cancel", id="editor-title")
             yield TextArea(self.text, id="editor-area", show_line_numbers=True, tab_behavior="indent")
-            yield Static("", id="editor-message")
+            yield Static(self.message, id="editor-message")
 
     def on_mount(self) -> None:
         self.query_one(TextArea).focus()
@@ -52,10 +52,11 @@ class TextEditor(ModalScreen[str | None]):
 class PathPrompt(ModalScreen[str | None]):
     """Ask for a file path (enter confirms, escape cancels)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
     DEFAULT_CSS = """
     PathPrompt { align: center middle; }
-    PathPrompt > Vertical { width: 90; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    PathPrompt > Vertical { width: 90; max-width: 96%; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    PathPrompt Label { width: 100%; }
     """
 
     def __init__(self, question: str, default: str) -> None:
@@ -78,10 +79,13 @@ class PathPrompt(ModalScreen[str | None]):
 class Confirm(ModalScreen[bool]):
     """Yes / no."""
 
-    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+    BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+                Binding("n,escape", "answer(False)", "No", id="confirm.no")]
     DEFAULT_CSS = """
     Confirm { align: center middle; }
-    Confirm > Vertical { width: 70; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    Confirm > Vertical { width: 80; max-width: 96%; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    Confirm Horizontal { height: auto; margin-top: 1; }
+    Confirm Label { width: 100%; }
     """
 
     def __init__(self, question: str) -> None:

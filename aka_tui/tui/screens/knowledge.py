@@ -14,9 +14,35 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, LoadingIndicator, Static, Tree
 
-from aka_tui.tui.screens.dialogs import Confirm, TextEditor
+from aka_tui.tui.screens.dialogs import Confirm
+from aka_tui.tui.screens.kernel_files import edit_text
 
 PENDING_NODE = "pending"
+KB_POLL_S = 2.0  # how often the entry files are checked for changes made outside the app (aka kb add …)
+
+
+def kb_signature(root: Path) -> tuple[tuple[str, int], ...]:
+    """Entry files and their modification times: changes when an entry is added, edited, moved or removed."""
+    seen = []
+    for path in root.rglob("*"):
+        if path.suffix in (".md", ".py") and path.is_file():
+            try:
+                seen.append((str(path.relative_to(root)), path.stat().st_mtime_ns))
+            except OSError:
+                continue
+    return tuple(sorted(seen))
+
+
+def tracked_by_git(path: Path) -> bool:
+    """Whether git has the file in its index (so deleting it leaves it in the history)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(path.parent), "ls-files", "--error-unmatch", path.name],
+                              capture_output=True, check=False, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 class KnowledgeScreen(Screen[None]):
@@ -37,6 +63,7 @@ class KnowledgeScreen(Screen[None]):
         self.kb: Any = None
         self.selected_id: str | None = None
         self.search_started = 0.0
+        self._seen: tuple[tuple[str, int], ...] | None = None
 
     @property
     def _app(self) -> Any:
@@ -54,7 +81,7 @@ class KnowledgeScreen(Screen[None]):
                 yield results
                 with VerticalScroll(id="kb-view"):
                     yield Static("select an entry in the tree", id="kb-entry")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#kb-loading").display = False
@@ -62,6 +89,18 @@ class KnowledgeScreen(Screen[None]):
         results.add_columns("score", "layer", "id", "title")
         results.display = False
         self.reload()
+        self.set_interval(KB_POLL_S, self.reload_if_changed, name="kb-poll")
+
+    def on_screen_resume(self) -> None:
+        self.reload_if_changed()
+
+    def reload_if_changed(self) -> None:
+        """Reload when an entry file changed on disk (added with `aka kb add --pending`, edited elsewhere)."""
+        if self.kb is None or not self.is_current:
+            return
+        if kb_signature(self.kb.root) != self._seen:
+            self.reload(select=self.selected_id, quiet=True)
+            self.notify("the knowledge base changed on disk: reloaded")
 
     def kb_root(self) -> Path:
         paths = self._app.paths
@@ -71,12 +110,14 @@ class KnowledgeScreen(Screen[None]):
 
         return default_kb_dir()
 
-    def reload(self, select: str | None = None) -> None:
+    def reload(self, select: str | None = None, quiet: bool = False) -> None:
         """Load the knowledge base from disk and rebuild the tree (malformed files are listed)."""
         from aka_tui.knowledge.entry import LAYERS
         from aka_tui.knowledge.store import load_kb
 
-        self.kb = load_kb(self.kb_root())
+        root = self.kb_root()
+        self._seen = kb_signature(root)
+        self.kb = load_kb(root)
         tree: Tree[str] = self.query_one(Tree)
         tree.clear()
         tree.root.expand()
@@ -96,8 +137,10 @@ class KnowledgeScreen(Screen[None]):
         if self.kb.errors:
             status += f"\n[yellow]{len(self.kb.errors)} malformed file(s) skipped: {self.kb.errors[0]}[/yellow]"
         self.query_one("#kb-status", Static).update(status)
-        if select is not None:
+        if select is not None and (select in self.kb.entries or select in self.kb.pending):
             self.show_entry(select)
+        elif select is not None and not quiet:
+            self.notify(f"{select} is no longer in the knowledge base", severity="warning")
 
     @on(Tree.NodeHighlighted, "#kb-tree")
     def _node_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
@@ -180,8 +223,8 @@ class KnowledgeScreen(Screen[None]):
     def action_add(self) -> None:
         from aka_tui.tui.kb_editing import NEW_ENTRY_TEMPLATE, validation_message
 
-        self.app.push_screen(TextEditor("New knowledge-base entry", NEW_ENTRY_TEMPLATE,
-                                        lambda text: validation_message(self.kb, text, None)), self._added)
+        edit_text(self.app, "New knowledge-base entry", NEW_ENTRY_TEMPLATE,
+                  lambda text: validation_message(self.kb, text, None), self._added, suffix=".md")
 
     def _added(self, text: str | None) -> None:
         if text is None:
@@ -208,9 +251,9 @@ class KnowledgeScreen(Screen[None]):
         entry = self._selected_entry()
         if entry is None:
             return
-        self.app.push_screen(TextEditor(f"Edit {entry.id}", entry.path.read_text(),
-                                        lambda text: validation_message(self.kb, text, entry)),
-                             lambda text: self._edited(entry, text))
+        edit_text(self.app, f"Edit {entry.id}", entry.path.read_text(),
+                  lambda text: validation_message(self.kb, text, entry), lambda text: self._edited(entry, text),
+                  suffix=".md")
 
     def _edited(self, entry: Any, text: str | None) -> None:
         if text is None:
@@ -232,7 +275,9 @@ class KnowledgeScreen(Screen[None]):
         if entry.id in self.kb.pending:
             self.notify("a pending entry is rejected (n), not deleted: rejected entries are kept", severity="warning")
             return
-        self.app.push_screen(Confirm(f"Delete {entry.id} ({entry.path.name})? git keeps its history."),
+        history = ("git keeps its history" if tracked_by_git(entry.path)
+                   else "it is not in git, so this cannot be undone")
+        self.app.push_screen(Confirm(f"Delete {entry.id} ({entry.path.name})? {history}."),
                              lambda yes: self._delete(entry.id) if yes else None)
 
     def _delete(self, entry_id: str) -> None:

@@ -64,7 +64,7 @@ class ProblemDetailScreen(Screen[None]):
             except OSError as exc:
                 source = f"# cannot read {problem.reference_path}: {exc}"
             yield Static(Syntax(source, "python", line_numbers=True, word_wrap=False), id="reference")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         app: Any = self.app
@@ -77,7 +77,7 @@ class ProblemDetailScreen(Screen[None]):
         sessions.add_columns("session", "proposer", "hardware", "iterations", "best S_op")
         for s in app.data.records.sessions_of(problem.name):
             sessions.add_row(s.label, s.proposer, s.hardware, str(s.iterations),
-                             "-" if s.best_s is None else f"{s.best_s:.4f}", key=str(s.path))
+                             "-" if s.best_s is None else f"{s.best_s:.4g}", key=str(s.path))
 
     def action_optimize(self) -> None:
         app: Any = self.app

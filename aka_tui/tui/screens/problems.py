@@ -38,13 +38,21 @@ class ProblemsScreen(Screen[None]):
         table: DataTable[str] = DataTable(id="problems-table", cursor_type="row", zebra_stripes=True)
         table.display = False
         yield table
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         for index, name in enumerate(COLUMNS):
-            table.add_column(name, key=str(index))
+            table.add_column(_label(name + "  "), key=str(index))  # room for the sort arrow
         self.app.when_ready(self.refresh_rows, again=True)
+
+    def _mark_sorted_column(self) -> None:
+        """▲ / ▼ after the sorted column's name (every label keeps two cells for it, so widths never change)."""
+        table = self.query_one(DataTable)
+        for index, name in enumerate(COLUMNS):
+            arrow = (" ▼" if self.sort_reverse else " ▲") if index == self.sort_column else "  "
+            table.columns[table.ordered_columns[index].key].label = _label(name + arrow)
+        table.refresh()  # after table.clear(), which also drops the cached header row
 
     @property
     def _app(self) -> Any:
@@ -63,23 +71,22 @@ class ProblemsScreen(Screen[None]):
         note.set_class(data.interpreter, "warning")
         self.rows = problem_rows(data.problems, data.records)
         table = self.query_one(DataTable)
+        first = not table.display
         table.display = True
         self._fill()
-        table.focus()
+        if first:
+            table.focus()
 
     def _fill(self) -> None:
         table = self.query_one(DataTable)
         selected = self.selected_op()
         table.clear()
+        self._mark_sorted_column()
         shown = select_rows(self.rows, self.query_one("#filter", Input).value, self.sort_column, self.sort_reverse)
         for row in shown:
             table.add_row(*row.cells(), key=row.op)
-        for index, name in enumerate(COLUMNS):
-            arrow = (" ▼" if self.sort_reverse else " ▲") if index == self.sort_column else ""
-            table.columns[table.ordered_columns[index].key].label = _label(name + arrow)
         if selected is not None and selected in {r.op for r in shown}:
             table.move_cursor(row=table.get_row_index(selected))
-        table.refresh()
 
     def selected_op(self) -> str | None:
         table = self.query_one(DataTable)

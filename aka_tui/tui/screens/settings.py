@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Checkbox, Footer, Header, Input, Label, Select, Static
 
-from aka_tui.tui.config import PROPOSERS, TuiConfig, api_key_status, config_path, save_config
+from aka_tui.tui.config import EDITORS, PROPOSERS, TuiConfig, api_key_status, config_path, save_config
 
 KEY_TEXT = {
     "present": "[green]present[/green] (ANTHROPIC_API_KEY is set; it is never shown or written)",
@@ -60,16 +60,18 @@ class SettingsScreen(Screen[None]):
             yield Select([("default (smoke on CPU, full on GPU)", ""), ("smoke", "smoke"), ("full", "full"),
                           ("all", "all")], value=c.tier, allow_blank=False, id="tier")
             yield Checkbox("Retrieve knowledge each iteration", c.use_kb, id="use_kb")
+            yield Label("Editor for e (external: $VISUAL or $EDITOR, the app suspended while it runs)")
+            yield Select([(e, e) for e in EDITORS], value=c.editor, allow_blank=False, id="editor")
             for name, label in TEXT_FIELDS[1:]:
                 yield Label(label)
                 yield Input(str(getattr(c, name)), id=name)
             yield Static("", id="settings-message")
-        yield Footer()
+        yield Footer(compact=True)
 
     def read_form(self) -> TuiConfig:
         """The config as the form shows it (ValueError names a field that is not a number)."""
         values: dict[str, Any] = {}
-        for name in ("hardware", "proposer", "tier"):
+        for name in ("hardware", "proposer", "tier", "editor"):
             values[name] = str(self.query_one(f"#{name}", Select).value)
         for name, _label in TEXT_FIELDS:
             values[name] = self.query_one(f"#{name}", Input).value.strip()
@@ -100,7 +102,9 @@ class SettingsScreen(Screen[None]):
             return
         hardware_changed = config.hardware != self._app.config.hardware
         self._app.config = config
-        message.update(f"[green]saved to {path}[/green]")
+        message.update(f"[green]saved to {path}[/green]. New sessions use all of them; continuing a session "
+                       "applies the budgets, dropout and re-measure rounds, and keeps its proposer, model, "
+                       "hardware, tier, cases, seed and knowledge setting (the Session screen says which).")
         self.notify(f"settings saved to {path}")
         if hardware_changed:
             self._app.load_data()

@@ -40,9 +40,9 @@ def _exp_label(value: float) -> str:
 
 def render_plot(data: PlotData | None, width: int, height: int) -> Text:
     """The plot as styled text of `width` × `height` cells (axes and labels included)."""
-    if data is None or width < 24 or height < 6:
+    if data is None or width < 24 or height < 7:
         return Text("roofline plot: no measurements yet" if data is None else "(too small)", style="dim")
-    margin, plot_w, plot_h = 6, width - 7, height - 2
+    margin, plot_w, plot_h = 6, width - 7, height - 3
     ridge = data.peak_flops_per_s / data.bandwidth_bytes_per_s
     xs = [p.intensity for p in data.points if p.intensity > 0] + [ridge]
     ys = [p.flops_per_s for p in data.points if p.flops_per_s > 0] + [data.peak_flops_per_s]
@@ -84,11 +84,16 @@ def render_plot(data: PlotData | None, width: int, height: int) -> Text:
         if all(c == " " for c in axis[max(start - 1, 0):start + len(label) + 1]):
             axis[start:start + len(label)] = list(label)
     text.append(" " * margin + "└" + "".join(axis)[: plot_w] + "\n", style="dim")
-    text.append(" " * margin + " FLOP/B →  ", style="dim")
+    text.append(" " * margin + f" x: intensity, FLOP/B · y: achieved FLOP/s · ridge {ridge:.3g} FLOP/B\n",
+                style="dim")
+    text.append(" " * margin + " ")
     text.append("memory ceiling", style="cyan")
-    text.append(" / ", style="dim")
+    text.append(" · ", style="dim")
     text.append("compute ceiling", style="magenta")
-    text.append(f"  ridge {ridge:.3g} FLOP/B; y: FLOP/s", style="dim")
+    text.append(" · 1 2 …: shapes, ", style="dim")
+    text.append("real", style="green")
+    text.append(" / ", style="dim")
+    text.append("fallback or failed", style="red")
     return text
 
 
