@@ -68,6 +68,20 @@ class TuiConfig:
         return problems
 
 
+def _same_kind(default: Any, value: Any) -> bool:
+    """A settings value of the default's JSON kind (a whole number is a fine float; a bool is not a number)."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))
+
+
+def _kind(default: Any) -> str:
+    return {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}.get(
+        type(default), type(default).__name__)
+
+
 def config_path() -> Path:
     return aka_home() / "config.json"
 
@@ -81,8 +95,12 @@ def load_config(path: Path | None = None) -> tuple[TuiConfig, str]:
         raw = json.loads(path.read_text())
         known = {f.name: f.type for f in fields(TuiConfig)}
         values = {k: v for k, v in raw.items() if k in known}
+        mistyped = [f"{k} must be {_kind(getattr(TuiConfig, k))}" for k, v in values.items()
+                    if not _same_kind(getattr(TuiConfig, k), v)]
+        if mistyped:
+            return TuiConfig(), f"settings file {path}: {'; '.join(mistyped)}; using defaults"
         config = TuiConfig(**values)
-    except (OSError, json.JSONDecodeError, TypeError, AttributeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, AttributeError) as exc:
         return TuiConfig(), f"settings file {path} is unreadable ({exc}); using defaults"
     bad = config.validate()
     if bad:
