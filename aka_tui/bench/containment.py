@@ -67,6 +67,7 @@ class ResourceLimits:
     tasks: int | None = None  # processes and threads of the tree
     file_bytes: int | None = None  # size of any one file written (RLIMIT_FSIZE)
     disk_bytes: int | None = None  # everything in the writable directories together
+    cgroups: bool = True  # False: the watchdog alone bounds memory and tasks (as where no cgroup can be made)
 
     def describe(self) -> str:
         parts = []
@@ -144,13 +145,14 @@ class ContainedProcess:
                  pid_namespace: bool, popen_kwargs: dict[str, Any], poll_s: float = 0.1) -> None:
         self.limits = limits
         self.pid_namespace = pid_namespace  # the exit status is bwrap's: 128 + signal for a killed child
-        self.cgroup = cgroups.create(limits.memory_bytes, limits.tasks)
+        self.cgroup = cgroups.create(limits.memory_bytes, limits.tasks) if limits.cgroups else None
         self.memory_by = ("cgroup " + self.cgroup.version) if self.cgroup and self.cgroup.memory_dir else "watchdog"
         self.tasks_by = ("cgroup " + self.cgroup.version) if self.cgroup and self.cgroup.pids_dir else "watchdog"
         self.error_file = work_dir / ".spawn-error"
         self.watched = [work_dir, *writable]
         self.reason: str | None = None
         self._task_hits_seen = 0
+        self._oom_kills: int | None = None  # read before the cgroup is removed
         rlimits: list[tuple[str, int, int]] = [("RLIMIT_CORE", 0, 0)]
         if limits.cpu_s:
             rlimits.append(("RLIMIT_CPU", int(limits.cpu_s), int(limits.cpu_s) + 5))
@@ -234,13 +236,15 @@ class ContainedProcess:
         if self._watchdog is not threading.current_thread():
             self._watchdog.join(timeout=5)
         if self.cgroup is not None:
+            self._oom_kills = self.cgroup.oom_kills()
             self.cgroup.remove()
 
     def limit_reached(self, code: int | None = None) -> str | None:
         """The limit that ended the process, as a one-line verdict, or None."""
         if self.reason:
             return self.reason
-        if self.cgroup is not None and self.cgroup.oom_kills() > 0 and self.limits.memory_bytes:
+        oom_kills = self._oom_kills if self._oom_kills is not None else (self.cgroup.oom_kills() if self.cgroup else 0)
+        if oom_kills > 0 and self.limits.memory_bytes:
             return (f"out of memory: limit {fmt_bytes(self.limits.memory_bytes)} (the kernel ended a process of "
                     f"the worker at its cgroup's limit)")
         sig = self._signal(code)

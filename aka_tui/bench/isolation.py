@@ -37,10 +37,11 @@ class WorkerLimits:
     file_bytes: int = 1 * GiB  # any one file
     disk_bytes: int = 4 * GiB  # the work directory and the candidate's compiler cache together
     sandbox: str | None = None  # auto | bwrap | none; None: $AKA_SANDBOX, else auto
+    cgroups: bool = True  # False: memory and tasks bounded by the watchdog only
 
     def resources(self, shapes: int) -> ResourceLimits:
         cpu = self.cpu_s if self.cpu_s is not None else self.startup_s + self.per_shape_s * max(shapes, 1)
-        return ResourceLimits(self.memory_bytes, cpu, self.tasks, self.file_bytes, self.disk_bytes)
+        return ResourceLimits(self.memory_bytes, cpu, self.tasks, self.file_bytes, self.disk_bytes, self.cgroups)
 
 
 @dataclass
@@ -167,17 +168,21 @@ def _exit_failure(process: ContainedProcess, code: int, log_path: Path) -> tuple
     return "crashed", f"worker {process.exit_description(code)}" + (f"; log tail: {tail}" if tail else "")
 
 
-def _explained(worker: _Worker, result: ShapeResult) -> ShapeResult:
-    """The worker's record of a shape, secrets scrubbed; a failure caused by a limit (a refused fork, a file
-    cut short) says so."""
-    if result.error is None or result.status in ("passed", "skipped"):
-        return result
-    message, trace = scrub(result.error.message), scrub(result.error.traceback_text)
+def _explained_error(worker: _Worker, error: StageError) -> StageError:
+    """An error the worker reported, secrets scrubbed; one caused by a limit (a refused fork or thread, a file
+    cut short) says so and becomes `limit_exceeded`."""
+    message, trace = scrub(error.message), scrub(error.traceback_text)
     verdict = worker.proc.explain_error(message + trace)
     if verdict is None:
-        return replace(result, error=replace(result.error, message=message, traceback_text=trace))
-    error = StageError(result.error.stage, LIMIT_EXCEEDED, f"{verdict}; {message}"[:2000], trace)
-    return replace(result, status=LIMIT_EXCEEDED, error=error)
+        return replace(error, message=message, traceback_text=trace)
+    return StageError(error.stage, LIMIT_EXCEEDED, f"{verdict}; {message}"[:2000], trace)
+
+
+def _explained(worker: _Worker, result: ShapeResult) -> ShapeResult:
+    if result.error is None or result.status in ("passed", "skipped"):
+        return result
+    error = _explained_error(worker, result.error)
+    return replace(result, status=error.kind, error=error)
 
 
 def run_job(job: dict[str, Any], limits: WorkerLimits,
@@ -238,7 +243,7 @@ def _run_workers(job: dict[str, Any], limits: WorkerLimits, on_shape: Callable[[
                 event = message["event"]
                 if event == "compiled":
                     if not message["ok"]:
-                        error = StageError(**message["error"])
+                        error = _explained_error(worker, StageError(**message["error"]))
                         compiled, compile_error = False, error
                         for shape_id in list(remaining):
                             record(ShapeResult(shape_id, error.kind, [], error))
