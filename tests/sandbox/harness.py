@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
 import os
 import shutil
 import time
@@ -25,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 CASES = sorted((HERE / "hostile").glob("*.py"))
 SHAPE = "smoke_t7_i300_fp16"
 WATCHED_REPO_TREES = ("kb", "problems", "aka_tui")
+HAVE_GIT = importlib.util.find_spec("git") is not None
 
 
 def docstring(case: Path) -> list[str]:
@@ -79,12 +81,16 @@ class Canary:
 
     @staticmethod
     def create(root: Path) -> Canary:
-        from aka_tui.record.session_repo import SessionRepo
-
         canary = Canary(root)
         canary.home.mkdir(parents=True)
         (canary.home / ".bashrc").write_text("# the person's shell start-up\n")
-        SessionRepo.create(canary.session, {"problem": "silu_and_mul"})
+        if HAVE_GIT:
+            from aka_tui.record.session_repo import SessionRepo
+
+            SessionRepo.create(canary.session, {"problem": "silu_and_mul"})
+        else:  # a GPU server without GitPython: the same files to attack, no repository to commit to
+            (canary.session / ".git" / "hooks").mkdir(parents=True)
+            (canary.session / "kernel.py").write_text("# recorded\n")
         shutil.copytree(PROBLEMS / "silu_and_mul", canary.problem, ignore=shutil.ignore_patterns("__pycache__"))
         return canary
 

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,9 @@ from aka_tui.bench.problem import load_problem
 from aka_tui.bench.results import CandidateResult
 from aka_tui.bench.sandbox import resolve_mode
 from tests.conftest import REPO
-from tests.prefetch import Prefetch, prefetch, selected
-from tests.sandbox.harness import (CASES, SHAPE, Canary, changed, expected, files_text, leaks, limits_of,
-                                   repo_snapshot, snapshot, survivors)
+from tests.prefetch import prefetch, selected
+from tests.sandbox.harness import (CASES, HAVE_GIT, SHAPE, Canary, changed, expected, files_text, leaks,
+                                   limits_of, repo_snapshot, snapshot, survivors)
 
 MECHANISM, WHY_NOT = resolve_mode("auto")
 needs_bwrap = pytest.mark.skipif(MECHANISM != "bwrap", reason=f"bubblewrap cannot run here: {WHY_NOT}")
@@ -91,57 +92,51 @@ class Outcome:
     canary_text: str
 
 
-def _evaluate(path: Path, canary: Canary, case: Path, mode: str) -> tuple[CandidateResult, str]:
+def _evaluate(path: Path, canary: Canary, case: Path, mode: str, device: str) -> tuple[CandidateResult, str]:
     if case.stem not in CLI_CASES:
-        options = EvalOptions(device="cpu", tier="smoke", cases=1, timing=False, shape_ids=[SHAPE],
+        options = EvalOptions(device=device, tier="smoke", cases=1, timing=False, shape_ids=[SHAPE],
                               limits=limits_of(case, mode, cgroups=mode != "none"))
         result = evaluate_candidate(load_problem(canary.problem), CandidateSpec.file(path), options)
         return result, json.dumps(result.to_json())
     out = canary.root / "result.json"
     done = subprocess.run([sys.executable, "-m", "aka_tui", "eval", str(path), "--problem", str(canary.problem),
-                           "--shape", SHAPE, "--device", "cpu", "--tier", "smoke", "--cases", "1", "--sandbox", mode,
+                           "--shape", SHAPE, "--device", device, "--tier", "smoke", "--cases", "1", "--sandbox", mode,
                            "--json", str(out)], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert done.returncode in (0, 1), f"aka eval ended with {done.returncode}: {done.stderr[-2000:]}"
     assert "sandbox: bwrap" in done.stdout, done.stdout[-2000:]
     return CandidateResult.from_json(json.loads(out.read_text())), done.stdout + done.stderr + out.read_text()
 
 
-def _run_case(case: Path, mode: str, root: Path, port: int) -> Outcome:
-    from aka_tui.record.session_repo import SessionRepo
-
+def run_case(case: Path, mode: str, root: Path, port: int, device: str = "cpu") -> Outcome:
+    """One case on `device` in a fresh canary under `root`, and what it left behind."""
     canary = Canary.create(root)
     marker = f"aka-hostile-{secrets.token_hex(6)}"
     path = canary.render(case, port, marker, KEY)
     before = snapshot(canary.root)
-    result, output = _evaluate(path, canary, case, mode)
+    result, output = _evaluate(path, canary, case, mode, device)
     left = survivors(marker)
     changes = [p for p in changed(before, snapshot(canary.root)) if not p.endswith("result.json")]
-    session = SessionRepo.open(canary.session)  # a commit and a checkout: any planted hook would run now
-    session.record_candidate(1, "print('after the hostile case')\n", {}, {}, "after")
-    session.repo.git.checkout("HEAD", "--", "kernel.py")
-    session_text = str(session.repo.git.log("-p", "--all")) + files_text(canary.session)
+    session_text = files_text(canary.session)
+    if HAVE_GIT:
+        from aka_tui.record.session_repo import SessionRepo
+
+        session = SessionRepo.open(canary.session)  # a commit and a checkout: any planted hook would run now
+        session.record_candidate(1, "print('after the hostile case')\n", {}, {}, "after")
+        session.repo.git.checkout("HEAD", "--", "kernel.py")
+        session_text += str(session.repo.git.log("-p", "--all"))
     attacked = "\n".join(files_text(d) for d in (canary.home, canary.problem))  # not candidates/: leaks_key holds it
     return Outcome(result, output, changes, left, (canary.root / "pwned").exists(), session_text, attacked)
 
 
-@pytest.fixture(scope="module")
-def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The selected cases' runs, a few at a time, with the key in the environment and the server listening."""
+@contextmanager
+def hostile_environment() -> Iterator[tuple[Listener, dict[str, str]]]:
+    """The fake key and a token in this process's environment, the listening server, the checkout's snapshot."""
     saved = {k: os.environ.get(k) for k in ("ANTHROPIC_API_KEY", "AKA_TEST_TOKEN")}
     os.environ["ANTHROPIC_API_KEY"] = KEY
     os.environ["AKA_TEST_TOKEN"] = "tok-" + secrets.token_hex(16)
     listener = Listener()
-    repo_before = repo_snapshot()
-    modes = {"test_case_in_bwrap": "bwrap", "test_case_without_sandbox": "none"}
-    jobs = []
-    for test, params in selected(request):
-        if test in modes:
-            case, mode = params["case"], modes[test]
-            root = tmp_path_factory.mktemp(f"{case.stem}-{mode}")
-            jobs.append(((case, mode), lambda c=case, m=mode, r=root: _run_case(c, m, r, listener.port)))
     try:
-        with prefetch(jobs) as ahead:
-            yield {"runs": ahead, "listener": listener, "repo_before": repo_before}
+        yield listener, repo_snapshot()
     finally:
         listener.close()
         for name, value in saved.items():
@@ -151,9 +146,23 @@ def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
                 os.environ[name] = value
 
 
-def _check(case: Path, mode: str, corpus: dict[str, Any]) -> None:
-    runs: Prefetch = corpus["runs"]
-    run: Outcome = runs.result((case, mode))
+@pytest.fixture(scope="module")
+def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The selected cases' runs, a few at a time, inside `hostile_environment`."""
+    modes = {"test_case_in_bwrap": "bwrap", "test_case_without_sandbox": "none"}
+    with hostile_environment() as (listener, repo_before):
+        jobs = []
+        for test, params in selected(request):
+            if test in modes:
+                case, mode = params["case"], modes[test]
+                root = tmp_path_factory.mktemp(f"{case.stem}-{mode}")
+                jobs.append(((case, mode), lambda c=case, m=mode, r=root: run_case(c, m, r, listener.port)))
+        with prefetch(jobs) as ahead:
+            yield {"runs": ahead, "listener": listener, "repo_before": repo_before}
+
+
+def check(case: Path, mode: str, run: Outcome, listener: Listener, repo_before: dict[str, str]) -> None:
+    """Everything a case must satisfy after its run (see the module docstring)."""
     status, fragment = expected(case)
     shapes = {s.shape_id: (s.status, s.error.message if s.error else "") for s in run.result.shapes}
     assert all(s == status for s, _ in shapes.values()), shapes
@@ -161,9 +170,9 @@ def _check(case: Path, mode: str, corpus: dict[str, Any]) -> None:
     assert run.result.provenance["sandbox"] == mode
     assert run.canary_changes == [], "the case changed files outside its work dir"
     assert not run.hook_ran, "a hook the case planted ran"
-    assert changed(corpus["repo_before"], repo_snapshot()) == [], "the checkout changed"
+    assert changed(repo_before, repo_snapshot()) == [], "the checkout changed"
     assert run.survivors == [], "processes the case started outlived the evaluation"
-    assert corpus["listener"].seen == [], "the case reached the test's server"
+    assert listener.seen == [], "the case reached the test's server"
     text = json.dumps(run.result.to_json()) + run.output + run.session_text + run.canary_text
     assert leaks(KEY, text) == [] and leaks(os.environ["AKA_TEST_TOKEN"], text) == []
 
@@ -171,11 +180,11 @@ def _check(case: Path, mode: str, corpus: dict[str, Any]) -> None:
 @needs_bwrap
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.stem)
 def test_case_in_bwrap(case: Path, corpus: dict[str, Any]) -> None:
-    _check(case, "bwrap", corpus)
+    check(case, "bwrap", corpus["runs"].result((case, "bwrap")), corpus["listener"], corpus["repo_before"])
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.stem in UNSANDBOXED], ids=lambda c: c.stem)
 def test_case_without_sandbox(case: Path, corpus: dict[str, Any]) -> None:
-    _check(case, "none", corpus)
     run: Outcome = corpus["runs"].result((case, "none"))
+    check(case, "none", run, corpus["listener"], corpus["repo_before"])
     assert run.result.provenance["sandbox_detail"]["detail"] == "turned off (--sandbox none)"
