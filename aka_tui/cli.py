@@ -448,7 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the result record (JSON) here")
     p.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failing shapes")
     p.add_argument("--replay-seed", type=int, help="run exactly this seed (from a failure message) as the only case")
-    p.add_argument("--fuzz", type=int_at_least(0), help="fuzzed shapes to add (default 4 for a candidate file, 0 for baselines)")
+    p.add_argument("--fuzz", type=int_at_least(0),
+                   help="fuzzed shapes to add (default 4 for a candidate file, 0 for baselines)")
     p.add_argument("--no-hardening", action="store_true",
                    help="the naive check only (allclose, no poison/fuzz/attribution/tamper checks): to measure their cost")
     _add_eval_flags(p)

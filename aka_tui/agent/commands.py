@@ -33,11 +33,13 @@ def _limits(args: argparse.Namespace) -> Any:
 
 
 def _check_sandbox(proposer: str, args: argparse.Namespace) -> None:
-    """Model-written candidates run only in a sandbox unless --unsafe-no-sandbox says otherwise."""
-    if proposer == "anthropic":
-        from aka_tui.bench.sandbox import require_sandbox_for_model
+    """Model-written candidates run only in a sandbox unless --unsafe-no-sandbox says otherwise; say which."""
+    from aka_tui.bench.sandbox import require_sandbox_for_model, resolve_mode
 
+    if proposer == "anthropic":
         require_sandbox_for_model(args.sandbox, args.unsafe_no_sandbox)
+    mechanism, note = resolve_mode(args.sandbox)
+    print(f"candidates run in sandbox: {mechanism}" + (f" ({note})" if note else ""))
 
 
 def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable[[str], tuple[list[str], str]] | None:

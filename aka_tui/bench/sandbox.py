@@ -165,7 +165,7 @@ def cache_dir(kind: str, candidate: str | None) -> Path:
     from aka_tui.paths import aka_home
 
     root = aka_home() / "cache" / "sandbox"
-    key = f"baseline-{kind}"
+    key = f"shared-{kind}"
     if candidate:
         try:
             key = "candidate-" + hashlib.sha256(Path(candidate).read_bytes()).hexdigest()[:24]
@@ -249,11 +249,13 @@ def bwrap_argv(bwrap: str, view: View, argv: list[str], interpreter: tuple[Path,
             args += ["--ro-bind", "/dev/null", secret]
     if os.path.isdir("/etc/ssh"):
         args += ["--tmpfs", "/etc/ssh"]
-    args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
-    if view.gpu:
-        for pattern in GPU_DEVICES:
-            for node in sorted(glob.glob(pattern)):
-                args += ["--dev-bind", node, node]
+    args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc"]
+    if view.gpu and os.environ.get("AKA_SANDBOX_DEV") == "host":
+        args += ["--dev-bind", "/dev", "/dev"]  # escape hatch: a driver that needs device nodes we do not list
+    else:
+        args += ["--dev", "/dev"]
+        for node in sorted({n for pattern in GPU_DEVICES for n in glob.glob(pattern)} if view.gpu else ()):
+            args += ["--dev-bind", node, node]
     args += ["--size", str(256 * MiB), "--tmpfs", "/dev/shm", "--size", str(256 * MiB), "--tmpfs", "/tmp"]
     bound = list(system)
     for path in [*(python_paths() if interpreter is None else interpreter), *view.read_only]:

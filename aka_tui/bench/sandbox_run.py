@@ -52,7 +52,7 @@ def run_sandboxed_command(aka_args: list[str], view_read_only: list[Path], out_d
             process.close()
             for relay in relays:
                 relay.join(timeout=10)
-            _copy_out(private_out, out_dir)
+            _copy_out(private_out, out_dir, report.to_json())
         verdict = process.limit_reached(code)
         if verdict:
             print(f"the sandboxed command ended: {verdict}", file=sys.stderr)
@@ -60,8 +60,9 @@ def run_sandboxed_command(aka_args: list[str], view_read_only: list[Path], out_d
         return code
 
 
-def _copy_out(private_out: Path, out_dir: Path) -> None:
-    """The command's regular files (reports, checkpoints), scrubbed; nothing else (no links, no directories)."""
+def _copy_out(private_out: Path, out_dir: Path, sandbox_report: dict[str, str]) -> None:
+    """The command's regular files (reports, checkpoints), scrubbed; nothing else (no links, no directories).
+    A JSON object gets the sandbox it ran in as `sandbox`."""
     files = [p for p in private_out.iterdir() if p.is_file() and not p.is_symlink()] if private_out.is_dir() else []
     if not files:
         return
@@ -71,6 +72,22 @@ def _copy_out(private_out: Path, out_dir: Path) -> None:
         if path.stat().st_size > 256 << 20:
             continue
         try:
-            target.write_text(scrub(path.read_text(errors="replace").replace(str(private_out), str(out_dir))))
+            text = path.read_text(errors="replace").replace(str(private_out), str(out_dir))
+            if path.suffix == ".json":
+                text = _with_sandbox(text, sandbox_report)
+            target.write_text(scrub(text))
         except OSError as exc:
             print(f"warning: could not copy {path.name} to {out_dir}: {exc}", file=sys.stderr)
+
+
+def _with_sandbox(text: str, sandbox_report: dict[str, str]) -> str:
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(data, dict):
+        return text
+    data["sandbox"] = sandbox_report
+    return json.dumps(data, indent=1, default=str) + "\n"
