@@ -148,3 +148,19 @@ def test_scrub_uses_every_credential_like_variable(monkeypatch: pytest.MonkeyPat
 
 def test_default_memory_limit_fits_the_machine() -> None:
     assert 0 < sandbox.default_memory_bytes() <= 16 * GiB
+
+
+def test_the_apps_anthropic_proposer_refuses_too_unless_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aka_tui.bench.hardware import get_profile
+    from aka_tui.bench.problem import load_problem
+    from aka_tui.tui.agent_runner import RunSettings, make_proposer
+    from tests.conftest import PROBLEMS
+
+    monkeypatch.setenv("AKA_SANDBOX", "none")
+    settings = RunSettings(PROBLEMS / "silu_and_mul", Path("sessions"), proposer="anthropic")
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    with pytest.raises(EvaluationError, match="AKA_UNSAFE_NO_SANDBOX=1"):
+        make_proposer(settings, problem, get_profile("cpu"))
+    monkeypatch.setenv("AKA_UNSAFE_NO_SANDBOX", "1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # constructing the client makes no request
+    assert type(make_proposer(settings, problem, get_profile("cpu"))).__name__ == "AnthropicProposer"
