@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from aka_tui import __version__
+from aka_tui.argtypes import OneLineParser, add_sandbox_flags, fraction, int_at_least, positive_float
 from aka_tui.errors import AkaError
 
 EXIT_ERROR = 2
@@ -50,8 +53,9 @@ def _problem(args: argparse.Namespace, name: str) -> Any:
 def _add_executor_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="where evaluations run: local (one slot per visible GPU) or a Ray cluster")
-    p.add_argument("--gpus", type=int, help="local executor: use the first N visible GPUs (default: all)")
-    p.add_argument("--cpu-workers", type=int, default=1, help="local executor on the CPU: parallel workers")
+    p.add_argument("--gpus", type=int_at_least(1), help="local executor: use the first N visible GPUs (default: all)")
+    p.add_argument("--cpu-workers", type=int_at_least(1), default=1,
+                   help="local executor on the CPU: parallel workers")
     p.add_argument("--ray-address", default=None, help="with --executor ray: auto or HOST:PORT (default auto)")
 
 
@@ -65,11 +69,32 @@ def _eval_options(args: argparse.Namespace) -> Any:
     from aka_tui.bench.evaluate import EvalOptions
     from aka_tui.bench.isolation import WorkerLimits
 
+    limits = WorkerLimits(per_shape_s=args.shape_timeout, sandbox=args.sandbox)
+    if args.memory_limit is not None:
+        limits.memory_bytes = int(args.memory_limit * (1 << 30))
     return EvalOptions(
         device=args.device, tier=args.tier, cases=args.cases, hardware=args.hardware, measured=args.measured,
         compare_eager=getattr(args, "compare_eager", False), compare_compile=getattr(args, "compare_compile", False),
-        limits=WorkerLimits(per_shape_s=args.shape_timeout), own_share_threshold=args.own_share,
+        limits=limits, own_share_threshold=args.own_share,
     )
+
+
+def _scrub(text: str) -> str:
+    from aka_tui.secrets import scrub
+
+    return scrub(text)
+
+
+def _sandbox_line(results: list[Any]) -> str:
+    """How the evaluations were contained (one line; `sandbox: none` says why)."""
+    from aka_tui.bench.sandbox import SandboxReport
+
+    seen = {json.dumps(r.provenance.get("sandbox_detail") or {}, sort_keys=True) for r in results}
+    lines = []
+    for item in sorted(seen):
+        detail = json.loads(item)
+        lines.append(SandboxReport(**detail).line() if detail else "sandbox: none (not recorded)")
+    return "; ".join(lines) or "sandbox: none (nothing evaluated)"
 
 
 class Progress:
@@ -166,10 +191,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     held = op.audit_shapes
     if held:
         print("held for audit (S_raw > 1, faster than the roofline allows): " + ", ".join(held))
+    print(_sandbox_line([result]))
     if not profile.representative:
         print("note: CPU interpreter timings are not representative of any GPU")
     if args.json:
-        Path(args.json).write_text(json.dumps(result.to_json(), indent=1) + "\n")
+        from aka_tui.secrets import scrub
+
+        Path(args.json).write_text(scrub(json.dumps(result.to_json(), indent=1)) + "\n")
         print(f"wrote {args.json}")
     failed = [r for r in result.shapes if not r.passed]
     for r in failed:
@@ -193,8 +221,10 @@ def cmd_illusion(args: argparse.Namespace) -> int:
     print(text)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "illusion.json").write_text(json.dumps([asdict(r) for r in report.rows], indent=1) + "\n")
-    (out / "illusion.md").write_text("```\n" + text + "\n```\n")
+    from aka_tui.secrets import scrub
+
+    (out / "illusion.json").write_text(scrub(json.dumps([asdict(r) for r in report.rows], indent=1)) + "\n")
+    (out / "illusion.md").write_text(scrub("```\n" + text + "\n```\n"))
     print(f"wrote {out / 'illusion.json'} and {out / 'illusion.md'}")
     return 0
 
@@ -229,13 +259,17 @@ def cmd_library_compare(args: argparse.Namespace) -> int:
     shape_sets = lc.parse_shape_sets(args.shapes)
     if args.rounds < 1:
         raise EvaluationError("--rounds must be at least 1")
-    suite = _load_suite(args)
     stem = args.name or f"library-compare-{tier}"
+    from aka_tui.bench.sandbox import resolve_mode
+
+    if resolve_mode(args.sandbox)[0] == "bwrap":  # the candidates are imported in-process: run all of it inside
+        return _library_compare_sandboxed(args, device, tier, stem)
+    suite = _load_suite(args)
     partial = Path(args.out) / f"{stem}.partial.json"
 
     def checkpoint(report_so_far: Any) -> None:
         partial.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(report_so_far.to_json(), default=str) + "\n")
+        partial.write_text(_scrub(json.dumps(report_so_far.to_json(), default=str)) + "\n")
 
     report = lc.run_library_compare(suite, device, tier, ops=args.ops.split(",") if args.ops else None,
                                     shape_sets=shape_sets, candidates_dir=Path(args.library_compare),
@@ -245,6 +279,30 @@ def cmd_library_compare(args: argparse.Namespace) -> int:
     print(lc.render_text(report))
     print(f"wrote {json_path} and {md_path}")
     return 0 if not report.errors else 1
+
+
+def _library_compare_sandboxed(args: argparse.Namespace, device: str, tier: str, stem: str) -> int:
+    """The library comparison as a sandboxed `aka` command: the suite, the candidates and the measured hardware
+    profiles read-only, its reports copied (scrubbed) into --out."""
+    from dataclasses import replace
+
+    from aka_tui.bench.isolation import WorkerLimits
+    from aka_tui.bench.sandbox import package_dir
+    from aka_tui.bench.sandbox_run import run_sandboxed_command
+    from aka_tui.paths import aka_home
+
+    candidates = Path(args.library_compare)
+    if not candidates.is_absolute() and not candidates.is_dir() and (package_dir().parent / candidates).is_dir():
+        candidates = package_dir().parent / candidates  # `kb/family` from outside the checkout
+    candidates, suite_dir = candidates.resolve(), _suite_dir(args).resolve()
+    child = ["bench", "--library-compare", str(candidates), "--suite", str(suite_dir), "--device", device,
+             "--tier", tier, "--shapes", args.shapes, "--rounds", str(args.rounds), "--out", "{OUT}", "--name", stem]
+    child += ["--ops", args.ops] if args.ops else []
+    child += ["--hardware", args.hardware] if args.hardware else []
+    limits = WorkerLimits(memory_bytes=int(args.memory_limit * (1 << 30))) if args.memory_limit else WorkerLimits()
+    read_only = [candidates, suite_dir] + ([aka_home() / "hardware"] if (aka_home() / "hardware").is_dir() else [])
+    return run_sandboxed_command(child, read_only, Path(args.out), device.startswith("cuda"),
+                                 replace(limits.resources(1), cpu_s=None), args.sandbox)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -270,7 +328,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     def checkpoint(report_so_far: Any) -> None:
         partial.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(report_so_far.to_json()) + "\n")
+        partial.write_text(_scrub(json.dumps(report_so_far.to_json())) + "\n")
 
     report = run_bench(suite, options, baseline=args.baseline,
                        candidates_dir=Path(args.candidates) if args.candidates else None, ops=ops, progress=progress,
@@ -280,6 +338,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     partial.unlink(missing_ok=True)
     json_path, md_path = write_reports(report, Path(args.out), stem)
     print(render_text(report))
+    print(_sandbox_line(report.results))
     print(f"wrote {json_path} and {md_path}")
     return 0
 
@@ -398,16 +457,18 @@ def _add_eval_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="cpu, cuda or cuda:N (default: cuda if available)")
     p.add_argument("--hardware", help="roofline profile name (default: detected); see `aka hw list`")
     p.add_argument("--measured", action="store_true", help="score against the calibrated profile of this GPU")
-    p.add_argument("--cases", type=int, default=3, help="seeded correctness cases per shape (default 3)")
-    p.add_argument("--shape-timeout", type=float, default=300.0, help="seconds allowed per shape before the worker is killed")
+    p.add_argument("--cases", type=int_at_least(1), default=3, help="seeded correctness cases per shape (default 3)")
+    p.add_argument("--shape-timeout", type=positive_float, default=300.0,
+                   help="seconds allowed per shape before the worker is killed")
+    add_sandbox_flags(p)
     p.add_argument("--compare-eager", action="store_true", help="also time the eager reference (speed-up, fast_1)")
     p.add_argument("--compare-compile", action="store_true", help="also time torch.compile of the reference")
-    p.add_argument("--own-share", type=float, default=0.9,
+    p.add_argument("--own-share", type=fraction(low_open=True), default=0.9,
                    help="device-time share of the candidate's own kernels needed to count as real (GPU; default 0.9)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="aka", description="Turn PyTorch operators into fast GPU kernels, scored against the hardware roofline.")
     parser.add_argument("--version", action="version", version=f"aka-tui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -427,7 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the result record (JSON) here")
     p.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failing shapes")
     p.add_argument("--replay-seed", type=int, help="run exactly this seed (from a failure message) as the only case")
-    p.add_argument("--fuzz", type=int, help="fuzzed shapes to add (default 4 for a candidate file, 0 for baselines)")
+    p.add_argument("--fuzz", type=int_at_least(0),
+                   help="fuzzed shapes to add (default 4 for a candidate file, 0 for baselines)")
     p.add_argument("--no-hardening", action="store_true",
                    help="the naive check only (allclose, no poison/fuzz/attribution/tamper checks): to measure their cost")
     _add_eval_flags(p)
@@ -440,7 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--baseline", choices=["eager", "compile"], help="score the reference itself (eager or torch.compile)")
     group.add_argument("--candidates", help="directory with <op>.py or <op>/*.py candidate files")
     p.add_argument("--ops", help="comma-separated subset of problems")
-    p.add_argument("--precompile-workers", type=int, default=0,
+    p.add_argument("--precompile-workers", type=int_at_least(0), default=0,
                    help="with --baseline compile: compile every shape first in N parallel processes (warms "
                         "inductor's caches; nothing is timed meanwhile)")
     _add_executor_args(p)
@@ -454,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shapes", default="largest,weighted",
                    help="with --library-compare: comma-separated largest (by FLOPs), weighted (weight > 0), all "
                         "(default largest,weighted)")
-    p.add_argument("--rounds", type=int, default=3,
+    p.add_argument("--rounds", type=int_at_least(1), default=3,
                    help="with --library-compare: interleaved timing rounds per side (default 3; median of rounds)")
     p.add_argument("--report", choices=["scores", "illusion"], default="scores",
                    help="illusion: with --candidates, pass rates under a naive check vs the hardened one vs real kernels")
@@ -536,14 +598,31 @@ def main(argv: list[str] | None = None, run: Callable[..., int] | None = None) -
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         return _open_app(run)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)  # unwind like Ctrl-C: workers are killed on the way
     try:
         return int(args.func(args))
     except AkaError as exc:
         print(f"{exc.title}: {exc.message}", file=sys.stderr)
         return EXIT_ERROR
+    except Terminated:
+        print("terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is so that every running worker is killed while unwinding."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
 
 
 if __name__ == "__main__":

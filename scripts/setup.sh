@@ -52,6 +52,36 @@ if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
   fi
 fi
 "$VENV/bin/python" -c "import triton" >/dev/null 2>&1 || "${PIP[@]}" "triton==3.7.1"
+
+# bubblewrap: the sandbox every candidate runs in (docs/evaluator.md). Installed with the distribution's package
+# manager when we are root or sudo needs no password; otherwise say so (candidates then run with `sandbox: none`
+# and `--proposer anthropic` refuses to start without --unsafe-no-sandbox). AKA_BWRAP=/path/bwrap points at a
+# binary carried in by hand (e.g. `dpkg -x bubblewrap_*.deb /tmp/bw` → /tmp/bw/usr/bin/bwrap).
+install_bwrap() {
+  local sudo=()
+  if [[ $(id -u) != 0 ]]; then
+    sudo -n true >/dev/null 2>&1 || return 1
+    sudo=(sudo -n)
+  fi
+  if command -v apt-get >/dev/null 2>&1; then
+    { "${sudo[@]}" apt-get install -y -qq bubblewrap || { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" apt-get install -y -qq bubblewrap; }; } >/dev/null 2>&1
+  elif command -v dnf >/dev/null 2>&1; then "${sudo[@]}" dnf install -y -q bubblewrap >/dev/null 2>&1
+  elif command -v apk >/dev/null 2>&1; then "${sudo[@]}" apk add -q bubblewrap >/dev/null 2>&1
+  elif command -v pacman >/dev/null 2>&1; then "${sudo[@]}" pacman -S --noconfirm --needed bubblewrap >/dev/null 2>&1
+  else return 1
+  fi
+}
+if [[ -n "${AKA_BWRAP:-}" ]]; then
+  echo "setup: sandbox: using AKA_BWRAP=$AKA_BWRAP"
+elif command -v bwrap >/dev/null 2>&1; then
+  echo "setup: sandbox: $(bwrap --version) found"
+elif install_bwrap && command -v bwrap >/dev/null 2>&1; then
+  echo "setup: sandbox: installed $(bwrap --version)"
+else
+  echo "setup: sandbox: COULD NOT install bubblewrap (not root, no passwordless sudo, no network or no known" \
+       "package manager); candidates will run with 'sandbox: none'. Install it (apt-get install bubblewrap) or" \
+       "set AKA_BWRAP to a bwrap binary." >&2
+fi
 "$VENV/bin/python" -c "import numpy" >/dev/null 2>&1 || "${PIP[@]}" "numpy"
 
 "${PIP[@]}" -r requirements.txt

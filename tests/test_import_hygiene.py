@@ -29,7 +29,8 @@ def test_core_imports_only_torch_triton_numpy() -> None:
 def test_layering_bench_imports_nothing_of_ours_but_errors_and_paths() -> None:
     import re
 
-    allowed = ("aka_tui.bench", "aka_tui.errors", "aka_tui.paths", "aka_tui.safe_ast", "aka_tui import __version__")
+    allowed = ("aka_tui.bench", "aka_tui.errors", "aka_tui.paths", "aka_tui.safe_ast", "aka_tui.secrets",
+               "aka_tui import __version__")
     for path in sorted((REPO / "aka_tui" / "bench").rglob("*.py")):
         for line in path.read_text().splitlines():
             match = re.match(r"\s*(?:from|import)\s+(aka_tui[\w.]*)", line)
@@ -44,7 +45,8 @@ def test_knowledge_imports_no_agent_tui_or_record() -> None:
         for line in path.read_text().splitlines():
             match = re.match(r"\s*(?:from|import)\s+(aka_tui\.\w+)", line)
             if match:
-                allowed = ("aka_tui.knowledge", "aka_tui.errors", "aka_tui.paths", "aka_tui.safe_ast")
+                allowed = ("aka_tui.knowledge", "aka_tui.errors", "aka_tui.paths", "aka_tui.safe_ast",
+                           "aka_tui.secrets")
                 assert match.group(1) in allowed, f"{path.name}: {line}"
 
 
@@ -55,4 +57,5 @@ def test_record_imports_only_itself_errors_and_paths() -> None:
         for line in path.read_text().splitlines():
             match = re.match(r"\s*(?:from|import)\s+(aka_tui\.\w+)", line)
             if match:
-                assert match.group(1) in ("aka_tui.record", "aka_tui.errors", "aka_tui.paths"), f"{path.name}: {line}"
+                assert match.group(1) in ("aka_tui.record", "aka_tui.errors", "aka_tui.paths", "aka_tui.secrets"), \
+                    f"{path.name}: {line}"

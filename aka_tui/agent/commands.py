@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from aka_tui.argtypes import add_sandbox_flags, fraction, int_at_least, non_negative_float, positive_float
 from aka_tui.errors import ProposerError
 
 DEFAULT_ITERATIONS = 8
@@ -19,6 +20,26 @@ def _rounds(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative (0 turns the re-measurement off)")
     return value
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    """The workers' limits and sandbox from the command line."""
+    from aka_tui.bench.isolation import WorkerLimits
+
+    limits = WorkerLimits(sandbox=args.sandbox)
+    if args.memory_limit is not None:
+        limits.memory_bytes = int(args.memory_limit * (1 << 30))
+    return limits
+
+
+def _check_sandbox(proposer: str, args: argparse.Namespace) -> None:
+    """Model-written candidates run only in a sandbox unless --unsafe-no-sandbox says otherwise; say which."""
+    from aka_tui.bench.sandbox import require_sandbox_for_model, resolve_mode
+
+    if proposer == "anthropic":
+        require_sandbox_for_model(args.sandbox, args.unsafe_no_sandbox)
+    mechanism, note = resolve_mode(args.sandbox)
+    print(f"candidates run in sandbox: {mechanism}" + (f" ({note})" if note else ""))
 
 
 def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable[[str], tuple[list[str], str]] | None:
@@ -124,7 +145,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from aka_tui.agent.loop import AgentLoop, LoopConfig
     from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
     from aka_tui.bench.problem import default_suite_dir, is_problem_dir, load_problem
-    from aka_tui.record.recovery import claim
+    from aka_tui.record.recovery import claim, unlock_session
     from aka_tui.record.session_repo import SessionRepo
 
     if args.resume:
@@ -143,7 +164,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         args.iterations = DEFAULT_ITERATIONS
     directory = Path(args.problem) if is_problem_dir(Path(args.problem)) else default_suite_dir() / args.problem
     problem = load_problem(directory)
-    options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases)
+    _check_sandbox(args.proposer, args)
+    options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases, limits=_limits(args))
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
     proposer = _make_proposer(args.proposer, problem, profile, args.seed, args.model, args.replay_from,
@@ -174,13 +196,29 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         executor = LocalExecutor(device, gpus=args.gpus, cpu_workers=args.best_of)
     loop = AgentLoop(problem, proposer, profile, options, config, session.path / ".work", session,
                      retrieve=_retriever(args, problem, profile), on_event=show, executor=executor)
-    outcome = loop.run()
+    try:
+        outcome = loop.run()
+    finally:
+        unlock_session(session.path)
     _tag_best(session, problem.name, outcome.incumbent)
     _report(args, session, problem, proposer, outcome, profile, options.tier or resolve_tier(options, device))
     return 0
 
 
 def _resume(args: argparse.Namespace) -> int:
+    """`aka optimize --resume ID`, holding the session's lock throughout (a second resume stops with one line)."""
+    from aka_tui.record.listing import resolve_session
+    from aka_tui.record.recovery import lock_session, unlock_session
+
+    path = resolve_session(args.resume, Path(args.sessions))
+    lock_session(path)  # atomic, before anything in the repository is touched
+    try:
+        return _resume_session(args, path)
+    finally:
+        unlock_session(path)
+
+
+def _resume_session(args: argparse.Namespace, path: Path) -> int:
     """`aka optimize --resume ID`: continue a recorded (possibly killed) session after its last commit, with
     the proposer, seed, dropout, device and tier recorded in session.json."""
     from aka_tui.agent.loop import AgentLoop, LoopConfig, LoopOutcome
@@ -188,14 +226,12 @@ def _resume(args: argparse.Namespace) -> int:
     from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
     from aka_tui.bench.problem import default_suite_dir, is_problem_dir, load_problem
     from aka_tui.errors import AkaError
-    from aka_tui.record.listing import resolve_session
     from aka_tui.record.recovery import claim, discard_uncommitted, running_owner
     from aka_tui.record.session_repo import SessionError, SessionRepo, read_meta
 
-    path = resolve_session(args.resume, Path(args.sessions))
     meta = read_meta(path)
     session = SessionRepo.open(path)
-    owner = running_owner(path)
+    owner = running_owner(path)  # we hold the lock; a live recorded owner is an aka without one, or a reused pid
     if owner is not None and not args.force:
         raise SessionError(f"session {path.name} looks running (process {owner}); stop it first, or pass --force")
     recorded = str(meta.get("problem", ""))
@@ -213,7 +249,9 @@ def _resume(args: argparse.Namespace) -> int:
             raise SessionError(f"session {path.name} ran on {meta.get('device')}, which this machine does not "
                                "have (--force continues here)") from None
         device = resolve_device("auto")
-    options = EvalOptions(device=device, tier=args.tier or meta.get("tier"), cases=int(meta.get("cases", args.cases)))
+    _check_sandbox(str(meta.get("proposer", "offline")), args)
+    options = EvalOptions(device=device, tier=args.tier or meta.get("tier"), cases=int(meta.get("cases", args.cases)),
+                          limits=_limits(args))
     profile = resolve_profile(options, device)
     for difference in check_resumable(meta, problem, profile, args.force):
         print(f"warning (--force): {difference}", file=sys.stderr)
@@ -289,28 +327,28 @@ def register(sub: Any) -> None:
                                    "is a commit in a session repository under --sessions.")
     p.add_argument("problem", nargs="?", help="problem name or directory (not needed with --resume)")
     p.add_argument("--proposer", default="offline", choices=["offline", "anthropic", "replay"])
-    p.add_argument("--iterations", type=int,
+    p.add_argument("--iterations", type=int_at_least(1),
                    help=f"iterations to run (default {DEFAULT_ITERATIONS}; with --resume: the rest of the recorded "
                         "budget)")
-    p.add_argument("--wall-time", type=float,
+    p.add_argument("--wall-time", type=positive_float,
                    help="wall-time budget of the loop in seconds: an iteration starts only if it is predicted to "
                         "finish in what is left (from the evaluations timed so far, re-measurement included), and "
                         "a re-measurement runs only the rounds that fit")
-    p.add_argument("--target", type=float, help="stop when S_op reaches this fraction of the roofline")
-    p.add_argument("--dropout", type=float, default=0.5, help="optimization dropout p (default 0.5)")
+    p.add_argument("--target", type=positive_float, help="stop when S_op reaches this fraction of the roofline")
+    p.add_argument("--dropout", type=fraction(high_open=True), default=0.5, help="optimization dropout p (default 0.5)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--tier", choices=["smoke", "full", "all"])
-    p.add_argument("--cases", type=int, default=2)
+    p.add_argument("--cases", type=int_at_least(1), default=2)
     p.add_argument("--sessions", default="sessions", help="where session repositories go (default sessions/)")
     p.add_argument("--no-kb", action="store_true", help="skip knowledge retrieval")
-    p.add_argument("--max-tokens", type=int, help="stop once the model has used this many tokens")
-    p.add_argument("--max-cost", type=float, help="stop once the model has cost this many USD")
+    p.add_argument("--max-tokens", type=int_at_least(1), help="stop once the model has used this many tokens")
+    p.add_argument("--max-cost", type=non_negative_float, help="stop once the model has cost this many USD")
     p.add_argument("--no-propose", action="store_true", help="do not propose an experience entry from a win")
-    p.add_argument("--best-of", type=int, default=1, metavar="K",
+    p.add_argument("--best-of", type=int_at_least(1), default=1, metavar="K",
                    help="propose K candidates per step and screen them in parallel, one per GPU (or K CPU "
                         "workers); every one is recorded, the best goes on to the full evaluation")
-    p.add_argument("--gpus", type=int, help="with --best-of: use the first N visible GPUs (default: all)")
+    p.add_argument("--gpus", type=int_at_least(1), help="with --best-of: use the first N visible GPUs (default: all)")
     p.add_argument("--no-screen", action="store_true",
                    help="evaluate every proposal fully (default: screen on the weighted shapes first, one case, "
                         "no fuzzing; only promising candidates get the full hardened evaluation)")
@@ -348,8 +386,13 @@ def register(sub: Any) -> None:
     p.add_argument("--resume", metavar="ID",
                    help="continue a recorded session (a name under --sessions, or a directory) with its recorded "
                         "proposer, seed, dropout, device and tier; uncommitted work of a killed iteration is redone")
+    add_sandbox_flags(p)
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="let --proposer anthropic run model-written candidates where no sandbox is available "
+                        "(they then see your files, network and environment minus its secrets)")
     p.add_argument("--force", action="store_true",
                    help="with --resume: continue although the problem or the hardware changed, or the session "
-                        "looks running")
+                        "looks running by its recorded pid (a session another aka process holds locked is never "
+                        "continued)")
     p.set_defaults(func=cmd_optimize)
     register_session_commands(sub)

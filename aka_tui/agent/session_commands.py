@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_tui import __version__
+from aka_tui.argtypes import int_at_least
 
 
 def _when(ts: float | None) -> str:
@@ -266,7 +267,7 @@ def register(sub: Any) -> None:
                                    "provenance header; `aka eval FILE --problem OP` evaluates it.")
     p.add_argument("id", help="session id (see `aka sessions`) or directory")
     p.add_argument("--out", help="file to write (default <op>_<session>_iterNNNN.py here)")
-    p.add_argument("--iteration", type=int, help="export this iteration instead")
+    p.add_argument("--iteration", type=int_at_least(1), help="export this iteration instead")
     p.add_argument("--sessions", default="sessions", help="where session repositories are (default sessions/)")
     p.set_defaults(func=cmd_export)
 
@@ -279,6 +280,6 @@ def register(sub: Any) -> None:
     p.add_argument("--sessions", default="sessions", help="where session repositories are (default sessions/)")
     p.add_argument("--device", default="auto", help="with --rerun: cpu, cuda or cuda:N (default: cuda if available)")
     p.add_argument("--tier", choices=["smoke", "full", "all"], help="with --rerun: shape tier (default: smoke on CPU)")
-    p.add_argument("--cases", type=int, default=2, help="with --rerun: correctness cases per shape (default 2)")
-    p.add_argument("--fuzz", type=int, help="with --rerun: fuzzed shapes per candidate (default: the evaluator's)")
+    p.add_argument("--cases", type=int_at_least(1), default=2, help="with --rerun: correctness cases per shape (default 2)")
+    p.add_argument("--fuzz", type=int_at_least(0), help="with --rerun: fuzzed shapes per candidate (default: the evaluator's)")
     p.set_defaults(func=cmd_replay)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from aka_tui.bench.fuzz import fuzz_shapes, resolve_shape
+from aka_tui.bench.fuzz import domain_error, fuzz_shapes, resolve_shape
 from aka_tui.bench.hardware import HardwareProfile, detect_profile, get_profile
 from aka_tui.bench.isolation import WorkerLimits, run_job
 from aka_tui.bench.problem import Problem, RooflineEntry
@@ -17,6 +18,7 @@ from aka_tui.bench.results import SCHEMA_VERSION, CandidateResult, ShapeResult
 from aka_tui.bench.roofline import write_cache
 from aka_tui.bench.static_scan import scan_source
 from aka_tui.errors import EvaluationError
+from aka_tui.secrets import scrub
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,9 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
     tier = resolve_tier(options, device)
     shapes = problem.shapes_for(tier)
     if options.shape_ids:
+        for shape_id in options.shape_ids:
+            if domain_error(problem, shape_id):
+                raise EvaluationError(f"--shape {shape_id}: {domain_error(problem, shape_id)}")
         resolved = {s: resolve_shape(problem, s) for s in options.shape_ids}
         unknown = [s for s, shape in resolved.items() if shape is None]
         if unknown:
@@ -168,10 +173,19 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
         "candidate_sha256": _sha256(candidate.path) if candidate.path else None,
         "started_unix": started, "wall_s": round(time.time() - started, 3),
         "empty_launch_ms": outcome.empty_launch_ms,
+        "sandbox": outcome.sandbox.get("mechanism", "none"), "sandbox_detail": outcome.sandbox,
     }
-    findings = [str(f) for f in scan_source(candidate.path.read_text())] if candidate.path else []
-    return CandidateResult(problem.name, candidate.label, outcome.compiled, outcome.shapes, provenance,
-                           outcome.compile_error, findings)
+    findings = [str(f) for f in scan_source(candidate.path.read_text(errors="replace"))] if candidate.path else []
+    result = CandidateResult(problem.name, candidate.label, outcome.compiled, outcome.shapes, provenance,
+                             outcome.compile_error, findings)
+    return scrubbed(result)
+
+
+def scrubbed(result: CandidateResult) -> CandidateResult:
+    """The result with every secret (plain or encoded) replaced: candidates' messages and logs are in it."""
+    text = json.dumps(result.to_json())
+    clean = scrub(text)
+    return result if clean == text else CandidateResult.from_json(json.loads(clean))
 
 
 def _cache_new_rooflines(problem: Problem, shapes: list[ShapeResult]) -> None:

@@ -54,11 +54,12 @@ def _with_value(base: Shape, key: str, value: int) -> Shape:
 
 
 def resolve_shape(problem: Problem, shape_id: str) -> Shape | None:
-    """A shape of the problem, or the fuzzed shape a fuzz id describes (None if neither)."""
+    """A shape of the problem, or the fuzzed shape a fuzz id describes (None if neither, or if the fuzzed
+    value is outside the problem's declared domain: see `domain_error`)."""
     if shape_id in problem.shapes:
         return problem.shapes[shape_id]
     match = FUZZ_ID_RE.match(shape_id)
-    if not match:
+    if not match or domain_error(problem, shape_id):
         return None
     prefix, assignments, base_id = match.group(1), match.group(2), match.group(3)
     base = problem.shapes.get(base_id)
@@ -71,6 +72,33 @@ def resolve_shape(problem: Problem, shape_id: str) -> Shape | None:
         (key, value), = values.items()
         return _with_value(base, key, value)
     return override_shape(base, values, prefix)
+
+
+def domain_error(problem: Problem, shape_id: str) -> str:
+    """Why a fuzz id asks for a value outside the problem's declared fuzz domain ('' when it does not)."""
+    match = FUZZ_ID_RE.match(shape_id)
+    if not match:
+        return ""
+    key, value = match.group(1), int(match.group(2))
+    domain = problem.fuzz.get(key)
+    if not isinstance(domain, dict):
+        declared = ", ".join(problem.fuzz) or "none"
+        return f"{problem.name} declares no fuzz domain for {key!r} (fuzzable: {declared})"
+    if "choices" in domain:
+        choices = [int(c) for c in domain["choices"] if isinstance(c, (int, float))]
+        return "" if value in choices else f"{key}={value} is not one of the declared choices {choices}"
+    lo = int(domain.get("min", 1))
+    hi = domain.get("max")
+    if hi is None:  # no declared maximum: the largest size among the problem's own shapes
+        sizes = [v for s in problem.shapes.values() for v in (_base_value(s, key),)
+                 if isinstance(v, int) and not isinstance(v, bool)]
+        hi = max(sizes, default=lo)
+    multiple = int(domain.get("multiple_of", 1))
+    if not lo <= value <= int(hi):
+        return f"{key}={value} is outside the declared domain [{lo}, {int(hi)}]"
+    if multiple > 1 and value % multiple:
+        return f"{key}={value} is not a multiple of {multiple}"
+    return ""
 
 
 def _base_value(base: Shape, key: str) -> Any:

@@ -5,26 +5,43 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from aka_tui.bench import sandbox
+from aka_tui.bench.containment import GiB, ContainedProcess, ResourceLimits
 from aka_tui.bench.results import ShapeResult, StageError
 from aka_tui.bench.worker_entry import EXIT_RESTART
+from aka_tui.secrets import scrub
+
+LIMIT_EXCEEDED = "limit_exceeded"
 
 
 @dataclass
 class WorkerLimits:
-    """Wall-clock limits for one worker (seconds)."""
+    """Wall-clock limits of one worker (seconds), its resource limits and its sandbox (docs/evaluator.md)."""
 
     startup_s: float = 180.0  # importing torch, loading the problem and compiling the candidate
     per_shape_s: float = 300.0
     max_restarts: int = 8
+    memory_bytes: int = field(default_factory=sandbox.default_memory_bytes)  # resident, whole process tree
+    cpu_s: float | None = None  # CPU time per process; None: the wall-clock budget of the job
+    tasks: int = 4096  # processes and threads
+    file_bytes: int = 1 * GiB  # any one file
+    disk_bytes: int = 4 * GiB  # the work directory and the candidate's compiler cache together
+    sandbox: str | None = None  # auto | bwrap | none; None: $AKA_SANDBOX, else auto
+    cgroups: bool = True  # False: memory and tasks bounded by the watchdog only
+
+    def resources(self, shapes: int) -> ResourceLimits:
+        cpu = self.cpu_s if self.cpu_s is not None else self.startup_s + self.per_shape_s * max(shapes, 1)
+        return ResourceLimits(self.memory_bytes, cpu, self.tasks, self.file_bytes, self.disk_bytes, self.cgroups)
 
 
 @dataclass
@@ -33,6 +50,7 @@ class JobOutcome:
     compile_error: StageError | None
     shapes: list[ShapeResult] = field(default_factory=list)
     empty_launch_ms: float | None = None
+    sandbox: dict[str, str] = field(default_factory=dict)  # SandboxReport.to_json() of the (last) worker
 
 
 def exit_description(code: int) -> str:
@@ -52,23 +70,46 @@ def _log_tail(path: Path, limit: int = 1500) -> str:
     return data.decode(errors="replace").strip()
 
 
-class _Worker:
-    """One child process and the line-oriented message channel from it."""
+def _view(job: dict[str, Any], work_dir: Path) -> sandbox.View:
+    """What the worker sees: the problem and the candidate read-only, its compiler cache and work dir writable."""
+    read_only = [Path(job["problem_dir"])]
+    candidate = job["candidate"].get("path")
+    if candidate:
+        read_only.append(Path(candidate))
+    cache = sandbox.cache_dir(job["candidate"].get("kind", "file"), candidate)
+    env = {"TRITON_CACHE_DIR": str(cache / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor")}
+    if job.get("visible_devices") is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(job["visible_devices"])
+    gpu = str(job["device"]).startswith("cuda")
+    if not gpu:
+        env["TRITON_INTERPRET"] = "1"
+    return sandbox.View(work_dir, tuple(read_only), (cache,), gpu, env)
 
-    def __init__(self, job: dict[str, Any], log_path: Path) -> None:
+
+class _Worker:
+    """One sandboxed child process and the line-oriented message channel from it."""
+
+    def __init__(self, job: dict[str, Any], log_path: Path, limits: WorkerLimits | None = None) -> None:
+        limits = limits or WorkerLimits()
+        self.log_path = log_path
         read_fd, write_fd = os.pipe()
-        env = dict(os.environ)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        if job.get("visible_devices") is not None:
-            env["CUDA_VISIBLE_DEVICES"] = str(job["visible_devices"])
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "aka_tui.bench.worker_entry", str(write_fd), str(log_path)],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            pass_fds=(write_fd,), env=env, start_new_session=True)
-        os.close(write_fd)
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(job).encode())
-        self.proc.stdin.close()
+        try:
+            self.proc, self.report = sandbox.spawn(
+                [sys.executable, "-m", "aka_tui.bench.worker_entry", str(write_fd), str(log_path)],
+                _view(job, log_path.parent), limits.resources(len(job["shape_ids"])), limits.sandbox,
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write_fd,))
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        stdin = self.proc.proc.stdin
+        assert stdin is not None
+        try:
+            stdin.write(json.dumps(job).encode())
+            stdin.close()
+        except BrokenPipeError:
+            pass  # it died at once: the channel's EOF and the exit status say why
         self.read_fd = read_fd
         os.set_blocking(read_fd, False)
         self.selector = selectors.DefaultSelector()
@@ -95,28 +136,73 @@ class _Worker:
                 else:
                     self.eof = True
 
+    @property
+    def work_dir(self) -> Path:
+        return self.log_path.parent
+
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
+        """SIGKILL the worker's whole process tree."""
+        self.proc.kill()
 
     def close(self) -> int:
+        if self.read_fd < 0:
+            return self.proc.proc.returncode
         try:
             code = self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.kill()
-            code = self.proc.returncode
+            code = self.proc.proc.returncode
+        self.proc.close()  # whatever it left running dies with it
         self.selector.close()
         os.close(self.read_fd)
+        self.read_fd = -1
         return code
+
+
+def _exit_failure(process: ContainedProcess, code: int, log_path: Path) -> tuple[str, str]:
+    """(status, message) of a worker that ended without finishing: a limit it hit, or a crash."""
+    tail = scrub(_log_tail(log_path))
+    limit = process.limit_reached(code)
+    if limit:
+        return LIMIT_EXCEEDED, limit
+    return "crashed", f"worker {process.exit_description(code)}" + (f"; log tail: {tail}" if tail else "")
+
+
+def _explained_error(worker: _Worker, error: StageError) -> StageError:
+    """An error the worker reported, secrets scrubbed; one caused by a limit (a refused fork or thread, a file
+    cut short) says so and becomes `limit_exceeded`."""
+    message, trace = scrub(error.message), scrub(error.traceback_text)
+    verdict = worker.proc.explain_error(message + trace)
+    if verdict is None:
+        return replace(error, message=message, traceback_text=trace)
+    return StageError(error.stage, LIMIT_EXCEEDED, f"{verdict}; {message}"[:2000], trace)
+
+
+def _explained(worker: _Worker, result: ShapeResult) -> ShapeResult:
+    if result.error is None or result.status in ("passed", "skipped"):
+        return result
+    error = _explained_error(worker, result.error)
+    return replace(result, status=error.kind, error=error)
 
 
 def run_job(job: dict[str, Any], limits: WorkerLimits,
             on_shape: Callable[[ShapeResult], None] | None = None,
             on_shape_start: Callable[[str], None] | None = None) -> JobOutcome:
-    """Evaluate `job['shape_ids']` in worker processes; every shape gets a result, whatever happens."""
+    """Evaluate `job['shape_ids']` in sandboxed worker processes; every shape gets a result, whatever happens.
+    An interruption (Ctrl-C, SIGTERM, an exception in a callback) kills the running worker's whole tree."""
+    live: list[_Worker] = []
+    try:
+        return _run_workers(job, limits, on_shape, on_shape_start, live)
+    finally:
+        for worker in live:
+            if worker.read_fd >= 0:  # still running: interrupted
+                worker.kill()
+                worker.close()
+                shutil.rmtree(worker.work_dir, ignore_errors=True)
+
+
+def _run_workers(job: dict[str, Any], limits: WorkerLimits, on_shape: Callable[[ShapeResult], None] | None,
+                 on_shape_start: Callable[[str], None] | None, live: list[_Worker]) -> JobOutcome:
     remaining = list(job["shape_ids"])
     results: dict[str, ShapeResult] = {}
     restarts = 0
@@ -130,10 +216,11 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
         if on_shape:
             on_shape(result)
 
-    with tempfile.TemporaryDirectory(prefix="aka-worker-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="aka-worker-", ignore_cleanup_errors=True) as tmp:
         while remaining:
             log_path = Path(tmp) / f"worker-{restarts}.log"
-            worker = _Worker({**job, "shape_ids": remaining}, log_path)
+            worker = _Worker({**job, "shape_ids": remaining}, log_path, limits)
+            live.append(worker)
             current: str | None = None
             startup = True
             failure: tuple[str, str] | None = None
@@ -145,8 +232,7 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
                         if code == EXIT_RESTART and current is None:
                             restarts += 1  # a CUDA error was reported; the rest needs a fresh context
                             break
-                        tail = _log_tail(log_path)
-                        failure = ("crashed", f"worker {exit_description(code)}" + (f"; log tail: {tail}" if tail else ""))
+                        failure = _exit_failure(worker.proc, code, log_path)
                     else:
                         worker.kill()
                         worker.close()
@@ -157,7 +243,7 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
                 event = message["event"]
                 if event == "compiled":
                     if not message["ok"]:
-                        error = StageError(**message["error"])
+                        error = _explained_error(worker, StageError(**message["error"]))
                         compiled, compile_error = False, error
                         for shape_id in list(remaining):
                             record(ShapeResult(shape_id, error.kind, [], error))
@@ -171,7 +257,7 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
                     if on_shape_start:
                         on_shape_start(current)
                 elif event == "shape_result":
-                    record(ShapeResult.from_json(message["result"]))
+                    record(_explained(worker, ShapeResult.from_json(message["result"])))
                     current = None
                 elif event == "done":
                     worker.close()
@@ -195,4 +281,4 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
                 for shape_id in list(remaining):
                     record(ShapeResult(shape_id, "skipped", [], error))
     ordered = [results[s] for s in job["shape_ids"] if s in results]
-    return JobOutcome(compiled, compile_error, ordered, empty_launch_ms)
+    return JobOutcome(compiled, compile_error, ordered, empty_launch_ms, live[-1].report.to_json() if live else {})

@@ -18,6 +18,11 @@ def _compile_one(problem_dir: str, shape_id: str, device: str) -> tuple[str, str
     """Compile the reference for one shape (in a pool process); returns (problem, shape, error or '')."""
     if device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
+    from aka_tui.bench.sandbox import cache_dir
+
+    cache = cache_dir("compile", None)  # the compile baseline's workers read these caches (bench/sandbox.py)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
+    os.environ["TRITON_CACHE_DIR"] = str(cache / "triton")
     import torch
 
     from aka_tui.bench.inputs import make_inputs

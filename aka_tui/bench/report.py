@@ -8,6 +8,7 @@ from pathlib import Path
 from aka_tui.bench.results import CandidateResult
 from aka_tui.bench.score import AggregateScore, OpScore
 from aka_tui.bench.suite_run import BenchReport
+from aka_tui.secrets import scrub
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -115,6 +116,6 @@ def write_reports(report: BenchReport, out_dir: Path, stem: str) -> tuple[Path, 
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / f"{stem}.json"
     md_path = out_dir / f"{stem}.md"
-    json_path.write_text(json.dumps(report.to_json(), indent=1) + "\n")
-    md_path.write_text(render_markdown(report))
+    json_path.write_text(scrub(json.dumps(report.to_json(), indent=1)) + "\n")
+    md_path.write_text(scrub(render_markdown(report)))
     return json_path, md_path

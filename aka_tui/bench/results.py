@@ -12,6 +12,7 @@ PASSED = "passed"
 STATUSES = (
     PASSED, "wrong_output", "runtime_error", "compile_error", "timeout", "crashed", "cuda_error",
     "tampered", "problem_error", "no_candidate", "skipped",
+    "limit_exceeded",  # a sandbox limit ended it (memory, CPU time, tasks, file size, disk): the message says which
 )
 
 

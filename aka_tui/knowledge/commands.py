@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_tui.errors import KbEntryError
-from aka_tui.knowledge.entry import LAYERS, parse_entry, render_entry
+from aka_tui.knowledge.entry import LAYERS, parse_entry, read_text_file, render_entry
 from aka_tui.knowledge.store import (
     KnowledgeBase, accept_pending, default_kb_dir, home_folder, load_kb, reject_pending, remove_entry, write_entry,
 )
@@ -70,7 +70,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     entry = _kb(args, quiet=True).get(args.id)
     print(render_entry(entry))
     if entry.kernel_path and args.kernel:
-        print(entry.kernel_path.read_text())
+        print(read_text_file(entry.kernel_path))
     print(f"# file: {entry.path}")
     return 0
 
@@ -81,7 +81,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     if not source.is_file():
         raise KbEntryError(f"{source} does not exist")
     entry = parse_entry(source.with_name(source.stem + ".md") if source.suffix != ".md" else source,
-                        text=source.read_text())
+                        text=read_text_file(source))
     if entry.kind == "reference-kernel":
         raise KbEntryError("add reference kernels by placing the .md and .py under kb/family/<family>/")
     path = write_entry(kb, entry, pending=args.pending)
@@ -137,6 +137,12 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     kb = _kb(args, quiet=True)
+    for entry in kb.entries.values():  # a reference kernel's file must be readable text too
+        if entry.kernel_path is not None and entry.kernel_path.is_file():
+            try:
+                read_text_file(entry.kernel_path)
+            except KbEntryError as exc:
+                kb.errors.append(exc)
     for error in kb.errors:
         print(f"{error.title}: {error}")
     counts = {layer: len(kb.by_layer(layer)) for layer in LAYERS}

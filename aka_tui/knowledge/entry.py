@@ -82,6 +82,16 @@ def split_front_matter(text: str) -> tuple[str, str]:
     raise ValueError("the front matter has no closing `+++` line")
 
 
+def read_text_file(path: Path) -> str:
+    """A knowledge-base file as text; unreadable or not UTF-8 → one KbEntryError line naming the file."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise KbEntryError(f"{path}: file: is not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from None
+    except OSError as exc:
+        raise KbEntryError(f"{path}: file: cannot be read ({exc.strerror or exc})") from None
+
+
 def _fail(path: Path, field_name: str, what: str) -> KbEntryError:
     return KbEntryError(f"{path}: {field_name}: {what}")
 
@@ -96,10 +106,7 @@ def _str_list(path: Path, name: str, value: Any) -> tuple[str, ...]:
 
 def parse_entry(path: Path, text: str | None = None, layer_from_path: str | None = None) -> KbEntry:
     """Parse and validate one entry; a KbEntryError names the file and the field."""
-    try:
-        text = path.read_text() if text is None else text
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(path, "file", f"cannot be read ({exc})") from None
+    text = read_text_file(path) if text is None else text
     try:
         front, body = split_front_matter(text)
     except ValueError as exc:

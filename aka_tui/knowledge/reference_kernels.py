@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_tui.errors import KbEntryError
-from aka_tui.knowledge.entry import KbEntry
+from aka_tui.knowledge.entry import KbEntry, read_text_file
 from aka_tui.knowledge.store import KnowledgeBase
 import aka_tui.safe_ast as safe_ast
 
@@ -43,7 +43,7 @@ class ReferenceKernel:
 
     @property
     def source(self) -> str:
-        return self.text if self.text is not None else self.path.read_text()
+        return self.text if self.text is not None else read_text_file(self.path)
 
     def instantiate(self, point: dict[str, Any]) -> str:
         """The kernel's source with TUNABLES set to `point` (validated against the search space)."""
@@ -134,7 +134,7 @@ def reference_kernels(kb: KnowledgeBase) -> list[ReferenceKernel]:
 
 def load_reference_kernel(entry: KbEntry) -> ReferenceKernel:
     assert entry.kernel_path is not None
-    source = entry.kernel_path.read_text()
+    source = read_text_file(entry.kernel_path)
     tunables, space = read_tunables(source, entry.kernel_path)
     families = entry.scope_values("family")
     return ReferenceKernel(entry.id, entry.kernel_path, entry.scope_values("ops"), families[0] if families else "",
@@ -142,7 +142,9 @@ def load_reference_kernel(entry: KbEntry) -> ReferenceKernel:
 
 
 def kernels_for_op(kb: KnowledgeBase, op: str) -> list[ReferenceKernel]:
-    return [k for k in reference_kernels(kb) if op in k.ops]
+    """The op's reference kernels (only theirs are read: a broken kernel of another op does not matter here)."""
+    return [load_reference_kernel(e) for e in sorted(kb.entries.values(), key=lambda e: e.id)
+            if e.kind == "reference-kernel" and e.kernel_path is not None and op in e.scope_values("ops")]
 
 
 def kernel_from_source(source: str, path: Path, entry_id: str, origin: str, family: str = "") -> ReferenceKernel:

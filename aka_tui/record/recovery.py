@@ -9,6 +9,7 @@ and only a partial last line is cut.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from pathlib import Path
@@ -16,10 +17,38 @@ from pathlib import Path
 from aka_tui.record.session_repo import EVENTS_FILE, SessionError, SessionRepo
 
 OWNER_FILE = Path(".work") / "owner.pid"
+LOCK_FILE = Path(".git") / "aka-session.lock"  # inside .git: never part of the work tree, never discarded
+_HELD: dict[str, int] = {}  # session path → the open lock file's descriptor (held until the process ends)
+
+
+def lock_session(path: Path) -> None:
+    """Take the session's exclusive lock (an flock: released when this process ends, however it ends).
+    Two aka processes (or two sessions of one app) can never run the same session at once."""
+    key = str(path.resolve())
+    if key in _HELD or not (path / ".git").is_dir():
+        return  # held already by this process; or no repository to run (opening it says why)
+    lock = path / LOCK_FILE
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        owner = running_owner(path)
+        raise SessionError(f"session {path.name} is being run by another aka process"
+                           + (f" (pid {owner})" if owner else "") + "; wait for it or stop it first") from None
+    _HELD[key] = fd
+
+
+def unlock_session(path: Path) -> None:
+    """Release the session's lock (at the end of a run in a process that goes on, such as the app)."""
+    fd = _HELD.pop(str(path.resolve()), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def claim(session: SessionRepo) -> None:
-    """Mark this process as the one running the session (checked by `running_owner` before a resume)."""
+    """Lock the session for this process and record its pid (shown to a second process that tries)."""
+    lock_session(session.path)
     path = session.path / OWNER_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"{os.getpid()}\n")

@@ -23,6 +23,9 @@ from aka_tui.record.events import EventLog
 from aka_tui.record.secrets import scrub
 
 AGENT = ("aka agent", "agent@aka-tui.invalid")
+# Every git command on a session repository runs with these: a session (possibly someone else's) never runs
+# hooks or a file-system monitor command, whatever its .git/config says.
+SAFE_GIT_OPTIONS = ("core.hooksPath=/dev/null", "core.fsmonitor=false")
 SESSION_FILE = "session.json"
 EVENTS_FILE = "events.jsonl"
 ITERATION_RE = re.compile(r"^iter (\d+):")
@@ -78,6 +81,7 @@ class SessionRepo:
     def __init__(self, path: Path, repo: Any) -> None:
         self.path = path
         self.repo = repo
+        repo.git.set_persistent_git_options(c=list(SAFE_GIT_OPTIONS))
         self.events = EventLog(path / EVENTS_FILE)
 
     @staticmethod
@@ -121,7 +125,8 @@ class SessionRepo:
         actor = git.Actor(*author)
         with _INDEX_LOCK:
             self.repo.index.add(files)
-            commit = self.repo.index.commit(scrub(message), author=actor, committer=git.Actor(*AGENT))
+            commit = self.repo.index.commit(scrub(message), author=actor, committer=git.Actor(*AGENT),
+                                            skip_hooks=True)
         return str(commit.hexsha)
 
     def next_iteration(self) -> int:

@@ -96,9 +96,15 @@ def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Any:
             raise ProposerError("the replay proposer needs a recorded session: pick one on the Replay screen")
         return ReplayProposer(settings.replay_from, problem.name)
     if settings.proposer == "anthropic":
+        import os
+
         from aka_tui.agent.anthropic_proposer import DEFAULT_MODEL, AnthropicProposer
         from aka_tui.agent.brief import problem_brief
+        from aka_tui.bench.sandbox import require_sandbox_for_model
         from aka_tui.tui.config import KEY_ENV, api_key_status
+
+        require_sandbox_for_model(None, os.environ.get("AKA_UNSAFE_NO_SANDBOX") == "1",
+                                  "AKA_UNSAFE_NO_SANDBOX=1 in the environment of aka")
 
         status = api_key_status()
         if status != "present":

@@ -43,6 +43,17 @@ def _command(args: argparse.Namespace, device: str, tier: str) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _sandbox(in_process: bool) -> str:
+    """How the swept kernels run: in the evaluator's sandbox, or (--in-process) inside this very process."""
+    from aka_tui.bench.sandbox import resolve_mode, warn_unsandboxed
+
+    if in_process:
+        warn_unsandboxed("--in-process runs the kernels inside aka itself")
+        return "none (--in-process)"
+    mechanism, note = resolve_mode()
+    return mechanism if mechanism == "bwrap" else f"none ({note})"
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from aka_tui.bench.evaluate import _device_name, _versions, resolve_device
     from aka_tui.bench.hardware import detect_profile, get_profile
@@ -76,7 +87,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             "command": _command(args, device, tier),
             "device": device, "device_name": _device_name(device), "tier": tier, "strategy": args.strategy,
             "max_configs": args.max_configs, "seed": args.seed, "shapes_spec": args.shapes, "versions": _versions(),
-            "isolated": not args.in_process,
+            "isolated": not args.in_process, "sandbox": _sandbox(args.in_process),
             "hardware_profile": {k: v for k, v in profile.to_json().items() if k not in ("measurements", "aliases")}}
     name = args.name or default_name([p.name for p, *_ in plans], tier)
     print(f"sweeping {len(plans)} op(s) on {meta['device_name']} ({profile.name}), tier {tier}, {args.strategy}, "

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from aka_tui.bench.isolation import exit_description
+from aka_tui.bench import sandbox
+from aka_tui.bench.containment import ContainedProcess
+from aka_tui.bench.isolation import WorkerLimits
 
 EXIT_CUDA_ERROR = 3  # as the evaluator's worker (bench/worker_entry.EXIT_RESTART): the context is unusable
 MAX_RESTARTS = 4
@@ -58,26 +59,64 @@ class _Events:
         return [json.loads(line) for line in lines if line.strip()]
 
 
-def run_isolated(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    """Sweep `job['op']` in child processes; returns the op's record (a failed one when it cannot finish)."""
+def _spawn(job: dict[str, Any], work_dir: Path, events_path: Path, limits: WorkerLimits) -> ContainedProcess:
+    """The sweep's child in the evaluator's sandbox: the problem and the knowledge base read-only, the GPU lock
+    directory writable (the child takes the per-GPU lock itself), everything else as for a worker."""
+    from aka_tui.paths import aka_home
+
+    home = aka_home()
+    (home / "locks").mkdir(parents=True, exist_ok=True)
+    read_only = [Path(job["problem_dir"]), Path(job["kb"])]
+    if (home / "hardware").is_dir():
+        read_only.append(home / "hardware")  # measured profiles
+    cache = sandbox.cache_dir("sweep", None)
+    env = {"AKA_HOME": str(home), "TRITON_CACHE_DIR": str(cache / "triton"),
+           "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor")}
+    gpu = str(job["device"]).startswith("cuda")
+    if not gpu:
+        env["TRITON_INTERPRET"] = "1"
+    view = sandbox.View(work_dir, tuple(read_only), (home / "locks", cache), gpu, env)
+    # The child's own output (kernel prints, warnings) goes to our stderr, never into the table.
+    process, _ = sandbox.spawn([sys.executable, "-m", "aka_tui.tuning.isolation", str(events_path)], view,
+                               limits.resources(len(job["shape_ids"]) * 50), limits.sandbox,
+                               stdin=subprocess.PIPE, stdout=_stderr_fd(), stderr=_stderr_fd())
+    return process
+
+
+def run_isolated(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[str, Any]], None],
+                 limits: WorkerLimits | None = None) -> dict[str, Any]:
+    """Sweep `job['op']` in sandboxed child processes; returns the op's record (a failed one when it cannot
+    finish). An interruption kills the running child's whole process tree."""
+    limits = limits or WorkerLimits(per_shape_s=stall_s)
+    children: list[ContainedProcess] = []
+    try:
+        return _run_children(job, stall_s, on_event, limits, children.append)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.close()
+
+
+def _run_children(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[str, Any]], None],
+                  limits: WorkerLimits, started: Callable[[ContainedProcess], Any]) -> dict[str, Any]:
     from aka_tui.tuning.sweep import Trial, config_key
 
     trials: dict[tuple[str, str], dict[str, Any]] = {}
     restarts = 0
     last_error = ""
-    with tempfile.TemporaryDirectory(prefix="aka-sweep-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="aka-sweep-", ignore_cleanup_errors=True) as tmp:
         while restarts <= MAX_RESTARTS:
             path = Path(tmp) / f"events-{restarts}.jsonl"
-            env = dict(os.environ, PYTHONUNBUFFERED="1")
-            if not str(job["device"]).startswith("cuda"):
-                env["TRITON_INTERPRET"] = "1"
-            # The child's own output (kernel prints, warnings) goes to our stderr, never into the table.
-            proc = subprocess.Popen([sys.executable, "-m", "aka_tui.tuning.isolation", str(path)],
-                                    stdin=subprocess.PIPE, stdout=_stderr_fd(), stderr=_stderr_fd(),
-                                    env=env, start_new_session=True)
-            assert proc.stdin is not None
-            proc.stdin.write(json.dumps({**job, "known": list(trials.values())}).encode())
-            proc.stdin.close()
+            proc = _spawn(job, Path(tmp), path, limits)
+            started(proc)
+            stdin = proc.proc.stdin
+            assert stdin is not None
+            try:
+                stdin.write(json.dumps({**job, "known": list(trials.values())}).encode())
+                stdin.close()
+            except BrokenPipeError:
+                pass
             events = _Events(path)
             inflight: dict[str, Any] | None = None
             result: dict[str, Any] | None = None
@@ -113,10 +152,7 @@ def run_isolated(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[s
                     last = time.monotonic()
                 limit = stall_s if ready else max(stall_s, STARTUP_S)
                 if time.monotonic() - last > limit:
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):
-                        pass
+                    proc.kill()
                     code = proc.wait()
                     stalled = True
                     for event in events.read():  # anything written before the kill
@@ -126,18 +162,19 @@ def run_isolated(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[s
                             inflight = None
                     break
                 time.sleep(0.1)
+            proc.close()  # whatever the child left running dies with it
             if result is not None:
                 return result
             if inflight is not None:
                 status = "timeout" if stalled else "crashed"
-                what = f"no progress for {stall_s:.0f} s; child killed" if stalled else f"child {exit_description(code)}"
+                what = f"no progress for {stall_s:.0f} s; child killed" if stalled else f"child {proc.exit_description(code)}"
                 failed = Trial(int(inflight["index"]), inflight["shape_id"], inflight["config"], inflight["changed"],
                                inflight["phase"], status, f"{what} while running this configuration").to_json()
                 trials[(config_key(failed["config"]), failed["shape_id"])] = failed
                 on_event({"event": "trial", "trial": failed, "op": job["op"]})
                 last_error = failed["error"]
             elif code != EXIT_CUDA_ERROR:
-                last_error = (f"child {exit_description(code)}" + (" (stalled)" if stalled else "") +
+                last_error = (f"child {proc.exit_description(code)}" + (" (stalled)" if stalled else "") +
                               " outside any configuration (see its output above)")
                 if not ready:
                     break  # it cannot even load the op: a restart would do the same

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_tui.bench.report import text_table
+from aka_tui.secrets import scrub
 from aka_tui.tuning import describe_changes, fmt_us
 from aka_tui.tuning.sweep import SWEEP_VERSION
 
@@ -150,8 +151,8 @@ def write_report(report: dict[str, Any], out_dir: str | Path, name: str) -> tupl
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     json_path, md_path = directory / f"{name}.json", directory / f"{name}.md"
-    json_path.write_text(json.dumps(report, indent=1, default=str) + "\n")
-    md_path.write_text(render_markdown(report) + "\n")
+    json_path.write_text(scrub(json.dumps(report, indent=1, default=str)) + "\n")
+    md_path.write_text(scrub(render_markdown(report)) + "\n")
     return json_path, md_path
 
 
