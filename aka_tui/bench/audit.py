@@ -1,17 +1,21 @@
 """Fallback attribution, first version: which aten ops and which Triton kernels a forward ran.
 
 A dispatch mode records every aten op the candidate's forward calls (outside its own kernel launches);
-a hook on Triton's launch path records each kernel launched and whether the candidate file defines it.
+a hook on Triton's launch path records each kernel launched and whether the candidate file defines it, and,
+per call, every launch in full (grid, argument shapes and values), which the engine compares between the
+checked and the timed calls.
 Allocation, views, metadata and layout copies are allowed; any other aten op computes, so it is a
 fallback. The device-time attribution on CUDA comes with the profiler (integrity work).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from aka_tui.bench.results import AuditReport
@@ -60,8 +64,60 @@ class AtenAuditMode(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
+def _launch_value(value: Any) -> Any:
+    """A hashable description of one launch argument: tensors by shape, dtype and strides (not address)."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), str(value.dtype), value.stride())
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (tuple, list)):
+        return tuple(_launch_value(v) for v in value)
+    if callable(value):
+        return "callable"
+    return str(value) if type(value).__module__.startswith("triton") else type(value).__name__
+
+
+def describe_launch(kernel: Any, args: tuple, kwargs: dict) -> tuple[Any, ...]:
+    """(module, name, grid, arguments, keyword arguments) of one Triton launch; a callable grid is evaluated
+    the way Triton evaluates it (with the bound arguments), so a smaller grid shows."""
+    fn = getattr(kernel, "fn", None)
+    grid = kwargs.get("grid")
+    if callable(grid):
+        try:
+            meta = dict(zip(getattr(kernel, "arg_names", ()), args))
+            meta.update((k, v) for k, v in kwargs.items() if k not in ("grid", "warmup"))
+            grid = grid(meta)
+        except Exception:  # a grid that needs Triton's own binding: its code is the same every call
+            grid = "callable"
+    rest = tuple(sorted((k, _launch_value(v)) for k, v in kwargs.items() if k not in ("grid", "warmup")))
+    return (getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"), _launch_value(grid),
+            tuple(_launch_value(a) for a in args), rest)
+
+
+def signature_hash(launches: list[tuple[Any, ...]]) -> str:
+    """A short hash of a call's launches (equal launches, equal hash)."""
+    return hashlib.sha1(repr(launches).encode()).hexdigest()[:16]
+
+
+def launch_difference(expected: list[tuple[Any, ...]], got: list[tuple[Any, ...]]) -> str:
+    """One line naming how two calls' launches differ (kernel counts first, then grids and arguments)."""
+    want = Counter(f"{d[0]}.{d[1]}" for d in expected)
+    have = Counter(f"{d[0]}.{d[1]}" for d in got)
+    if want != have:
+        def show(c: Counter[str]) -> str:
+            return ", ".join(f"{k.rsplit('.', 1)[-1]}×{v}" for k, v in sorted(c.items())) or "no kernel"
+        return f"kernels {show(have)} instead of {show(want)}"
+    for a, b in zip(expected, got):
+        if a != b:
+            what = "grid" if a[2] != b[2] else "arguments"
+            return f"{b[1]} launched with other {what}: {str(b[2] if what == 'grid' else b[3])[:120]} " \
+                   f"instead of {str(a[2] if what == 'grid' else a[3])[:120]}"
+    return ""
+
+
 class TritonLaunchRecorder:
-    """Records Triton kernel launches (compiled and interpreted) by defining module and name."""
+    """Records Triton kernel launches (compiled and interpreted): by defining module and name for the audit,
+    in full (grid, argument shapes and values) per call for the engine's launch comparison."""
 
     def __init__(self) -> None:
         self.launches: Counter[tuple[str, str]] = Counter()
@@ -71,9 +127,12 @@ class TritonLaunchRecorder:
         # While timing on CUDA: the timed stream's handle, and launches that went to any other stream
         self.timed_stream: int | None = None
         self.off_stream: Counter[str] = Counter()
+        self.call: list[tuple[Any, ...]] | None = None  # the launches of the call being captured
 
     def install(self) -> None:
-        """Wrap the `run` of Triton's launch classes; called once in the worker before any candidate loads."""
+        """Wrap the `run` of Triton's launch classes (once); the worker does it before any candidate loads."""
+        if self._originals:
+            return
         from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
 
@@ -82,15 +141,8 @@ class TritonLaunchRecorder:
             original = cls.run
 
             def run(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                if recorder.active and not kwargs.get("warmup", False):
-                    fn = getattr(self, "fn", None)
-                    recorder.launches[(getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"))] += 1
-                if recorder.timed_stream is not None and not kwargs.get("warmup", False):
-                    import torch
-
-                    if torch.cuda.current_stream().cuda_stream != recorder.timed_stream:
-                        fn = getattr(self, "fn", None)
-                        recorder.off_stream[f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"] += 1
+                if not kwargs.get("warmup", False):
+                    recorder._seen(self, args, kwargs)
                 audit = recorder.audit
                 if audit is not None:
                     audit.paused += 1  # the interpreter's own tensor handling is not the candidate's
@@ -102,6 +154,42 @@ class TritonLaunchRecorder:
 
             self._originals.append((cls, original))
             cls.run = run  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        for cls, original in self._originals:
+            cls.run = original  # type: ignore[method-assign]
+        self._originals.clear()
+
+    @contextmanager
+    def installed(self) -> Iterator[TritonLaunchRecorder]:
+        """Installed for the block (and removed after, unless it was installed already)."""
+        owner = not self._originals
+        self.install()
+        try:
+            yield self
+        finally:
+            if owner:
+                self.uninstall()
+
+    def _seen(self, kernel: Any, args: tuple, kwargs: dict) -> None:
+        fn = getattr(kernel, "fn", None)
+        if self.active:
+            self.launches[(getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"))] += 1
+        if self.call is not None:
+            self.call.append(describe_launch(kernel, args, kwargs))
+        if self.timed_stream is not None:
+            import torch
+
+            if torch.cuda.current_stream().cuda_stream != self.timed_stream:
+                self.off_stream[f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"] += 1
+
+    def begin_call(self) -> None:
+        """Start capturing the launches of one call (`end_call` returns them)."""
+        self.call = []
+
+    def end_call(self) -> list[tuple[Any, ...]]:
+        launches, self.call = self.call or [], None
+        return launches
 
     @contextmanager
     def guarding_stream(self, stream_handle: int) -> Iterator[None]:

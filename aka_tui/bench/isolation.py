@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from aka_tui.bench.measure import channel
+from aka_tui.bench.measure.job import MeasureJob
 from aka_tui.bench.results import ShapeResult, StageError
 from aka_tui.bench.worker_entry import EXIT_RESTART
 
@@ -33,6 +33,7 @@ class JobOutcome:
     compile_error: StageError | None
     shapes: list[ShapeResult] = field(default_factory=list)
     empty_launch_ms: float | None = None
+    evidence: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # per shape, for the parent's check
 
 
 def exit_description(code: int) -> str:
@@ -53,47 +54,34 @@ def _log_tail(path: Path, limit: int = 1500) -> str:
 
 
 class _Worker:
-    """One child process and the line-oriented message channel from it."""
+    """One child process and the authenticated message channel from it (`measure/channel.py`)."""
 
     def __init__(self, job: dict[str, Any], log_path: Path) -> None:
         read_fd, write_fd = os.pipe()
+        key = channel.new_key()
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
         if job.get("visible_devices") is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(job["visible_devices"])
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "aka_tui.bench.worker_entry", str(write_fd), str(log_path)],
+            [sys.executable, "-m", "aka_tui.bench.worker_entry", str(log_path)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             pass_fds=(write_fd,), env=env, start_new_session=True)
         os.close(write_fd)
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(job).encode())
+        # The channel's fd and key travel on stdin, never in argv or the environment.
+        self.proc.stdin.write(json.dumps({**job, "channel": {"fd": write_fd, "key": key.hex()}}).encode())
         self.proc.stdin.close()
-        self.read_fd = read_fd
-        os.set_blocking(read_fd, False)
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(read_fd, selectors.EVENT_READ)
-        self.buffer = b""
-        self.eof = False
+        self.channel = channel.Reader(read_fd, key)
+
+    @property
+    def eof(self) -> bool:
+        return self.channel.eof
 
     def next_message(self, timeout_s: float) -> dict[str, Any] | None:
-        """The next message, or None on timeout or when the channel closed (check `eof`)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                return json.loads(line)
-            if self.eof:
-                return None
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            if self.selector.select(remaining):
-                chunk = os.read(self.read_fd, 1 << 16)
-                if chunk:
-                    self.buffer += chunk
-                else:
-                    self.eof = True
+        """The next message, or None on timeout or when the channel closed (check `eof`); raises
+        `channel.ChannelTampered` when a line fails authentication."""
+        return self.channel.next_message(timeout_s)
 
     def kill(self) -> None:
         try:
@@ -108,16 +96,17 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.kill()
             code = self.proc.returncode
-        self.selector.close()
-        os.close(self.read_fd)
+        self.channel.close()
         return code
 
 
-def run_job(job: dict[str, Any], limits: WorkerLimits,
+def run_job(job: MeasureJob | dict[str, Any], limits: WorkerLimits,
             on_shape: Callable[[ShapeResult], None] | None = None,
             on_shape_start: Callable[[str], None] | None = None) -> JobOutcome:
-    """Evaluate `job['shape_ids']` in worker processes; every shape gets a result, whatever happens."""
+    """Evaluate the job's shapes in worker processes; every shape gets a result, whatever happens."""
+    job = job.to_json() if isinstance(job, MeasureJob) else job
     remaining = list(job["shape_ids"])
+    evidence: dict[str, list[dict[str, Any]]] = {}
     results: dict[str, ShapeResult] = {}
     restarts = 0
     compiled, compile_error = True, None
@@ -138,7 +127,18 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
             startup = True
             failure: tuple[str, str] | None = None
             while True:
-                message = worker.next_message(limits.startup_s if startup else limits.per_shape_s)
+                try:
+                    message = worker.next_message(limits.startup_s if startup else limits.per_shape_s)
+                except channel.ChannelTampered as exc:
+                    worker.kill()
+                    worker.close()
+                    error = StageError("worker", "tampered", f"{exc}: something in the worker (the candidate?) wrote "
+                                       "into the evaluator's message channel; the worker was killed")
+                    if startup and current is None:
+                        compiled, compile_error = False, error
+                    for shape_id in list(remaining):
+                        record(ShapeResult(shape_id, "tampered", [], error))
+                    break
                 if message is None:
                     if worker.eof:
                         code = worker.close()
@@ -171,7 +171,9 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
                     if on_shape_start:
                         on_shape_start(current)
                 elif event == "shape_result":
-                    record(ShapeResult.from_json(message["result"]))
+                    result = ShapeResult.from_json(message["result"])
+                    evidence[result.shape_id] = list(message.get("evidence") or [])
+                    record(result)
                     current = None
                 elif event == "done":
                     worker.close()
@@ -195,4 +197,4 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
                 for shape_id in list(remaining):
                     record(ShapeResult(shape_id, "skipped", [], error))
     ordered = [results[s] for s in job["shape_ids"] if s in results]
-    return JobOutcome(compiled, compile_error, ordered, empty_launch_ms)
+    return JobOutcome(compiled, compile_error, ordered, empty_launch_ms, evidence)
