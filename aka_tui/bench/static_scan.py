@@ -92,10 +92,33 @@ def _is_triton_jit(node: ast.FunctionDef) -> bool:
     return False
 
 
+def _aliases(tree: ast.AST) -> dict[str, str]:
+    """Local names bound by imports (`import os as o`, `from os import write as w`) -> the dotted name they stand for."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
 class _Scanner(ast.NodeVisitor):
-    def __init__(self) -> None:
+    def __init__(self, aliases: dict[str, str] | None = None) -> None:
         self.findings: list[ScanFinding] = []
         self.in_jit = 0
+        self.aliases = aliases or {}
+
+    def dotted(self, node: ast.AST) -> str:
+        """The source text of a name or attribute chain with an imported alias at its root spelled out."""
+        text = ast.unparse(node)
+        root, _, rest = text.partition(".")
+        if root in self.aliases and root.isidentifier():
+            return self.aliases[root] + ("." + rest if rest else "")
+        return text
 
     def add(self, node: ast.AST, kind: str, text: str) -> None:
         self.findings.append(ScanFinding(getattr(node, "lineno", 0), kind, text))
@@ -111,9 +134,11 @@ class _Scanner(ast.NodeVisitor):
         text = ast.unparse(func)
         root = text.split(".")[0]
         attr = func.attr if isinstance(func, ast.Attribute) else (func.id if isinstance(func, ast.Name) else "")
-        if text in _CALL_KINDS:
-            self.add(node, _CALL_KINDS[text], text)
-        elif text in ("getattr", "setattr", "delattr") and node.args and ast.unparse(node.args[0]) in _RISKY_MODULES:
+        resolved = self.dotted(func)
+        if resolved in _CALL_KINDS:
+            self.add(node, _CALL_KINDS[resolved], resolved)
+        elif text in ("getattr", "setattr", "delattr") and node.args and \
+                self.dotted(node.args[0]).split(".")[0] in _RISKY_MODULES:
             self.add(node, "dynamic-code", ast.unparse(node)[:80])
         if not self.in_jit:
             self._torch_call(node, text, root, attr)
@@ -132,8 +157,8 @@ class _Scanner(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in _ATTR_KINDS:
             self.add(node, _ATTR_KINDS[node.attr], ast.unparse(node)[:80])
-        elif ast.unparse(node) in ("sys.modules", "sys.argv"):
-            self.add(node, _CALL_KINDS[ast.unparse(node)], ast.unparse(node))
+        elif self.dotted(node) in ("sys.modules", "sys.argv"):
+            self.add(node, _CALL_KINDS[self.dotted(node)], self.dotted(node))
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -142,7 +167,7 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
-            text = ast.unparse(target)
+            text = self.dotted(target)
             if text.startswith(("time.", "torch.", "triton.", "aka_tui.", "threading.", "os.", "sys.")) \
                     and isinstance(target, ast.Attribute):
                 self.add(node, "monkeypatch", f"{text} = ...")
@@ -176,6 +201,6 @@ def scan_source(source: str) -> list[ScanFinding]:
         tree = safe_ast.parse(source)
     except SyntaxError:
         return []
-    scanner = _Scanner()
+    scanner = _Scanner(_aliases(tree))
     scanner.visit(tree)
     return sorted(scanner.findings, key=lambda f: f.line)
