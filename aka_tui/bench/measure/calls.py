@@ -37,6 +37,7 @@ class MeasureFailure(Exception):
     def __init__(self, status: str, stage: str, message: str, trace: str = "") -> None:
         super().__init__(message)
         self.error = StageError(stage, status, message, trace)
+        self.cause: BaseException | None = None  # the candidate's own exception, when it raised
 
 
 class CandidateRaised(Exception):
@@ -71,8 +72,10 @@ def run_calls(model: Callable[..., Any], plan: Plan[T]) -> T:
         except CandidateRaised as raised:
             exc = raised.exc
             status = "cuda_error" if is_cuda_fatal(exc) else "runtime_error"
-            raise MeasureFailure(status, raised.stage, f"{type(exc).__name__}: {str(exc).strip()[:500]}",
-                                 trace_of(exc)) from None
+            failure = MeasureFailure(status, raised.stage, f"{type(exc).__name__}: {str(exc).strip()[:500]}",
+                                     trace_of(exc))
+            failure.cause = exc
+            raise failure from None
         out, pending = None, None
         try:
             with torch.no_grad():

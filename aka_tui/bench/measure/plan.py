@@ -136,7 +136,18 @@ class ShapePlan:
                 raise MeasureFailure("tampered", stage, "forward ran work in other thread(s): " + ", ".join(names))
         return out
 
-    def check_case(self, index: int, stage: str, compare_launches: bool = False) -> Generator[Call, Any, None]:
+    def check_only(self, index: int = 0) -> Generator[Call, Any, list[tuple[Any, ...]]]:
+        """One checked case alone (a tuning sweep's check before it decides whether to time): its launches."""
+        return (yield from self.check_case(index, "correctness"))
+
+    def timing_only(self) -> Generator[Call, Any, TimingStats]:
+        """The timed calls with their verification, without the audit (a tuning sweep's timing)."""
+        stats = yield from self.timed_calls()
+        self.compare_launches()
+        return stats
+
+    def check_case(self, index: int, stage: str,
+                   compare_launches: bool = False) -> Generator[Call, Any, list[tuple[Any, ...]]]:
         """A fresh copy of case `index`, poisoned allocations, the full comparison and read-only inputs."""
         case = self.cases.case(index)
         inputs = clone_inputs(case.inputs)
@@ -160,6 +171,7 @@ class ShapePlan:
                                          "leaves": [encode(v) for v in case.parent.take(out)]})
         if compare_launches:
             self.later_launches.append((index, launches, stage))
+        return launches
 
     def _compare(self, case: Case, out: Any, stage: str) -> None:
         if not self.opts.hardened:
