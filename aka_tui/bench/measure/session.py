@@ -18,7 +18,6 @@ from aka_tui.bench.measure.job import MeasureJob
 from aka_tui.bench.measure.plan import PlanOptions, ShapePlan, _drive
 from aka_tui.bench.problem import Problem, Shape
 from aka_tui.bench.results import PASSED, AuditReport, ShapeResult, TimingStats
-from aka_tui.bench.roofline import measure_entry
 from aka_tui.bench.seeds import derive_seed
 from aka_tui.bench.timing import Timers, cpu_protocol, cuda_protocol
 
@@ -71,6 +70,8 @@ def roofline_entry(session: Session, shape: Shape) -> dict[str, Any]:
     cached = session.problem.roofline.get(shape.shape_id)
     if cached is not None:
         return cached.to_json()
+    from aka_tui.bench.roofline import measure_entry  # imports triton.language: never before the interpreter is set
+
     problem, device = session.problem, session.device
     seed = derive_seed(problem.name, shape.shape_id, 0, "roofline")
     entry = problem_call(lambda: measure_entry(
@@ -79,17 +80,13 @@ def roofline_entry(session: Session, shape: Shape) -> dict[str, Any]:
     return entry.to_json() | {"computed_now": True}
 
 
-def build_candidate(session: Session, shape: Shape, ref_model: torch.nn.Module) -> Any:
-    """The candidate's Model with the reference's weights (or the reference itself for a baseline)."""
-    kind = session.job.candidate.kind
-    if kind == "eager":
-        return ref_model
-    if kind == "compile":
-        return torch.compile(ref_model, dynamic=False)
+def build_candidate_model(model_cls: Any, shape: Shape, ref_model: torch.nn.Module, device: str) -> Any:
+    """`Model(**init_kwargs)` of a candidate, on the device, with the reference's weights; its failure is the
+    candidate's (`runtime_error` at stage init)."""
     try:
-        cand = session.model_cls(**shape.init_kwargs)
+        cand = model_cls(**shape.init_kwargs)
         if isinstance(cand, torch.nn.Module):
-            cand = cand.to(session.device).eval()
+            cand = cand.to(device).eval()
             state = ref_model.state_dict()
             if state:
                 cand.load_state_dict(state)
@@ -97,6 +94,16 @@ def build_candidate(session: Session, shape: Shape, ref_model: torch.nn.Module) 
         raise MeasureFailure("runtime_error", "init", f"Model(**init_kwargs) raised {type(exc).__name__}: {exc}",
                              trace_of(exc)) from None
     return cand
+
+
+def build_candidate(session: Session, shape: Shape, ref_model: torch.nn.Module) -> Any:
+    """The candidate's Model (or the reference itself for a baseline)."""
+    kind = session.job.candidate.kind
+    if kind == "eager":
+        return ref_model
+    if kind == "compile":
+        return torch.compile(ref_model, dynamic=False)
+    return build_candidate_model(session.model_cls, shape, ref_model, session.device)
 
 
 def measure_shape(session: Session, shape: Shape, fuzz: bool) -> tuple[ShapeResult, list[dict[str, Any]]]:
@@ -159,4 +166,5 @@ def _timing_only(protocol: Any, sets: list[dict[str, Any]]) -> Any:
     return (yield from _drive(protocol, sets))
 
 
-__all__ = ["Call", "Session", "build_candidate", "measure_baselines", "measure_shape", "roofline_entry"]
+__all__ = ["Call", "Session", "build_candidate", "build_candidate_model", "measure_baselines", "measure_shape",
+           "roofline_entry"]
