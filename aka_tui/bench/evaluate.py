@@ -156,7 +156,7 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
         "started_unix": started, "wall_s": round(time.time() - started, 3),
         "empty_launch_ms": outcome.empty_launch_ms,
         "checks": {"timed_calls_verified": job.verify_timed and job.hardening, "parent_check": job.hardening,
-                   "baselines_in_own_worker": bool(_baselines_wanted(job, options))},
+                   "baselines_in_own_worker": bool(_baselines_wanted(job, options)), "seconds": outcome.seconds},
     }
     findings = scan_source(candidate.path.read_text()) if candidate.path else []
     return CandidateResult(problem.name, candidate.label, outcome.compiled, outcome.shapes, provenance,
@@ -199,14 +199,18 @@ def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[
         lock = exclusive_gpu(gpu_identity(_parent_index(device)))
     with lock:
         outcome = run_job(job, options.limits, on_shape, on_shape_start)
+        started = time.perf_counter()
         outcome.shapes = check_outcome(problem, job, device, outcome.shapes, outcome.evidence)
+        outcome.seconds["parent_check"] = round(time.perf_counter() - started, 3)
         baselines = _baselines_wanted(job, options)
         timed = [s.shape_id for s in outcome.shapes if s.passed and not s.fuzz]
         if baselines and timed:
+            started = time.perf_counter()
             extra = replace(job, candidate=CandidateRef("baselines"), shape_ids=timed, fuzz_shape_ids=[],
                             baselines=baselines)
             by_id = {s.shape_id: s for s in run_job(extra, options.limits).shapes}
             outcome.shapes = [_with_baselines(s, by_id.get(s.shape_id)) for s in outcome.shapes]
+            outcome.seconds["baselines_worker"] = round(time.perf_counter() - started, 3)
     return outcome
 
 

@@ -34,6 +34,7 @@ class JobOutcome:
     shapes: list[ShapeResult] = field(default_factory=list)
     empty_launch_ms: float | None = None
     evidence: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # per shape, for the parent's check
+    seconds: dict[str, float] = field(default_factory=dict)  # what the parent's own steps took (provenance)
 
 
 def exit_description(code: int) -> str:

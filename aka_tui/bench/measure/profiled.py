@@ -27,7 +27,8 @@ def profiled_calls(plan: ShapePlan, report: AuditReport) -> Generator[Call, Any,
 
     from aka_tui.bench.empty_kernel import CALL_MARKER, launch_call_marker
 
-    n_sets = plan.cases.timing_sets(plan.opts.n_sets) if plan.opts.timing else 1
+    # One call per timing set when the timed calls are verified (each set's device time); else one, for attribution.
+    n_sets = plan.cases.timing_sets(plan.opts.n_sets) if plan.opts.timing and plan.opts.verify_timed else 1
     marker = torch.zeros(1, device="cuda")
     launch_call_marker(marker)  # compiled before the session
     torch.cuda.synchronize()
