@@ -26,8 +26,11 @@ def _watched_namespaces() -> list[tuple[str, Any]]:
     ]
     try:
         import triton.testing
+        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.jit import JITFunction
 
-        spaces.append(("triton.testing", triton.testing))
+        spaces += [("triton.testing", triton.testing), ("triton.runtime.jit.JITFunction", JITFunction),
+                   ("triton.runtime.interpreter.InterpretedFunction", InterpretedFunction)]  # the launch recorder
     except ImportError:
         pass
     import sys

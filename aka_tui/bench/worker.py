@@ -19,7 +19,7 @@ from aka_tui.bench.audit import TritonLaunchRecorder
 from aka_tui.bench.fuzz import is_fuzz_id, resolve_shape
 from aka_tui.bench.inputs import clone_inputs, make_inputs
 from aka_tui.bench.integrity import IntegritySnapshot, ThreadStartCounter
-from aka_tui.bench.measure.calls import CUDA_FATAL_MARKERS, MeasureFailure  # noqa: F401  (re-exported)
+from aka_tui.bench.measure.calls import MeasureFailure
 from aka_tui.bench.measure.job import MeasureJob
 from aka_tui.bench.measure.plan import _checksums
 from aka_tui.bench.measure.samples import timed_sampler

@@ -34,7 +34,7 @@ _MODULES: dict[str, tuple[Any, Any]] = {}
 
 
 def _modules(problem: Problem) -> tuple[Any, Any]:
-    key = str(problem.directory.resolve())
+    key = f"{problem.directory.resolve()}@{problem.content_hash}"
     if key not in _MODULES:
         _MODULES[key] = (import_file(problem.reference_path, "parent_ref"), import_file(problem.input_path, "parent_inp"))
     return _MODULES[key]

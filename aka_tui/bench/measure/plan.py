@@ -96,6 +96,7 @@ class ShapePlan:
         self.integrity = integrity or (lambda stage: None)
         self.replay_hint = replay_hint
         self.result = Measurement()
+        self.seeds_run: list[int] = []  # the correctness seeds started, in order (a failure's is the last)
         self.reference_launches: dict[int, list[tuple[Any, ...]]] = {}
         self.later_launches: list[tuple[int, list[tuple[Any, ...]], str]] = []
         self.device_ms: dict[int, float] = {}
@@ -150,6 +151,8 @@ class ShapePlan:
                    compare_launches: bool = False) -> Generator[Call, Any, list[tuple[Any, ...]]]:
         """A fresh copy of case `index`, poisoned allocations, the full comparison and read-only inputs."""
         case = self.cases.case(index)
+        if stage == "correctness":
+            self.seeds_run.append(case.seed)
         inputs = clone_inputs(case.inputs)
         self.recorder.begin_call()
         if self.opts.hardened:
@@ -241,6 +244,7 @@ class ShapePlan:
             if _checksums(s, self.problem.mutates_inputs) != read_only[i]:
                 raise MeasureFailure("wrong_output", "timing", f"seed {self.cases.seeds[i]}: a read-only input "
                                      "was modified during timing")
+        self.recorder.end_call()  # nothing is captured past the protocol
         if verify:
             self._verify_timed(observed, run)
         return run.stats

@@ -113,6 +113,7 @@ def measure_shape(session: Session, shape: Shape, fuzz: bool) -> tuple[ShapeResu
     seeds: list[int] = []
     roofline: dict[str, Any] | None = None
     precision = None
+    plan: ShapePlan | None = None
     try:
         roofline = None if fuzz else roofline_entry(session, shape)
         flops = roofline["flops"] if roofline else 0.0
@@ -135,6 +136,7 @@ def measure_shape(session: Session, shape: Shape, fuzz: bool) -> tuple[ShapeResu
         return result, measured.evidence
     except MeasureFailure as failure:
         error = failure.error
+        seeds = plan.seeds_run if plan is not None else []  # up to the failing case, which is the last
         if fuzz and error.kind == "problem_error":
             # The fuzzed combination is outside what the reference accepts: not a verdict on the candidate.
             error = replace(error, kind="skipped", message="fuzzed shape rejected by the reference: " + error.message)
