@@ -64,17 +64,28 @@ class AtenAuditMode(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-def _launch_value(value: Any) -> Any:
-    """A hashable description of one launch argument: tensors by shape, dtype and strides (not address)."""
+def _launch_value(value: Any, depth: int = 0) -> Any:
+    """A hashable description of one launch argument: tensors by shape, dtype and strides (never address or
+    contents), objects such as Triton's tensor descriptors by their public fields (never their repr, which would
+    print a tensor's values)."""
     if isinstance(value, torch.Tensor):
         return ("tensor", tuple(value.shape), str(value.dtype), value.stride())
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (tuple, list)):
-        return tuple(_launch_value(v) for v in value)
+        return tuple(_launch_value(v, depth) for v in value)
+    if isinstance(value, (torch.dtype, torch.device)):
+        return str(value)
+    inner = getattr(value, "value", None)  # tl.constexpr
+    if isinstance(inner, (bool, int, float, str)):
+        return ("constexpr", inner)
     if callable(value):
         return "callable"
-    return str(value) if type(value).__module__.startswith("triton") else type(value).__name__
+    fields = getattr(value, "__dict__", None)
+    if isinstance(fields, dict) and depth < 3:
+        return (type(value).__name__, tuple(sorted((k, _launch_value(v, depth + 1)) for k, v in fields.items()
+                                                   if not k.startswith("_"))))
+    return type(value).__name__
 
 
 def describe_launch(kernel: Any, args: tuple, kwargs: dict) -> tuple[Any, ...]:

@@ -245,6 +245,8 @@ class ShapePlan:
                 raise MeasureFailure("wrong_output", "timing", f"seed {self.cases.seeds[i]}: a read-only input "
                                      "was modified during timing")
         self.recorder.end_call()  # nothing is captured past the protocol
+        for i, s in enumerate(sets):  # the cases stay pristine for what follows (the recheck copies case 0)
+            _restore(s, pristine[i])
         if verify:
             self._verify_timed(observed, run)
         return run.stats
