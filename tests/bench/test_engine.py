@@ -120,6 +120,18 @@ def test_launch_records_name_the_grid_and_arguments() -> None:
                                                                                               "torch.float32", (1,))
 
 
+def test_launch_descriptions_never_read_tensor_contents() -> None:
+    """Objects such as Triton's tensor descriptors are described by their fields: the output buffer inside one
+    holds other values on every call (poisoned, stale), which must not make two equal launches differ."""
+    import types
+
+    first = types.SimpleNamespace(base=torch.full((4, 8), float("nan")), block_shape=[4, 8])
+    second = types.SimpleNamespace(base=torch.zeros(4, 8), block_shape=[4, 8])
+    wider = types.SimpleNamespace(base=torch.zeros(4, 16), block_shape=[4, 8])
+    describe = lambda desc: describe_launch(copy_kernel, (desc,), {"grid": (1,)})  # noqa: E731
+    assert describe(first) == describe(second) != describe(wider)
+
+
 def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
