@@ -88,20 +88,28 @@ def device_events(prof: Any) -> list[DeviceKernel]:
             for e in sorted(events, key=lambda e: e.time_range.start)]
 
 
-def split_calls(kernels: list[DeviceKernel], marker_name: str) -> tuple[list[list[DeviceKernel]], int | None, int]:
+def _named(kernel: DeviceKernel, name: str) -> bool:
+    return kernel.name == name or kernel.name.startswith(name + "_")
+
+
+def split_calls(kernels: list[DeviceKernel], marker_name: str,
+                harness: tuple[str, ...] = ()) -> tuple[list[list[DeviceKernel]], int | None, int]:
     """Device kernels grouped per call, each call preceded by a marker kernel named `marker_name` on the
-    current stream: (kernels per call, the markers' stream, how many markers were seen)."""
+    current stream: (kernels per call, the markers' stream, how many harness kernels — markers and the kernels
+    named in `harness` — were seen). Harness kernels belong to no call."""
     calls: list[list[DeviceKernel]] = []
     stream: int | None = None
-    markers = 0
+    seen = 0
     for kernel in kernels:
-        if kernel.name == marker_name or kernel.name.startswith(marker_name + "_"):
-            markers += 1
+        if _named(kernel, marker_name):
+            seen += 1
             stream = kernel.stream if stream is None else stream
             calls.append([])
+        elif any(_named(kernel, name) for name in harness):
+            seen += 1
         elif calls:
             calls[-1].append(kernel)
-    return calls, stream, markers
+    return calls, stream, seen
 
 
 def profile_device_kernels(run: Callable[[], Any]) -> tuple[list[DeviceKernel], int | None]:

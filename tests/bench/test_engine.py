@@ -132,6 +132,19 @@ def test_launch_descriptions_never_read_tensor_contents() -> None:
     assert describe(first) == describe(second) != describe(wider)
 
 
+def test_profiled_calls_split_at_the_markers_and_harness_kernels_belong_to_none() -> None:
+    from aka_tui.bench.attribution import DeviceKernel, split_calls
+
+    timeline = [DeviceKernel("_aka_clock_warmup", 900.0, 7), DeviceKernel("_aka_call_marker", 1.0, 7),
+                DeviceKernel("_rms_norm_kernel", 50.0, 7), DeviceKernel("_aka_clock_warmup", 900.0, 7),
+                DeviceKernel("_aka_call_marker_0d1d", 1.0, 7), DeviceKernel("_rms_norm_kernel", 48.0, 7),
+                DeviceKernel("void at::native::vectorized_elementwise_kernel", 2.0, 7)]
+    calls, stream, seen = split_calls(timeline, "_aka_call_marker", ("_aka_clock_warmup",))
+    assert stream == 7 and seen == 4
+    assert [[k.name for k in call] for call in calls] == [["_rms_norm_kernel"],
+                                                          ["_rms_norm_kernel", "void at::native::vectorized_elementwise_kernel"]]
+
+
 def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
 

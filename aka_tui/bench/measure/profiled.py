@@ -25,12 +25,12 @@ if TYPE_CHECKING:
 def profiled_calls(plan: ShapePlan, report: AuditReport) -> Generator[Call, Any, AuditReport]:
     from torch.profiler import ProfilerActivity, profile
 
-    from aka_tui.bench.empty_kernel import CALL_MARKER, launch_call_marker
+    from aka_tui.bench.empty_kernel import CALL_MARKER, CLOCK_WARMUP, launch_call_marker
 
     # One call per timing set when the timed calls are verified (each set's device time); else one, for attribution.
     n_sets = plan.cases.timing_sets(plan.opts.n_sets) if plan.opts.timing and plan.opts.verify_timed else 1
     marker = torch.zeros(1, device="cuda")
-    launch_call_marker(marker)  # compiled before the session
+    launch_call_marker(marker)  # compiled (and the clocks up) before the session
     torch.cuda.synchronize()
     session = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     try:
@@ -53,14 +53,15 @@ def profiled_calls(plan: ShapePlan, report: AuditReport) -> Generator[Call, Any,
     finally:
         session.__exit__(None, None, None)
     try:
-        calls, stream, markers = attribution.split_calls(attribution.device_events(session), CALL_MARKER)
+        calls, stream, seen = attribution.split_calls(attribution.device_events(session), CALL_MARKER,
+                                                      (CLOCK_WARMUP,))
     except Exception as exc:
         return _note(report, f"device-time attribution unavailable ({type(exc).__name__}: {exc})")
-    if markers > n_sets:
-        raise MeasureFailure("tampered", "audit", f"{markers} kernels named like the evaluator's call marker ran in "
-                             f"{n_sets} profiled calls")
-    if markers < n_sets:
-        return _note(report, f"device-time attribution unavailable (the profiler recorded {markers} of {n_sets} "
+    if seen > 2 * n_sets:
+        raise MeasureFailure("tampered", "audit", f"{seen - 2 * n_sets} kernel(s) named like the evaluator's own "
+                             f"ran in {n_sets} profiled calls")
+    if len(calls) < n_sets:
+        return _note(report, f"device-time attribution unavailable (the profiler recorded {len(calls)} of {n_sets} "
                              "call markers)")
     plan.device_ms = {i: sum(k.duration_us for k in kernels) / 1e3 for i, kernels in enumerate(calls)}
     return _attribute(plan, report, [k for kernels in calls for k in kernels], stream)
