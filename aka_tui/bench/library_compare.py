@@ -692,6 +692,36 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def _ours_side(ctx: _Context, cases: ShapeCases, shape: Shape, cand_cls: Any, cand_label: str, flops: float,
+               timers: Timers, l2_bytes: int, n_sets: int) -> tuple[SideResult, Callable[[], Any]]:
+    """Our side: the candidate's Model as the evaluator builds it, checked by the engine; and how to time it
+    (the engine's timing protocol with the timed calls verified, a fresh plan per round)."""
+    ours = SideResult(f"ours: {cand_label}", "ours", flops, "ok")
+    options = PlanOptions(ctx.device, audit=False, watch_threads=False, recheck=False, evidence=False, n_sets=n_sets,
+                          cpu_reps=2, l2_bytes=l2_bytes)
+    recorder = TritonLaunchRecorder()
+    model: Any = None
+
+    def plan() -> ShapePlan:
+        return ShapePlan(ctx.problem, cases, options, timers, recorder)
+
+    def time_ours() -> Any:
+        with recorder.installed():
+            return run_calls(model, plan().timing_only())
+
+    try:
+        model = build_candidate_model(cand_cls, shape, cases.ref_model, ctx.device)
+        checked = plan()
+        with recorder.installed():
+            run_calls(model, checked.check_only(0))
+        ours.max_abs_error = checked.result.max_abs
+    except MeasureFailure as failure:
+        ours.check, ours.verdict = f"{failure.error.kind}: {failure.error.message[:300]}", failure.error.kind
+    except Exception as exc:
+        ours.check, ours.verdict = f"error: {_short(exc)}", "runtime_error"
+    return ours, time_ours
+
+
 def _compare_shape(ctx: _Context, shape: Shape, selected_as: list[str], cand_cls: Any, cand_label: str,
                    timers: Timers, l2_bytes: int, rounds: int, exact_flop_limit: float,
                    log: Callable[[str], None]) -> ShapeComparison:
@@ -733,26 +763,7 @@ def _compare_shape(ctx: _Context, shape: Shape, selected_as: list[str], cand_cls
             return time_cuda(fn, sets, timers, l2_bytes, **extra)
         return time_cpu(fn, sets, timers, reps=1 if quick else 2)
 
-    # Our side: the candidate's Model, as the evaluator builds it, checked and timed by the engine.
-    ours = SideResult(f"ours: {cand_label}", "ours", flops, "ok")
-    model: Any = None
-    options = PlanOptions(device, audit=False, watch_threads=False, recheck=False, evidence=False, n_sets=n_sets,
-                          cpu_reps=2, l2_bytes=l2_bytes)
-    recorder = TritonLaunchRecorder()
-
-    def ours_plan() -> ShapePlan:
-        return ShapePlan(problem, cases, options, timers, recorder)
-
-    try:
-        model = build_candidate_model(cand_cls, shape, cases.ref_model, device)
-        checked = ours_plan()
-        with recorder.installed():
-            run_calls(model, checked.check_only(0))
-        ours.max_abs_error = checked.result.max_abs
-    except MeasureFailure as failure:
-        ours.check, ours.verdict = f"{failure.error.kind}: {failure.error.message[:300]}", failure.error.kind
-    except Exception as exc:
-        ours.check, ours.verdict = f"error: {_short(exc)}", "runtime_error"
+    ours, time_ours = _ours_side(ctx, cases, shape, cand_cls, cand_label, flops, timers, l2_bytes, n_sets)
     log(f"  ours: {ours.check}")
 
     # Library side: each group's formulations, checked; the chosen one per group is timed.
@@ -815,7 +826,7 @@ def _compare_shape(ctx: _Context, shape: Shape, selected_as: list[str], cand_cls
     sets = [cases.case(i).inputs for i in range(n_sets)]
     runs: list[tuple[SideResult, Callable[[], Any]]] = []
     if ours.ok:
-        runs.append((ours, lambda: run_calls(model, ours_plan().timing_only())))
+        runs.append((ours, time_ours))
     for side, plan in sides:
         if plan is not None:
             try:
@@ -828,8 +839,7 @@ def _compare_shape(ctx: _Context, shape: Shape, selected_as: list[str], cand_cls
             if not side.ok:
                 continue
             try:
-                with recorder.installed():
-                    stats = run()
+                stats = run()
             except MeasureFailure as failure:
                 side.check = f"{failure.error.kind} while timing: {failure.error.message[:300]}"
                 side.verdict = failure.error.kind
