@@ -4,7 +4,7 @@
 What ties the timed calls to the checked ones:
 - every call's output is sampled (secret positions per case) and compared with the reference for its inputs;
 - the post-warm-up check on each input set fixes the launches (kernels, grids, arguments) every later call on
-  that set must repeat: the audited call, the profiled calls, every timed call and the checks after timing;
+  that set must repeat: the audited call, the profiled calls, every timed call and the recheck;
 - on CUDA, one profiled call per input set gives the device time of the same kernels: a timed median far below
   it means the timed calls did less work (`tampered`);
 - the interleaved checks run on the very tensors the timed calls use, unpoisoned, through the same loop.
