@@ -76,6 +76,7 @@ def _eval_options(args: argparse.Namespace) -> Any:
         device=args.device, tier=args.tier, cases=args.cases, hardware=args.hardware, measured=args.measured,
         compare_eager=getattr(args, "compare_eager", False), compare_compile=getattr(args, "compare_compile", False),
         limits=limits, own_share_threshold=args.own_share,
+        verify_timed=not getattr(args, "no_timed_verification", False),
     )
 
 
@@ -95,6 +96,13 @@ def _sandbox_line(results: list[Any]) -> str:
         detail = json.loads(item)
         lines.append(SandboxReport(**detail).line() if detail else "sandbox: none (not recorded)")
     return "; ".join(lines) or "sandbox: none (nothing evaluated)"
+
+
+def _accepted(result: Any, args: argparse.Namespace, per_op: bool = False) -> Any:
+    """`--accept KIND[=TARGET]` recorded in the result (who, when, why, which file)."""
+    from aka_tui.bench.measure.acceptance import apply_cli
+
+    return apply_cli(result, getattr(args, "accept", None) or [], getattr(args, "accept_reason", None) or "", per_op)
 
 
 class Progress:
@@ -163,6 +171,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     profile = resolve_profile(options, device)
     result = evaluate_candidate(problem, spec, options,
                                 on_shape=lambda r: print(f"  {r.shape_id}: {r.status}", file=sys.stderr))
+    result = _accepted(result, args)
     op = score_op(problem, result, profile, launch_floor_s(profile))
     scores = {s.shape_id: s for s in op.shapes}
     rows = []
@@ -185,12 +194,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for r in failures:
             print(f"  {r.shape_id}: {r.status}: {r.error.message}")
     if result.static_findings:
-        print("static scan (torch calls outside kernels, patches, threads):")
+        print("static scan (torch calls outside kernels, threads, streams; code that reads the harness):")
         for finding in result.static_findings[:20]:
             print(f"  {finding}")
-    held = op.audit_shapes
+    if "suspicious" in op.holds:
+        print("held: suspicious (the source reads the harness, lines above): S = 0 until a person accepts it "
+              "(--accept suspicious --accept-reason TEXT)")
+    held = [h.split(":", 1)[1] for h in op.holds if h.startswith("over_roofline:")]
     if held:
-        print("held for audit (S_raw > 1, faster than the roofline allows): " + ", ".join(held))
+        print("held: over_roofline (S_raw > 1, faster than the roofline allows): " + ", ".join(held) +
+              "; S = 0 until a person accepts it (--accept over_roofline=SHAPE --accept-reason TEXT)")
+    for item in result.acceptances:
+        print(f"accepted {item['kind']}{'=' + item['shape_id'] if item.get('shape_id') else ''} by {item['by']}: "
+              f"{item['reason']}")
     print(_sandbox_line([result]))
     if not profile.representative:
         print("note: CPU interpreter timings are not representative of any GPU")
@@ -229,6 +245,27 @@ def cmd_illusion(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rescored_with_acceptances(report: Any, suite: Any, args: argparse.Namespace) -> Any:
+    """The report with `--accept` recorded in every result it names, scored again (each op on its profile)."""
+    from aka_tui.bench.hardware import get_profile
+    from aka_tui.bench.score import aggregate, score_op
+    from aka_tui.bench.suite_run import launch_floor_s
+
+    report.results = [_accepted(r, args, per_op=True) for r in report.results]
+    profiles = {report.hardware.name: report.hardware}
+
+    def profile_of(result: Any) -> Any:
+        name = str(result.provenance.get("hardware_profile") or report.hardware.name)
+        if name not in profiles:
+            profiles[name] = get_profile(name)
+        return profiles[name]
+
+    report.ops = [score_op(suite.problems[r.problem], r, profile_of(r), launch_floor_s(profile_of(r)))
+                  for r in report.results if r.problem in suite.problems]
+    report.aggregate = aggregate(report.ops)
+    return report
+
+
 def cmd_rescore(args: argparse.Namespace) -> int:
     from aka_tui.bench.report import render_text, write_reports
     from aka_tui.bench.suite_run import merge_reports, rescore_report
@@ -244,6 +281,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
             raise EvaluationError(f"cannot read report {path}: {exc}") from None
         reports.append(rescore_report(data, suite))
     report = merge_reports(reports)  # several partial reports of one suite: later ones fill the missing ops
+    if getattr(args, "accept", None):
+        report = _rescored_with_acceptances(report, suite, args)
     stem = args.name or Path(args.rescore[0]).stem + "-rescored"
     json_path, md_path = write_reports(report, Path(args.out), stem)
     print(render_text(report))
@@ -336,6 +375,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                        executor=executor)
     progress.finish()
     partial.unlink(missing_ok=True)
+    if getattr(args, "accept", None):
+        report = _rescored_with_acceptances(report, suite, args)
     json_path, md_path = write_reports(report, Path(args.out), stem)
     print(render_text(report))
     print(_sandbox_line(report.results))
@@ -465,6 +506,12 @@ def _add_eval_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare-compile", action="store_true", help="also time torch.compile of the reference")
     p.add_argument("--own-share", type=fraction(low_open=True), default=0.9,
                    help="device-time share of the candidate's own kernels needed to count as real (GPU; default 0.9)")
+    p.add_argument("--accept", action="append", metavar="KIND[=TARGET]",
+                   help="accept a held verdict, recorded in the result: suspicious, or over_roofline=SHAPE "
+                        "(aka bench: KIND=OP[:SHAPE]); repeatable, needs --accept-reason")
+    p.add_argument("--accept-reason", metavar="TEXT", help="why the held verdict is accepted (recorded)")
+    p.add_argument("--no-timed-verification", action="store_true",
+                   help="do not check the timed calls (outputs, launches, device time): to measure what the checks cost")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,9 +1,10 @@
 """Time a KB kernel on each of the evaluator's timing input sets separately, to find input-dependent slow cases.
 
 The evaluator rotates 3 input sets and reports the median over all calls, so a kernel that is slow on one set
-shows only as a wide p20-p80 spread. This times each set alone (the evaluator's timer) and, with --rows, each
-row of the slowest set alone (for ops whose inputs all share a leading batch dimension), printing the
-slowest rows with their small per-row inputs.
+shows only as a wide p20-p80 spread. This measures each set alone through the evaluator's engine (its checked
+case, its timing protocol with the timed calls verified) and, with --rows, times each row of the slowest set
+alone with the engine's timer (for ops whose inputs all share a leading batch dimension; a row is no problem
+shape, so nothing checks it), printing the slowest rows with their small per-row inputs.
 
     PYTHONPATH=. python3 scripts/input_set_times.py OP SHAPE_ID [--rows] [--sets 3] [--set NAME=INT] [--json OUT]
 """
@@ -19,8 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from aka_tui.bench.audit import TritonLaunchRecorder  # noqa: E402
 from aka_tui.bench.hardware import detect_profile  # noqa: E402
-from aka_tui.bench.inputs import timing_input_sets  # noqa: E402
+from aka_tui.bench.measure.calls import run_calls  # noqa: E402
+from aka_tui.bench.measure.cases import ShapeCases, case_seeds  # noqa: E402
+from aka_tui.bench.measure.plan import PlanOptions, ShapePlan  # noqa: E402
+from aka_tui.bench.measure.session import build_candidate_model  # noqa: E402
 from aka_tui.bench.module_loading import import_file  # noqa: E402
 from aka_tui.bench.problem import load_suite  # noqa: E402
 from aka_tui.bench.timing import Timers, time_cuda  # noqa: E402
@@ -65,14 +70,24 @@ def main(argv: list[str]) -> int:
         if name not in module.TUNABLES:
             raise SystemExit(f"{args.op}: no tunable {name}")
         module.TUNABLES[name] = int(value)
-    model = module.Model(**shape.init_kwargs).cuda().eval()
-    sets = timing_input_sets(problem, import_file(problem.input_path, "inputs"), shape, "cuda", args.sets)
+    ref_module, input_module = import_file(problem.reference_path, "ref"), import_file(problem.input_path, "inputs")
+    recorder = TritonLaunchRecorder()
+    recorder.install()
+    options = PlanOptions("cuda", audit=False, watch_threads=False, recheck=False, evidence=False, n_sets=1,
+                          l2_bytes=l2)
     result: dict = {"op": args.op, "shape": args.shape, "sets": []}
+    sets = []
+    for i, seed in enumerate(case_seeds(problem, shape, args.sets)):
+        cases = ShapeCases(problem, shape, "cuda", ref_module, input_module, [seed], False, 0, i)
+        model = build_candidate_model(module.Model, shape, cases.ref_model, "cuda")
+        run_calls(model, ShapePlan(problem, cases, options, timers, recorder).check_only(0))
+        t = run_calls(model, ShapePlan(problem, cases, options, timers, recorder).timing_only())
+        sets.append(cases.case(0).inputs)
+        result["sets"].append({"set": i, "seed": seed, "median_ms": t.median_ms, "p20_ms": t.p20_ms,
+                               "p80_ms": t.p80_ms})
+        print(f"set {i}: median {t.median_ms * 1e3:.1f} us (p20 {t.p20_ms * 1e3:.1f}, p80 {t.p80_ms * 1e3:.1f}); "
+              "checked, timed calls verified")
     with torch.no_grad():
-        for i, s in enumerate(sets):
-            t = time_cuda(lambda x: model(**x), [s], timers, l2)
-            result["sets"].append({"set": i, "median_ms": t.median_ms, "p20_ms": t.p20_ms, "p80_ms": t.p80_ms})
-            print(f"set {i}: median {t.median_ms * 1e3:.1f} us (p20 {t.p20_ms * 1e3:.1f}, p80 {t.p80_ms * 1e3:.1f})")
         if args.rows:
             slow = max(range(len(sets)), key=lambda i: result["sets"][i]["median_ms"])
             batch = next(v for v in sets[slow].values() if isinstance(v, torch.Tensor)).shape[0]

@@ -67,6 +67,51 @@ def attribute(kernels: list[DeviceKernel], own_names: set[str], marker_stream: i
 MARKER_NAME = "aka_stream_marker"
 
 
+def device_events(prof: Any) -> list[DeviceKernel]:
+    """The device kernels a finished torch.profiler session saw, in start order (annotations excluded)."""
+    import torch
+
+    raw = None
+    try:
+        raw = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+    except AttributeError:
+        raw = None
+    if raw is not None:
+        # record_function ranges show up on the GPU timeline as user annotations, not kernels: our marker's
+        # range, and any range a candidate names after its own kernel to disguise foreign work inside it.
+        ordered = sorted((e for e in raw if e.device_type() == torch.autograd.DeviceType.CUDA
+                          and not _is_annotation(e)), key=lambda e: e.start_ns())
+        return [DeviceKernel(e.name(), e.duration_ns() / 1e3, int(e.device_resource_id())) for e in ordered]
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+              and not getattr(e, "is_user_annotation", False)]
+    return [DeviceKernel(e.name, float(e.time_range.elapsed_us()), None)
+            for e in sorted(events, key=lambda e: e.time_range.start)]
+
+
+def _named(kernel: DeviceKernel, name: str) -> bool:
+    return kernel.name == name or kernel.name.startswith(name + "_")
+
+
+def split_calls(kernels: list[DeviceKernel], marker_name: str,
+                harness: tuple[str, ...] = ()) -> tuple[list[list[DeviceKernel]], int | None, int]:
+    """Device kernels grouped per call, each call preceded by a marker kernel named `marker_name` on the
+    current stream: (kernels per call, the markers' stream, how many harness kernels — markers and the kernels
+    named in `harness` — were seen). Harness kernels belong to no call."""
+    calls: list[list[DeviceKernel]] = []
+    stream: int | None = None
+    seen = 0
+    for kernel in kernels:
+        if _named(kernel, marker_name):
+            seen += 1
+            stream = kernel.stream if stream is None else stream
+            calls.append([])
+        elif any(_named(kernel, name) for name in harness):
+            seen += 1
+        elif calls:
+            calls[-1].append(kernel)
+    return calls, stream, seen
+
+
 def profile_device_kernels(run: Callable[[], Any]) -> tuple[list[DeviceKernel], int | None]:
     """Device kernels of one call of `run` (after a marker on the current stream) and the marker's stream."""
     import torch
@@ -79,33 +124,10 @@ def profile_device_kernels(run: Callable[[], Any]) -> tuple[list[DeviceKernel], 
             marker.add_(1.0)
         run()
         torch.cuda.synchronize()
-    kernels: list[DeviceKernel] = []
-    marker_stream: int | None = None
-    raw = None
-    try:
-        raw = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
-    except AttributeError:
-        raw = None
-    if raw is not None:
-        device_types = {torch.autograd.DeviceType.CUDA}
-        # record_function ranges show up on the GPU timeline as user annotations, not kernels: our marker's
-        # range, and any range a candidate names after its own kernel to disguise foreign work inside it.
-        ordered = sorted((e for e in raw if e.device_type() in device_types and not _is_annotation(e)),
-                         key=lambda e: e.start_ns())
-        for index, event in enumerate(ordered):
-            stream = int(event.device_resource_id())
-            if index == 0:
-                marker_stream = stream  # the marker's add kernel is the first device event
-                continue
-            kernels.append(DeviceKernel(event.name(), event.duration_ns() / 1e3, stream))
-        return kernels, marker_stream
-    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-              and not getattr(e, "is_user_annotation", False)]
-    for index, event in enumerate(sorted(events, key=lambda e: e.time_range.start)):
-        if index == 0:
-            continue
-        kernels.append(DeviceKernel(event.name, float(event.time_range.elapsed_us()), None))
-    return kernels, marker_stream
+    kernels = device_events(prof)
+    if not kernels:
+        return [], None
+    return kernels[1:], kernels[0].stream  # the marker's add kernel is the first device event
 
 
 def _is_annotation(event: Any) -> bool:

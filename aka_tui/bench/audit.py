@@ -1,17 +1,21 @@
 """Fallback attribution, first version: which aten ops and which Triton kernels a forward ran.
 
 A dispatch mode records every aten op the candidate's forward calls (outside its own kernel launches);
-a hook on Triton's launch path records each kernel launched and whether the candidate file defines it.
+a hook on Triton's launch path records each kernel launched and whether the candidate file defines it, and,
+per call, every launch in full (grid, argument shapes and values), which the engine compares between the
+checked and the timed calls.
 Allocation, views, metadata and layout copies are allowed; any other aten op computes, so it is a
 fallback. The device-time attribution on CUDA comes with the profiler (integrity work).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from aka_tui.bench.kernel_resources import compiled_resources
@@ -73,8 +77,71 @@ class LaunchCounts(Counter[tuple[str, str]]):
         self.resources.clear()
 
 
+def _launch_value(value: Any, depth: int = 0) -> Any:
+    """A hashable description of one launch argument: tensors by shape, dtype and strides (never address or
+    contents), objects such as Triton's tensor descriptors by their public fields (never their repr, which would
+    print a tensor's values)."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), str(value.dtype), value.stride())
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (tuple, list)):
+        return tuple(_launch_value(v, depth) for v in value)
+    if isinstance(value, (torch.dtype, torch.device)):
+        return str(value)
+    inner = getattr(value, "value", None)  # tl.constexpr
+    if isinstance(inner, (bool, int, float, str)):
+        return ("constexpr", inner)
+    if callable(value):
+        return "callable"
+    fields = getattr(value, "__dict__", None)
+    if isinstance(fields, dict) and depth < 3:
+        return (type(value).__name__, tuple(sorted((k, _launch_value(v, depth + 1)) for k, v in fields.items()
+                                                   if not k.startswith("_"))))
+    return type(value).__name__
+
+
+def describe_launch(kernel: Any, args: tuple, kwargs: dict) -> tuple[Any, ...]:
+    """(module, name, grid, arguments, keyword arguments) of one Triton launch; a callable grid is evaluated
+    the way Triton evaluates it (with the bound arguments), so a smaller grid shows."""
+    fn = getattr(kernel, "fn", None)
+    grid = kwargs.get("grid")
+    if callable(grid):
+        try:
+            meta = dict(zip(getattr(kernel, "arg_names", ()), args))
+            meta.update((k, v) for k, v in kwargs.items() if k not in ("grid", "warmup"))
+            grid = grid(meta)
+        except Exception:  # a grid that needs Triton's own binding: its code is the same every call
+            grid = "callable"
+    rest = tuple(sorted((k, _launch_value(v)) for k, v in kwargs.items() if k not in ("grid", "warmup")))
+    return (getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"), _launch_value(grid),
+            tuple(_launch_value(a) for a in args), rest)
+
+
+def signature_hash(launches: list[tuple[Any, ...]]) -> str:
+    """A short hash of a call's launches (equal launches, equal hash)."""
+    return hashlib.sha1(repr(launches).encode()).hexdigest()[:16]
+
+
+def launch_difference(expected: list[tuple[Any, ...]], got: list[tuple[Any, ...]]) -> str:
+    """One line naming how two calls' launches differ (kernel counts first, then grids and arguments)."""
+    want = Counter(f"{d[0]}.{d[1]}" for d in expected)
+    have = Counter(f"{d[0]}.{d[1]}" for d in got)
+    if want != have:
+        def show(c: Counter[str]) -> str:
+            return ", ".join(f"{k.rsplit('.', 1)[-1]}×{v}" for k, v in sorted(c.items())) or "no kernel"
+        return f"kernels {show(have)} instead of {show(want)}"
+    for a, b in zip(expected, got):
+        if a != b:
+            what = "grid" if a[2] != b[2] else "arguments"
+            return f"{b[1]} launched with other {what}: {str(b[2] if what == 'grid' else b[3])[:120]} " \
+                   f"instead of {str(a[2] if what == 'grid' else a[3])[:120]}"
+    return ""
+
+
 class TritonLaunchRecorder:
-    """Records Triton kernel launches (compiled and interpreted) by defining module and name."""
+    """Records Triton kernel launches (compiled and interpreted): by defining module and name for the audit,
+    in full (grid, argument shapes and values) per call for the engine's launch comparison."""
 
     def __init__(self) -> None:
         self.launches = LaunchCounts()
@@ -84,9 +151,12 @@ class TritonLaunchRecorder:
         # While timing on CUDA: the timed stream's handle, and launches that went to any other stream
         self.timed_stream: int | None = None
         self.off_stream: Counter[str] = Counter()
+        self.call: list[tuple[Any, ...]] | None = None  # the launches of the call being captured
 
     def install(self) -> None:
-        """Wrap the `run` of Triton's launch classes; called once in the worker before any candidate loads."""
+        """Wrap the `run` of Triton's launch classes (once); the worker does it before any candidate loads."""
+        if self._originals:
+            return
         from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
 
@@ -96,16 +166,8 @@ class TritonLaunchRecorder:
 
             def run(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
                 key = None
-                if recorder.active and not kwargs.get("warmup", False):
-                    fn = getattr(self, "fn", None)
-                    key = (getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"))
-                    recorder.launches[key] += 1
-                if recorder.timed_stream is not None and not kwargs.get("warmup", False):
-                    import torch
-
-                    if torch.cuda.current_stream().cuda_stream != recorder.timed_stream:
-                        fn = getattr(self, "fn", None)
-                        recorder.off_stream[f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"] += 1
+                if not kwargs.get("warmup", False):
+                    key = recorder._seen(self, args, kwargs)
                 audit = recorder.audit
                 if audit is not None:
                     audit.paused += 1  # the interpreter's own tensor handling is not the candidate's
@@ -129,6 +191,46 @@ class TritonLaunchRecorder:
             return
         if resources is not None:
             self.launches.resources[key] = resources
+
+    def uninstall(self) -> None:
+        for cls, original in self._originals:
+            cls.run = original  # type: ignore[method-assign]
+        self._originals.clear()
+
+    @contextmanager
+    def installed(self) -> Iterator[TritonLaunchRecorder]:
+        """Installed for the block (and removed after, unless it was installed already)."""
+        owner = not self._originals
+        self.install()
+        try:
+            yield self
+        finally:
+            if owner:
+                self.uninstall()
+
+    def _seen(self, kernel: Any, args: tuple, kwargs: dict) -> tuple[str, str] | None:
+        """Count and describe one launch; returns its (module, name) key while the audit records."""
+        fn = getattr(kernel, "fn", None)
+        key = None
+        if self.active:
+            key = (getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"))
+            self.launches[key] += 1
+        if self.call is not None:
+            self.call.append(describe_launch(kernel, args, kwargs))
+        if self.timed_stream is not None:
+            import torch
+
+            if torch.cuda.current_stream().cuda_stream != self.timed_stream:
+                self.off_stream[f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"] += 1
+        return key
+
+    def begin_call(self) -> None:
+        """Start capturing the launches of one call (`end_call` returns them)."""
+        self.call = []
+
+    def end_call(self) -> list[tuple[Any, ...]]:
+        launches, self.call = self.call or [], None
+        return launches
 
     @contextmanager
     def guarding_stream(self, stream_handle: int) -> Iterator[None]:

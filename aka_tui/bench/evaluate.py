@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import platform
+import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from aka_tui.bench.fuzz import domain_error, fuzz_shapes, resolve_shape
 from aka_tui.bench.hardware import HardwareProfile, detect_profile, get_profile
-from aka_tui.bench.isolation import WorkerLimits, run_job
+from aka_tui.bench.isolation import JobOutcome, WorkerLimits, run_job
+from aka_tui.bench.measure.job import CandidateRef, MeasureJob
+from aka_tui.bench.measure.parent_check import check_outcome
 from aka_tui.bench.problem import Problem, RooflineEntry
 from aka_tui.bench.results import SCHEMA_VERSION, CandidateResult, ShapeResult
 from aka_tui.bench.roofline import write_cache
@@ -61,6 +65,7 @@ class EvalOptions:
     own_share_threshold: float = 0.9
     visible_devices: str | None = None  # set by an executor: the physical GPU the worker is pinned to
     hardening: bool = True  # False: the naive check (one case, allclose, no poison/audit/fuzz/tamper checks)
+    verify_timed: bool = True  # False: timed calls unchecked (outputs, launches, device time): to measure the cost
     limits: WorkerLimits = field(default_factory=WorkerLimits)
 
 
@@ -143,28 +148,10 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
     if not options.hardening:
         fuzz_count = 0
     fuzzed = [] if options.shape_ids else fuzz_shapes(problem, shapes[:2], fuzz_count, cpu=device == "cpu")
-    shape_ids = [s.shape_id for s in shapes] + [s.shape_id for s in fuzzed]
-    job = {
-        "problem_dir": str(problem.directory.resolve()),
-        "candidate": {"kind": candidate.kind, "path": str(candidate.path) if candidate.path else None},
-        "shape_ids": shape_ids, "fuzz_shape_ids": [s.shape_id for s in fuzzed],
-        # A pinned worker sees one GPU (its own cuda:0); the parent knows it as `device`.
-        "device": "cuda" if options.visible_devices is not None and device.startswith("cuda") else device,
-        "visible_devices": options.visible_devices,
-        "cases": options.cases, "seeds": [options.replay_seed] if options.replay_seed is not None else None,
-        "own_share_threshold": options.own_share_threshold, "hardening": options.hardening,
-        "input_sets": options.input_sets, "timing": options.timing, "compare_eager": options.compare_eager,
-        "compare_compile": options.compare_compile, "l2_bytes": profile.l2_bytes,
-        "fp64_flop_limit": options.fp64_flop_limit, "cpu_reps": options.cpu_reps,
-    }
+    job = build_job(problem, candidate, options, device, profile, [s.shape_id for s in shapes],
+                    [s.shape_id for s in fuzzed])
     started = time.time()
-    if device.startswith("cuda"):
-        from aka_tui.bench.gpu_lock import exclusive_gpu, gpu_identity
-
-        with exclusive_gpu(gpu_identity(_parent_index(device))):
-            outcome = run_job(job, options.limits, on_shape, on_shape_start)
-    else:
-        outcome = run_job(job, options.limits, on_shape, on_shape_start)
+    outcome = _run(job, options, device, on_shape, on_shape_start, problem)
     _cache_new_rooflines(problem, outcome.shapes)
     provenance = {
         "schema_version": SCHEMA_VERSION, "problem_hash": problem.content_hash, "tier": tier, "device": device,
@@ -173,11 +160,14 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
         "candidate_sha256": _sha256(candidate.path) if candidate.path else None,
         "started_unix": started, "wall_s": round(time.time() - started, 3),
         "empty_launch_ms": outcome.empty_launch_ms,
+        "checks": {"timed_calls_verified": job.verify_timed and job.hardening, "parent_check": job.hardening,
+                   "baselines_in_own_worker": bool(_baselines_wanted(job, options)), "seconds": outcome.seconds},
         "sandbox": outcome.sandbox.get("mechanism", "none"), "sandbox_detail": outcome.sandbox,
     }
-    findings = [str(f) for f in scan_source(candidate.path.read_text(errors="replace"))] if candidate.path else []
+    findings = scan_source(candidate.path.read_text(errors="replace")) if candidate.path else []
     result = CandidateResult(problem.name, candidate.label, outcome.compiled, outcome.shapes, provenance,
-                             outcome.compile_error, findings)
+                             outcome.compile_error, [str(f) for f in findings],
+                             [str(f) for f in findings if f.suspicious])
     return scrubbed(result)
 
 
@@ -186,6 +176,62 @@ def scrubbed(result: CandidateResult) -> CandidateResult:
     text = json.dumps(result.to_json())
     clean = scrub(text)
     return result if clean == text else CandidateResult.from_json(json.loads(clean))
+
+
+def build_job(problem: Problem, candidate: CandidateSpec, options: EvalOptions, device: str,
+              profile: HardwareProfile, shape_ids: list[str], fuzz_ids: list[str]) -> MeasureJob:
+    """The one place a worker's job is made from the options."""
+    return MeasureJob(
+        problem_dir=str(problem.directory.resolve()),
+        candidate=CandidateRef(candidate.kind, str(candidate.path) if candidate.path else None),
+        shape_ids=shape_ids + fuzz_ids, fuzz_shape_ids=fuzz_ids,
+        # A pinned worker sees one GPU (its own cuda:0); the parent knows it as `device`.
+        device="cuda" if options.visible_devices is not None and device.startswith("cuda") else device,
+        visible_devices=options.visible_devices, cases=options.cases,
+        seeds=[options.replay_seed] if options.replay_seed is not None else None,
+        input_sets=options.input_sets, timing=options.timing, hardening=options.hardening,
+        verify_timed=options.verify_timed, own_share_threshold=options.own_share_threshold, l2_bytes=profile.l2_bytes,
+        fp64_flop_limit=options.fp64_flop_limit, cpu_reps=options.cpu_reps, sample_seed=secrets.randbits(62))
+
+
+def _baselines_wanted(job: MeasureJob, options: EvalOptions) -> list[str]:
+    if not options.timing:
+        return []
+    return [kind for kind, wanted in (("eager", options.compare_eager), ("compile", options.compare_compile))
+            if wanted and job.candidate.kind != kind]
+
+
+def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[[ShapeResult], None] | None,
+         on_shape_start: Callable[[str], None] | None, problem: Problem) -> JobOutcome:
+    """The candidate's worker, the parent's check of its report, then the baselines in a worker of their own
+    (nothing a baseline starts, such as inductor's threads, can be blamed on the candidate); all under the
+    GPU's lock on CUDA."""
+    lock = contextlib.nullcontext()
+    if device.startswith("cuda"):
+        from aka_tui.bench.gpu_lock import exclusive_gpu, gpu_identity
+
+        lock = exclusive_gpu(gpu_identity(_parent_index(device)))
+    with lock:
+        outcome = run_job(job, options.limits, on_shape, on_shape_start)
+        started = time.perf_counter()
+        outcome.shapes = check_outcome(problem, job, device, outcome.shapes, outcome.evidence)
+        outcome.seconds["parent_check"] = round(time.perf_counter() - started, 3)
+        baselines = _baselines_wanted(job, options)
+        timed = [s.shape_id for s in outcome.shapes if s.passed and not s.fuzz]
+        if baselines and timed:
+            started = time.perf_counter()
+            extra = replace(job, candidate=CandidateRef("baselines"), shape_ids=timed, fuzz_shape_ids=[],
+                            baselines=baselines)
+            by_id = {s.shape_id: s for s in run_job(extra, options.limits).shapes}
+            outcome.shapes = [_with_baselines(s, by_id.get(s.shape_id)) for s in outcome.shapes]
+            outcome.seconds["baselines_worker"] = round(time.perf_counter() - started, 3)
+    return outcome
+
+
+def _with_baselines(result: ShapeResult, baseline: ShapeResult | None) -> ShapeResult:
+    if baseline is None or not baseline.passed:
+        return result
+    return replace(result, eager_timing=baseline.eager_timing, compile_timing=baseline.compile_timing)
 
 
 def _cache_new_rooflines(problem: Problem, shapes: list[ShapeResult]) -> None:

@@ -55,15 +55,14 @@ def upcast_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
 
 def timing_input_sets(problem: Problem, input_module: ModuleType, shape: Shape, device: str, count: int,
                       memory_fraction: float = 0.25) -> list[dict[str, Any]]:
-    """The evaluator's rotating timing inputs (seeds derived per set, "timing"), shared by the worker, the
-    sweep and the library comparison so that all three time the same tensors; fewer sets when `count` of
-    them would take more than `memory_fraction` of the GPU's free memory (room for the candidate)."""
+    """The evaluator's rotating timing inputs for scripts that time outside the engine: the engine times on its
+    first correctness cases (seeds derived per case, `measure/cases.py`), so these are the same tensors; fewer
+    sets when `count` of them would take more than `memory_fraction` of the GPU's free memory."""
     from aka_tui.bench.seeds import derive_seed
 
     sets = []
     for i in range(count):
-        sets.append(make_inputs(problem, input_module, shape, device, derive_seed(problem.name, shape.shape_id, i,
-                                                                                   "timing")))
+        sets.append(make_inputs(problem, input_module, shape, device, derive_seed(problem.name, shape.shape_id, i)))
         if i == 0 and device.startswith("cuda"):
             size = sum(t.numel() * t.element_size() for t in sets[0].values() if isinstance(t, torch.Tensor))
             free, _ = torch.cuda.mem_get_info()

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from aka_tui.bench import sandbox
 from aka_tui.bench.containment import GiB, ContainedProcess, ResourceLimits
+from aka_tui.bench.measure import channel
+from aka_tui.bench.measure.job import MeasureJob
 from aka_tui.bench.results import ShapeResult, StageError
 from aka_tui.bench.worker_entry import EXIT_RESTART
 from aka_tui.secrets import scrub
@@ -51,6 +51,8 @@ class JobOutcome:
     shapes: list[ShapeResult] = field(default_factory=list)
     empty_launch_ms: float | None = None
     sandbox: dict[str, str] = field(default_factory=dict)  # SandboxReport.to_json() of the (last) worker
+    evidence: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # per shape, for the parent's check
+    seconds: dict[str, float] = field(default_factory=dict)  # what the parent's own steps took (provenance)
 
 
 def exit_description(code: int) -> str:
@@ -87,15 +89,16 @@ def _view(job: dict[str, Any], work_dir: Path) -> sandbox.View:
 
 
 class _Worker:
-    """One sandboxed child process and the line-oriented message channel from it."""
+    """One sandboxed child process and the authenticated message channel from it (`measure/channel.py`)."""
 
     def __init__(self, job: dict[str, Any], log_path: Path, limits: WorkerLimits | None = None) -> None:
         limits = limits or WorkerLimits()
         self.log_path = log_path
         read_fd, write_fd = os.pipe()
+        key = channel.new_key()
         try:
             self.proc, self.report = sandbox.spawn(
-                [sys.executable, "-m", "aka_tui.bench.worker_entry", str(write_fd), str(log_path)],
+                [sys.executable, "-m", "aka_tui.bench.worker_entry", str(log_path)],
                 _view(job, log_path.parent), limits.resources(len(job["shape_ids"])), limits.sandbox,
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write_fd,))
         except BaseException:
@@ -103,38 +106,25 @@ class _Worker:
             raise
         finally:
             os.close(write_fd)
+        self.channel = channel.Reader(read_fd, key)
+        self.closed = False
         stdin = self.proc.proc.stdin
         assert stdin is not None
         try:
-            stdin.write(json.dumps(job).encode())
+            # The channel's fd and key travel on stdin, never in argv or the environment.
+            stdin.write(json.dumps({**job, "channel": {"fd": write_fd, "key": key.hex()}}).encode())
             stdin.close()
         except BrokenPipeError:
             pass  # it died at once: the channel's EOF and the exit status say why
-        self.read_fd = read_fd
-        os.set_blocking(read_fd, False)
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(read_fd, selectors.EVENT_READ)
-        self.buffer = b""
-        self.eof = False
+
+    @property
+    def eof(self) -> bool:
+        return self.channel.eof
 
     def next_message(self, timeout_s: float) -> dict[str, Any] | None:
-        """The next message, or None on timeout or when the channel closed (check `eof`)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                return json.loads(line)
-            if self.eof:
-                return None
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            if self.selector.select(remaining):
-                chunk = os.read(self.read_fd, 1 << 16)
-                if chunk:
-                    self.buffer += chunk
-                else:
-                    self.eof = True
+        """The next message, or None on timeout or when the channel closed (check `eof`); raises
+        `channel.ChannelTampered` when a line fails authentication."""
+        return self.channel.next_message(timeout_s)
 
     @property
     def work_dir(self) -> Path:
@@ -145,7 +135,7 @@ class _Worker:
         self.proc.kill()
 
     def close(self) -> int:
-        if self.read_fd < 0:
+        if self.closed:
             return self.proc.proc.returncode
         try:
             code = self.proc.wait(timeout=30)
@@ -153,9 +143,8 @@ class _Worker:
             self.kill()
             code = self.proc.proc.returncode
         self.proc.close()  # whatever it left running dies with it
-        self.selector.close()
-        os.close(self.read_fd)
-        self.read_fd = -1
+        self.channel.close()
+        self.closed = True
         return code
 
 
@@ -185,17 +174,18 @@ def _explained(worker: _Worker, result: ShapeResult) -> ShapeResult:
     return replace(result, status=error.kind, error=error)
 
 
-def run_job(job: dict[str, Any], limits: WorkerLimits,
+def run_job(job: MeasureJob | dict[str, Any], limits: WorkerLimits,
             on_shape: Callable[[ShapeResult], None] | None = None,
             on_shape_start: Callable[[str], None] | None = None) -> JobOutcome:
     """Evaluate `job['shape_ids']` in sandboxed worker processes; every shape gets a result, whatever happens.
     An interruption (Ctrl-C, SIGTERM, an exception in a callback) kills the running worker's whole tree."""
+    job = job.to_json() if isinstance(job, MeasureJob) else job
     live: list[_Worker] = []
     try:
         return _run_workers(job, limits, on_shape, on_shape_start, live)
     finally:
         for worker in live:
-            if worker.read_fd >= 0:  # still running: interrupted
+            if not worker.closed:  # still running: interrupted
                 worker.kill()
                 worker.close()
                 shutil.rmtree(worker.work_dir, ignore_errors=True)
@@ -204,6 +194,7 @@ def run_job(job: dict[str, Any], limits: WorkerLimits,
 def _run_workers(job: dict[str, Any], limits: WorkerLimits, on_shape: Callable[[ShapeResult], None] | None,
                  on_shape_start: Callable[[str], None] | None, live: list[_Worker]) -> JobOutcome:
     remaining = list(job["shape_ids"])
+    evidence: dict[str, list[dict[str, Any]]] = {}
     results: dict[str, ShapeResult] = {}
     restarts = 0
     compiled, compile_error = True, None
@@ -225,7 +216,18 @@ def _run_workers(job: dict[str, Any], limits: WorkerLimits, on_shape: Callable[[
             startup = True
             failure: tuple[str, str] | None = None
             while True:
-                message = worker.next_message(limits.startup_s if startup else limits.per_shape_s)
+                try:
+                    message = worker.next_message(limits.startup_s if startup else limits.per_shape_s)
+                except channel.ChannelTampered as exc:
+                    worker.kill()
+                    worker.close()
+                    error = StageError("worker", "tampered", f"{exc}: something in the worker (the candidate?) wrote "
+                                       "into the evaluator's message channel; the worker was killed")
+                    if startup and current is None:
+                        compiled, compile_error = False, error
+                    for shape_id in list(remaining):
+                        record(ShapeResult(shape_id, "tampered", [], error))
+                    break
                 if message is None:
                     if worker.eof:
                         code = worker.close()
@@ -257,7 +259,9 @@ def _run_workers(job: dict[str, Any], limits: WorkerLimits, on_shape: Callable[[
                     if on_shape_start:
                         on_shape_start(current)
                 elif event == "shape_result":
-                    record(_explained(worker, ShapeResult.from_json(message["result"])))
+                    result = _explained(worker, ShapeResult.from_json(message["result"]))
+                    evidence[result.shape_id] = list(message.get("evidence") or [])
+                    record(result)
                     current = None
                 elif event == "done":
                     worker.close()
@@ -281,4 +285,5 @@ def _run_workers(job: dict[str, Any], limits: WorkerLimits, on_shape: Callable[[
                 for shape_id in list(remaining):
                     record(ShapeResult(shape_id, "skipped", [], error))
     ordered = [results[s] for s in job["shape_ids"] if s in results]
-    return JobOutcome(compiled, compile_error, ordered, empty_launch_ms, live[-1].report.to_json() if live else {})
+    return JobOutcome(compiled, compile_error, ordered, empty_launch_ms, live[-1].report.to_json() if live else {},
+                      evidence)

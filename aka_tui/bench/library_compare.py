@@ -14,9 +14,11 @@ problem through PyTorch's library path:
   call; the fastest that agrees with the reference is the bar), with the backend that ran.
 
 Every formulation is checked against the problem's reference within the problem's tolerance before it is
-timed; a disagreement is reported instead of a ratio. Timing is the evaluator's `time_cuda` with one
-`Timers.capture()` for both sides, interleaved (ours, library, ours, library, ... for `rounds` rounds), the
-median of the per-round medians per side, under the per-GPU lock. Layout preparation for the library
+timed; a disagreement is reported instead of a ratio. Our side goes through the evaluator's measurement engine
+(`aka_tui.bench.measure`: its checked case, its timing protocol with the timed calls verified); the library side
+through the same timing protocol (`time_cuda`). Both time the evaluator's case inputs with one
+`Timers.capture()`, interleaved (ours, library, ours, library, ... for `rounds` rounds), the median of the
+per-round medians per side, under the per-GPU lock. Each side's `status` uses the engine's verdicts. Layout preparation for the library
 (views, transposes, padding, stacked or expanded K/V heads, scale layouts) happens outside the timed call:
 the library is timed on the layout it likes best, so the bar errs on the library's side.
 
@@ -30,6 +32,7 @@ import logging
 import math
 import os
 import platform
+import secrets
 import statistics
 import sys
 import time
@@ -40,6 +43,12 @@ from typing import Any, Callable, Iterable
 import torch
 import torch.nn.functional as F
 
+from aka_tui.bench.audit import TritonLaunchRecorder
+from aka_tui.bench.measure.calls import MeasureFailure, run_calls
+from aka_tui.bench.measure.cases import ShapeCases, case_seeds
+from aka_tui.bench.measure.plan import PlanOptions, ShapePlan
+from aka_tui.bench.measure.session import build_candidate_model
+from aka_tui.bench.measure.verdicts import PASSED
 from aka_tui.bench.problem import Problem, Shape, Suite
 from aka_tui.bench.seeds import derive_seed
 from aka_tui.bench.timing import Timers, time_cpu, time_cuda
@@ -469,6 +478,7 @@ class SideResult:
     role: str  # "ours" | "bar" | "context"
     flops: float
     check: str  # "ok", or why it is not compared
+    verdict: str = ""  # the engine's vocabulary: "" while ok (passed), else wrong_output / runtime_error / tampered...
     max_abs_error: float | None = None
     median_ms: float | None = None
     round_ms: list[float] = field(default_factory=list)
@@ -485,8 +495,14 @@ class SideResult:
             return None
         return self.flops / (self.median_ms * 1e-3) / 1e12
 
+    @property
+    def status(self) -> str:
+        if self.ok:
+            return PASSED
+        return self.verdict or ("wrong_output" if self.check.startswith("disagrees") else "runtime_error")
+
     def to_json(self) -> dict:
-        return asdict(self) | {"tflops": self.tflops}
+        return asdict(self) | {"tflops": self.tflops, "status": self.status}
 
 
 @dataclass
@@ -664,13 +680,6 @@ def _l2_bytes(device: str, hardware: str | None) -> int:
         return int(getattr(props, "L2_cache_size", 0) or 64 << 20)
 
 
-def _input_sets(ctx: _Context, shape: Shape, count: int) -> list[dict]:
-    """The evaluator's timing inputs (same seeds); fewer sets when they would crowd the GPU's memory."""
-    from aka_tui.bench.inputs import timing_input_sets
-
-    return timing_input_sets(ctx.problem, ctx.input_module, shape, ctx.device, count, memory_fraction=0.125)
-
-
 def _display(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
@@ -683,15 +692,49 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def _ours_side(ctx: _Context, cases: ShapeCases, shape: Shape, cand_cls: Any, cand_label: str, flops: float,
+               timers: Timers, l2_bytes: int, n_sets: int) -> tuple[SideResult, Callable[[], Any]]:
+    """Our side: the candidate's Model as the evaluator builds it, checked by the engine; and how to time it
+    (the engine's timing protocol with the timed calls verified, a fresh plan per round)."""
+    ours = SideResult(f"ours: {cand_label}", "ours", flops, "ok")
+    options = PlanOptions(ctx.device, audit=False, watch_threads=False, recheck=False, evidence=False, n_sets=n_sets,
+                          cpu_reps=2, l2_bytes=l2_bytes)
+    recorder = TritonLaunchRecorder()
+    model: Any = None
+
+    def plan() -> ShapePlan:
+        return ShapePlan(ctx.problem, cases, options, timers, recorder)
+
+    def time_ours() -> Any:
+        with recorder.installed():
+            return run_calls(model, plan().timing_only())
+
+    try:
+        model = build_candidate_model(cand_cls, shape, cases.ref_model, ctx.device)
+        checked = plan()
+        with recorder.installed():
+            run_calls(model, checked.check_only(0))
+        ours.max_abs_error = checked.result.max_abs
+    except MeasureFailure as failure:
+        ours.check, ours.verdict = f"{failure.error.kind}: {failure.error.message[:300]}", failure.error.kind
+    except Exception as exc:
+        ours.check, ours.verdict = f"error: {_short(exc)}", "runtime_error"
+    return ours, time_ours
+
+
 def _compare_shape(ctx: _Context, shape: Shape, selected_as: list[str], cand_cls: Any, cand_label: str,
                    timers: Timers, l2_bytes: int, rounds: int, exact_flop_limit: float,
                    log: Callable[[str], None]) -> ShapeComparison:
-    from aka_tui.bench.inputs import clone_inputs, make_inputs, upcast_inputs
+    from aka_tui.bench.inputs import clone_inputs, upcast_inputs
 
     problem, device = ctx.problem, ctx.device
     flops = ctx.flops(shape)
     exact = problem.fp64_reference and flops <= exact_flop_limit
-    check_inputs = make_inputs(problem, ctx.input_module, shape, device, derive_seed(problem.name, shape.shape_id, 0))
+    cuda = device.startswith("cuda")
+    cases = ShapeCases(problem, shape, device, ctx.ref_module, ctx.input_module, case_seeds(problem, shape,
+                       3 if cuda else 1), exact, 0, secrets.randbits(62))
+    check_inputs = cases.case(0).inputs  # the evaluator's first correctness case, as before
+    n_sets = cases.timing_sets(3 if cuda else 1, memory_fraction=0.125)
     references: dict[Any, tuple[Any, Any]] = {}
 
     def reference(init: dict | None, to_inputs: Callable[[dict], dict] | None) -> tuple[Any, Any]:
@@ -720,22 +763,7 @@ def _compare_shape(ctx: _Context, shape: Shape, selected_as: list[str], cand_cls
             return time_cuda(fn, sets, timers, l2_bytes, **extra)
         return time_cpu(fn, sets, timers, reps=1 if quick else 2)
 
-    # Our side: the candidate's Model, as the evaluator builds it.
-    ours = SideResult(f"ours: {cand_label}", "ours", flops, "ok")
-    model: Any = None
-    try:
-        model = cand_cls(**shape.init_kwargs)
-        if isinstance(model, torch.nn.Module):
-            model = model.to(device).eval()
-            state = ctx.ref_module.Model(**shape.init_kwargs).state_dict()
-            if state:
-                model.load_state_dict(state)
-        out = model(**clone_inputs(check_inputs))
-        _sync(device)
-        ours.check, ours.max_abs_error = check(out)
-        del out
-    except Exception as exc:
-        ours.check = f"error: {_short(exc)}"
+    ours, time_ours = _ours_side(ctx, cases, shape, cand_cls, cand_label, flops, timers, l2_bytes, n_sets)
     log(f"  ours: {ours.check}")
 
     # Library side: each group's formulations, checked; the chosen one per group is timed.
@@ -794,34 +822,39 @@ def _compare_shape(ctx: _Context, shape: Shape, selected_as: list[str], cand_cls
         sides.append((SideResult(plan.label, group.role, plan.flops, "ok", err, details=details), plan))
         del passing, chosen  # the checked formulations' prepared inputs
 
-    # Timing: one set of inputs per side (library layouts prepared untimed), interleaved rounds.
-    sets = _input_sets(ctx, shape, 3 if device.startswith("cuda") else 1)
-    runs: list[tuple[SideResult, Callable[[dict], Any], list[dict]]] = []
+    # Timing: the same case inputs for every side (library layouts prepared untimed), interleaved rounds.
+    sets = [cases.case(i).inputs for i in range(n_sets)]
+    runs: list[tuple[SideResult, Callable[[], Any]]] = []
     if ours.ok:
-        runs.append((ours, lambda i: model(**i), sets))
+        runs.append((ours, time_ours))
     for side, plan in sides:
         if plan is not None:
             try:
-                runs.append((side, plan.call, [plan.prepare(s) for s in sets]))
+                prepared = [plan.prepare(s) for s in sets]
+                runs.append((side, lambda fn=plan.call, p=prepared: timed(fn, p)))
             except Exception as exc:
-                side.check = f"error preparing the timing inputs: {_short(exc)}"
+                side.check, side.verdict = f"error preparing the timing inputs: {_short(exc)}", "runtime_error"
     for _ in range(rounds):
-        for side, fn, side_sets in runs:
+        for side, run in runs:
             if not side.ok:
                 continue
             try:
-                stats = timed(fn, side_sets)
+                stats = run()
+            except MeasureFailure as failure:
+                side.check = f"{failure.error.kind} while timing: {failure.error.message[:300]}"
+                side.verdict = failure.error.kind
+                continue
             except Exception as exc:
-                side.check = f"error while timing: {_short(exc)}"
+                side.check, side.verdict = f"error while timing: {_short(exc)}", "runtime_error"
                 continue
             side.round_ms.append(stats.median_ms)
             side.rounds.append({"median_ms": stats.median_ms, "p20_ms": stats.p20_ms, "p80_ms": stats.p80_ms,
                                 "reps": stats.reps, "saturated": getattr(stats, "saturated", None),
                                 "saturation_note": getattr(stats, "saturation_note", "")})
-    for side, _, _ in runs:
+    for side, _ in runs:
         if side.ok and side.round_ms:
             side.median_ms = statistics.median(side.round_ms)
-    del runs, sets
+    del runs, sets, cases
     return ShapeComparison(problem.name, shape.shape_id, shape.weight, selected_as, TARGETS[problem.name],
                            "float64" if exact else "native", ours, [s for s, _ in sides])
 

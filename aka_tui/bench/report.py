@@ -71,9 +71,10 @@ def render_text(report: BenchReport) -> str:
     head = (f"{report.label} on {report.device} ({report.hardware.display_name}, profile {report.hardware.name}), "
             f"tier {report.tier}, {report.wall_s:.1f} s")
     parts = [head, text_table(op_rows(report), HEADERS), *aggregate_lines(report.aggregate)]
-    held = [f"{o.problem}:{s}" for o in report.ops for s in o.audit_shapes]
+    held = [f"{o.problem}:{h}" for o in report.ops for h in o.holds]
     if held:
-        parts.append("held for audit (S_raw > 1): " + ", ".join(held))
+        parts.append("held, S = 0 until a person accepts (--accept KIND=OP[:SHAPE] --accept-reason TEXT): "
+                     + ", ".join(held))
     if report.mixed_hardware:
         parts.append(MIXED_NOTE.format(", ".join(report.mixed_hardware)))
     if not report.hardware.representative:

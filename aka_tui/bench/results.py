@@ -5,15 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-SCHEMA_VERSION = 1
+from aka_tui.bench.measure.verdicts import PASSED, STATUSES, VERDICTS  # noqa: F401  (the one vocabulary)
 
-# Shape statuses. Only "passed" counts towards S.
-PASSED = "passed"
-STATUSES = (
-    PASSED, "wrong_output", "runtime_error", "compile_error", "timeout", "crashed", "cuda_error",
-    "tampered", "problem_error", "no_candidate", "skipped",
-    "limit_exceeded",  # a sandbox limit ended it (memory, CPU time, tasks, file size, disk): the message says which
-)
+SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -100,6 +94,9 @@ class ShapeResult:
     eager_timing: TimingStats | None = None
     compile_timing: TimingStats | None = None
     fuzz: bool = False  # a fuzzed shape: correctness only, weight 0, must pass for the op to count
+    # What tied the timed calls to the checked ones (timed_calls, sampled_calls, launches_compared,
+    # timed_over_profiled) and whether the parent's own reference agreed (parent_check)
+    verification: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -122,6 +119,7 @@ class ShapeResult:
             timing=timing("timing"), audit=AuditReport(**data["audit"]) if data.get("audit") else None,
             roofline=data.get("roofline"), eager_timing=timing("eager_timing"),
             compile_timing=timing("compile_timing"), fuzz=bool(data.get("fuzz", False)),
+            verification=dict(data.get("verification") or {}),
         )
 
 
@@ -136,6 +134,8 @@ class CandidateResult:
     provenance: dict[str, Any] = field(default_factory=dict)
     compile_error: StageError | None = None
     static_findings: list[str] = field(default_factory=list)
+    suspicious: list[str] = field(default_factory=list)  # findings that read the harness: S = 0 until accepted
+    acceptances: list[dict[str, Any]] = field(default_factory=list)  # a person's acceptances (measure/acceptance.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -147,4 +147,5 @@ class CandidateResult:
             shapes=[ShapeResult.from_json(s) for s in data["shapes"]], provenance=data.get("provenance", {}),
             compile_error=StageError(**data["compile_error"]) if data.get("compile_error") else None,
             static_findings=list(data.get("static_findings", [])),
+            suspicious=list(data.get("suspicious", [])), acceptances=list(data.get("acceptances", [])),
         )

@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 
 from aka_tui.bench.hardware import HardwareProfile
+from aka_tui.bench.measure.acceptance import accepted
+from aka_tui.bench.measure.verdicts import OVER_ROOFLINE, SUSPICIOUS
 from aka_tui.bench.problem import Problem, RooflineEntry
 from aka_tui.bench.results import CandidateResult, ShapeResult, TimingStats
 from aka_tui.bench.roofline import bound
@@ -27,13 +29,14 @@ class ShapeScore:
     bottleneck: str | None
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
+    verdict: str = ""  # the shape's status, or a hold: over_roofline / suspicious (S = 0 until accepted)
     time_e2e_ms: float | None = None  # one call as a serving loop without CUDA graphs sees it (e2e_time_ms)
     s_e2e: float = 0.0  # T_SOL / T_e2e for a passed real kernel, else 0
     s_e2e_raw: float = 0.0  # T_SOL / T_e2e ignoring the fallback verdict
 
     @property
     def held_for_audit(self) -> bool:
-        """S > 1 beats the speed of light: never accepted silently."""
+        """S_raw > 1 beats the speed of light: never accepted silently (S = 0 unless a person accepted it)."""
         return self.s_raw > 1.0
 
 
@@ -53,6 +56,7 @@ class OpScore:
     fuzz_failures: list[str] = field(default_factory=list)
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
+    holds: list[str] = field(default_factory=list)  # verdicts waiting for a person ("suspicious", "over_roofline:<shape>")
     s_e2e_op: float = 0.0
     s_e2e_raw_op: float = 0.0
 
@@ -93,8 +97,10 @@ def e2e_time_ms(timing: TimingStats | None) -> float | None:
 
 
 def score_shape(result: ShapeResult, weight: float, profile: HardwareProfile, roofline: RooflineEntry | None,
-                launch_floor_s: float | None) -> ShapeScore:
-    """S = T_SOL / T for a passed real kernel, 0 otherwise; S_raw ignores the fallback verdict."""
+                launch_floor_s: float | None, suspicious: bool = False, over_roofline_accepted: bool = False) -> ShapeScore:
+    """S = T_SOL / T for a passed real kernel, 0 otherwise; S_raw ignores the fallback verdict.
+
+    Held (S = 0, S_raw kept): a `suspicious` candidate, and S_raw > 1 (`over_roofline`) unless accepted."""
     real = bool(result.audit and result.audit.real)
     if roofline is None and result.roofline:
         r = result.roofline
@@ -106,6 +112,11 @@ def score_shape(result: ShapeResult, weight: float, profile: HardwareProfile, ro
     s = s_raw if real else 0.0
     floor = max(t_sol or 0.0, launch_floor_s or 0.0)
     s_launch = floor / time_s if (result.passed and real and time_s and t_sol is not None) else 0.0
+    verdict = result.status
+    if result.passed and suspicious:
+        verdict, s, s_launch = SUSPICIOUS, 0.0, 0.0
+    elif result.passed and s_raw > 1.0 and not over_roofline_accepted:
+        verdict, s, s_launch = OVER_ROOFLINE, 0.0, 0.0
 
     def speedup(baseline_ms: float | None) -> float | None:
         if baseline_ms is None or not result.passed or not result.timing:
@@ -118,8 +129,8 @@ def score_shape(result: ShapeResult, weight: float, profile: HardwareProfile, ro
                       None if t_sol is None else t_sol * 1e3, None if time_s is None else time_s * 1e3,
                       s, s_raw, s_launch, bottleneck,
                       speedup(result.eager_timing.median_ms if result.eager_timing else None),
-                      speedup(result.compile_timing.median_ms if result.compile_timing else None),
-                      e2e_ms, s_e2e_raw if real else 0.0, s_e2e_raw)
+                      speedup(result.compile_timing.median_ms if result.compile_timing else None), verdict,
+                      e2e_ms, s_e2e_raw if (real and s > 0.0) else 0.0, s_e2e_raw)
 
 
 def _weighted_geomean(pairs: list[tuple[float, float | None]]) -> float | None:
@@ -142,17 +153,22 @@ def score_op(problem: Problem, result: CandidateResult, profile: HardwareProfile
         launch_floor_s = float(result.provenance["empty_launch_ms"]) / 1e3
     shapes = []
     fuzz_failures = [s.shape_id for s in result.shapes if s.fuzz and s.status not in ("passed", "skipped")]
+    suspicious = bool(result.suspicious) and not accepted(result, SUSPICIOUS)
     for shape_result in result.shapes:
         shape = None if shape_result.fuzz else problem.shape_by_id(shape_result.shape_id)
         if shape is None:
             continue
         shapes.append(score_shape(shape_result, shape.weight, profile, problem.roofline.get(shape.shape_id),
-                                  launch_floor_s))
+                                  launch_floor_s, suspicious, accepted(result, OVER_ROOFLINE, shape.shape_id)))
+    holds = ([SUSPICIOUS] if suspicious else []) + \
+        [f"{OVER_ROOFLINE}:{s.shape_id}" for s in shapes if s.verdict == OVER_ROOFLINE]
     total_w = sum(s.weight for s in shapes) or 1.0
 
+    tampered = any(s.status == "tampered" for s in result.shapes)
+
     def mean(attr: str) -> float:
-        if fuzz_failures:
-            return 0.0  # correct only on the listed shapes is not a general kernel
+        if fuzz_failures or tampered:
+            return 0.0  # correct only on the listed shapes is not a general kernel; caught tampering anywhere: none
         return sum(s.weight * getattr(s, attr) for s in shapes) / total_w
 
     correct = bool(shapes) and all(s.passed for s in shapes) and not fuzz_failures
@@ -161,7 +177,7 @@ def score_op(problem: Problem, result: CandidateResult, profile: HardwareProfile
         problem.name, problem.importance, result.compiled, correct, real, mean("s"), mean("s_raw"),
         mean("s_launch"), shapes, fuzz_failures,
         _weighted_geomean([(s.weight, s.speedup_vs_eager) for s in shapes]) if correct else None,
-        _weighted_geomean([(s.weight, s.speedup_vs_compile) for s in shapes]) if correct else None,
+        _weighted_geomean([(s.weight, s.speedup_vs_compile) for s in shapes]) if correct else None, holds,
         mean("s_e2e"), mean("s_e2e_raw"),
     )
 
@@ -188,7 +204,7 @@ def aggregate(ops: list[OpScore]) -> AggregateScore:
         s_raw_agg=weighted("s_raw_op"), s_launch_agg=weighted("s_launch_op"), ops=n,
         compiled_rate=sum(o.compiled for o in ops) / n if n else 0.0,
         correct_rate=sum(o.correct for o in ops) / n if n else 0.0,
-        correct_and_real_rate=sum(o.correct and o.real for o in ops) / n if n else 0.0,
+        correct_and_real_rate=sum(o.correct and o.real and not o.holds for o in ops) / n if n else 0.0,
         fast_1_vs_eager=fast_1("speedup_vs_eager"), fast_1_vs_compile=fast_1("speedup_vs_compile"),
         s_e2e_agg=weighted("s_e2e_op"), s_e2e_raw_agg=weighted("s_e2e_raw_op"),
     )

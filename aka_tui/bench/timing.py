@@ -6,6 +6,11 @@ per call, the GPU idles inside the event interval and the interval holds host la
 and medians feed the escaped-work check. The second (GPU-saturated) pass is the reported one: a
 `torch.cuda._sleep` on the timed stream keeps the GPU busy while the host enqueues every repetition, so the
 GPU then runs them back to back and each event interval is device time only.
+
+The passes are written once, as generators (`cuda_protocol`, `cpu_protocol`) that yield the call they want
+made next (`TimedCall`: which input set, which phase) and receive its output: `time_cuda` / `time_cpu` drive
+them with plain calls, the evaluator's engine drives them from the same loop that makes its checked calls
+(`aka_tui.bench.measure`), so a timed call and a checked call go through the same frames.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Generator
 
 import torch
 
@@ -138,17 +143,86 @@ def sleep_ms_per_cycle(timers: Timers) -> float | None:
     return per_cycle
 
 
-def _saturated_pass(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers, flush: torch.Tensor,
-                    host_ms_per_call: float, first_pass_reps: int) -> tuple[list[float] | None, float | None, str]:
-    """(event times, measured sleep ms, note): None times when no attempt kept the GPU saturated."""
+@dataclass(frozen=True)
+class TimedCall:
+    """The call the timing protocol wants made next: on which input set, in which phase."""
+
+    set_index: int
+    phase: str  # "first" | "estimate" | "warm-up" | "host-bound" | "saturated" | "cpu"
+
+
+@dataclass
+class TimingHooks:
+    """What the caller does around every call of the protocol (all optional).
+
+    `prepare(set_index)` runs before the L2 flush (restore inputs the call mutates), `observe(call, out)` after
+    the end event (sample the output, close the launch record): both outside the timed interval.
+    `checkpoint(name)` returns a generator of extra calls made between passes (the engine's interleaved checks);
+    the protocol passes whatever it yields through to its driver.
+    """
+
+    prepare: Callable[[int], None] | None = None
+    observe: Callable[[TimedCall, Any], None] | None = None
+    checkpoint: Callable[[str], Generator[Any, Any, None]] | None = None
+
+
+@dataclass(frozen=True)
+class TimingRun:
+    """A protocol's result: the stats, and (set index, ms) of every call of the reported pass."""
+
+    stats: TimingStats
+    per_call: list[tuple[int, float]]
+
+
+Protocol = Generator[Any, Any, TimingRun]
+
+
+def drive(fn: Callable[[dict], Any], input_sets: list[dict], protocol: Generator[Any, Any, Any]) -> Any:
+    """Run a protocol by calling `fn(input_sets[i])` for each call it asks for; returns its result."""
+    out = None
+    while True:
+        try:
+            request = protocol.send(out)
+        except StopIteration as stop:
+            return stop.value
+        out = fn(input_sets[request.set_index])
+
+
+def _one(hooks: TimingHooks, index: int, phase: str, timers: Timers | None = None, flush: torch.Tensor | None = None,
+         start: Any = None, end: Any = None) -> Generator[Any, Any, None]:
+    """One call of the protocol: prepare, flush, start event, the call, end event, observe."""
+    if hooks.prepare is not None:
+        hooks.prepare(index)
+    if flush is not None:
+        flush.zero_()
+    if start is not None and timers is not None:
+        timers.record(start)
+    request = TimedCall(index, phase)
+    out = yield request
+    if end is not None and timers is not None:
+        timers.record(end)
+    if hooks.observe is not None:
+        hooks.observe(request, out)
+
+
+def _checkpoint(hooks: TimingHooks, name: str) -> Generator[Any, Any, None]:
+    if hooks.checkpoint is not None:
+        yield from hooks.checkpoint(name)
+
+
+def saturated_pass(n_sets: int, timers: Timers, flush: torch.Tensor, host_ms_per_call: float, first_pass_reps: int,
+                   hooks: TimingHooks | None = None,
+                   ) -> Generator[Any, Any, tuple[list[float] | None, float | None, str, list[int]]]:
+    """(event times, measured sleep ms, note, set index per call): None times when no attempt kept the GPU saturated."""
+    hooks = hooks or TimingHooks()
     per_cycle = sleep_ms_per_cycle(timers)
     if per_cycle is None:
-        return None, None, "torch.cuda._sleep unavailable: reported times are the host-bound pass"
+        return None, None, "torch.cuda._sleep unavailable: reported times are the host-bound pass", []
     note = ""
     for attempt in range(SATURATED_ATTEMPTS):
         plan = plan_saturated_pass(host_ms_per_call, first_pass_reps, attempt)
         if plan.reps == 0:
-            return None, None, plan.note + ": reported times are the host-bound pass"
+            return None, None, plan.note + ": reported times are the host-bound pass", []
         starts = [timers.event_cls(enable_timing=True) for _ in range(plan.reps)]
         ends = [timers.event_cls(enable_timing=True) for _ in range(plan.reps)]
         sleep_start, sleep_end = timers.event_cls(enable_timing=True), timers.event_cls(enable_timing=True)
@@ -157,36 +231,51 @@ def _saturated_pass(fn: Callable[[dict], Any], input_sets: list[dict], timers: T
         timers.sleep(max(1, math.ceil(plan.sleep_ms / per_cycle)))
         timers.record(sleep_end)
         for i in range(plan.reps):
-            flush.zero_()
-            timers.record(starts[i])
-            fn(input_sets[i % len(input_sets)])
-            timers.record(ends[i])
+            yield from _one(hooks, i % n_sets, "saturated", timers, flush, starts[i], ends[i])
         # Still asleep once everything is enqueued: the GPU ran the calls back to back, never idle.
         saturated = not timers.query(sleep_end)
         timers.synchronize()
         if saturated:
             times = [timers.elapsed_time(s, e) for s, e in zip(starts, ends)]
-            return times, timers.elapsed_time(sleep_start, sleep_end), ""
+            return times, timers.elapsed_time(sleep_start, sleep_end), "", [i % n_sets for i in range(plan.reps)]
         note = (f"the GPU woke from its {plan.sleep_ms:.2f} ms sleep before the host had enqueued {plan.reps} calls "
                 f"({attempt + 1} attempts): reported times are the host-bound pass")
-    return None, None, note
+    return None, None, note, []
 
 
-def time_cuda(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers, l2_bytes: int,
-              target_ms: float = 200.0, min_reps: int = 10, max_reps: int = 200, saturate: bool = True) -> TimingStats:
-    """Median per-call time with events; L2 (≥ 2× its size) flushed before every call.
+def _saturated_pass(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers, flush: torch.Tensor,
+                    host_ms_per_call: float, first_pass_reps: int) -> tuple[list[float] | None, float | None, str]:
+    """The saturated pass driven by plain calls of `fn` (event times, measured sleep ms, note)."""
+    times, sleep_ms, note, _ = drive(fn, input_sets, saturated_pass(len(input_sets), timers, flush, host_ms_per_call,
+                                                                    first_pass_reps))
+    return times, sleep_ms, note
 
-    The host-bound pass below is the escaped-work check's input (its wall time and median, kept as
-    `host_bound_*`); with `saturate` the reported figures come from a following GPU-saturated pass (module
-    docstring), `saturated` says whether they do. `saturate=False` reports the host-bound pass: an isolated
-    launch as the host sees it (the empty-kernel launch floor).
-    """
+
+def _harness_ms(hooks: TimingHooks, n_sets: int, timers: Timers, flush: torch.Tensor) -> float:
+    """Device time of the harness work between two calls (restores and the L2 flush), median of 5."""
+    start, end = timers.event_cls(enable_timing=True), timers.event_cls(enable_timing=True)
+    times = []
+    for i in range(5):
+        timers.record(start)
+        if hooks.prepare is not None:
+            hooks.prepare(i % n_sets)
+        flush.zero_()
+        timers.record(end)
+        timers.synchronize()
+        times.append(timers.elapsed_time(start, end))
+    return statistics.median(times)
+
+
+def cuda_protocol(n_sets: int, timers: Timers, l2_bytes: int, hooks: TimingHooks | None = None,
+                  target_ms: float = 200.0, min_reps: int = 10, max_reps: int = 200, saturate: bool = True) -> Protocol:
+    """Median per-call time with events; L2 (≥ 2× its size) flushed before every call (see `time_cuda`)."""
+    hooks = hooks or TimingHooks()
     flush_bytes = max(2 * l2_bytes, 64 << 20)
     flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
     sync = timers.synchronize
     start, end = timers.event_cls(enable_timing=True), timers.event_cls(enable_timing=True)
     timers.record(start)
-    fn(input_sets[0])
+    yield from _one(hooks, 0, "first")
     timers.record(end)
     sync()
     first_ms = timers.elapsed_time(start, end)
@@ -194,12 +283,14 @@ def time_cuda(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers,
     probes = 1 if first_ms > SLOW_CALL_MS else 3
     timers.record(start)
     for i in range(probes):
-        fn(input_sets[i % len(input_sets)])
+        yield from _one(hooks, i % n_sets, "estimate")
     timers.record(end)
     sync()
     estimate_ms = max(timers.elapsed_time(start, end) / probes, 1e-3)
     for i in range(min(50, max(1, int(25.0 / estimate_ms)))):
-        fn(input_sets[i % len(input_sets)])
+        yield from _one(hooks, i % n_sets, "warm-up")
+    sync()
+    yield from _checkpoint(hooks, "after warm-up")
     # A call of tens of ms varies by well under 1 % between calls: a few repetitions measure it, and the
     # ~10 a fast kernel needs would cost seconds per shape (slow eager references).
     floor = min_reps if estimate_ms <= SLOW_CALL_MS else min(min_reps, SLOW_CALL_REPS)
@@ -209,45 +300,69 @@ def time_cuda(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers,
     sync()
     wall_start = timers.perf_counter()
     for i in range(reps):
-        flush.zero_()
-        timers.record(starts[i])
-        fn(input_sets[i % len(input_sets)])
-        timers.record(ends[i])
+        yield from _one(hooks, i % n_sets, "host-bound", timers, flush, starts[i], ends[i])
     enqueued = timers.perf_counter()
     sync()
     wall_ms = (timers.perf_counter() - wall_start) * 1e3 / reps
     enqueue_ms = (enqueued - wall_start) * 1e3 / reps
     times = [timers.elapsed_time(s, e) for s, e in zip(starts, ends)]
-    flush_times = []
-    for _ in range(5):
-        timers.record(start)
-        flush.zero_()
-        timers.record(end)
-        sync()
-        flush_times.append(timers.elapsed_time(start, end))
-    flush_ms = statistics.median(flush_times)
-    first = _stats(times, len(input_sets), "cuda_events", flush_bytes, wall_ms, flush_ms)
+    first = _stats(times, n_sets, "cuda_events", flush_bytes, wall_ms, _harness_ms(hooks, n_sets, timers, flush))
     first = replace(first, host_bound_median_ms=first.median_ms, host_bound_min_ms=first.min_ms,
                     host_bound_p20_ms=first.p20_ms, host_bound_p80_ms=first.p80_ms, host_bound_reps=first.reps,
                     host_enqueue_ms=enqueue_ms)
+    first_calls = [(i % n_sets, t) for i, t in enumerate(times)]
     if not saturate:
         del flush
-        return replace(first, saturation_note="not requested: the host-bound pass is reported")
-    saturated_times, sleep_ms, note = _saturated_pass(fn, input_sets, timers, flush, enqueue_ms, reps)
+        yield from _checkpoint(hooks, "after timing")
+        return TimingRun(replace(first, saturation_note="not requested: the host-bound pass is reported"), first_calls)
+    saturated_times, sleep_ms, note, sets = yield from saturated_pass(n_sets, timers, flush, enqueue_ms, reps, hooks)
     del flush
+    yield from _checkpoint(hooks, "after timing")
     if saturated_times is None:
-        return replace(first, saturation_note=note)
-    second = _stats(saturated_times, len(input_sets), "cuda_events", flush_bytes, wall_ms, flush_ms)
-    return replace(first, median_ms=second.median_ms, min_ms=second.min_ms, p20_ms=second.p20_ms,
-                   p80_ms=second.p80_ms, reps=second.reps, saturated=True, sleep_ms=sleep_ms)
+        return TimingRun(replace(first, saturation_note=note), first_calls)
+    second = _stats(saturated_times, n_sets, "cuda_events", flush_bytes, wall_ms)
+    stats = replace(first, median_ms=second.median_ms, min_ms=second.min_ms, p20_ms=second.p20_ms,
+                    p80_ms=second.p80_ms, reps=second.reps, saturated=True, sleep_ms=sleep_ms)
+    return TimingRun(stats, list(zip(sets, saturated_times)))
+
+
+def time_cuda(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers, l2_bytes: int,
+              target_ms: float = 200.0, min_reps: int = 10, max_reps: int = 200, saturate: bool = True) -> TimingStats:
+    """Median per-call time with events; L2 (≥ 2× its size) flushed before every call.
+
+    The host-bound pass is the escaped-work check's input (its wall time and median, kept as `host_bound_*`);
+    with `saturate` the reported figures come from a following GPU-saturated pass (module docstring),
+    `saturated` says whether they do. `saturate=False` reports the host-bound pass: an isolated launch as the
+    host sees it (the empty-kernel launch floor). Calls `fn` directly; the evaluator drives `cuda_protocol`
+    through its own call loop instead.
+    """
+    run = drive(fn, input_sets, cuda_protocol(len(input_sets), timers, l2_bytes, None, target_ms, min_reps,
+                                              max_reps, saturate))
+    return run.stats
+
+
+def cpu_protocol(n_sets: int, timers: Timers, reps: int = 3, hooks: TimingHooks | None = None) -> Protocol:
+    """Wall time per call with `perf_counter` (interpreter timings: correctness runs, not performance)."""
+    hooks = hooks or TimingHooks()
+    yield from _one(hooks, 0, "first")
+    yield from _checkpoint(hooks, "after warm-up")
+    times, calls = [], []
+    for i in range(reps):
+        index = i % n_sets
+        if hooks.prepare is not None:
+            hooks.prepare(index)
+        t0 = timers.perf_counter()
+        request = TimedCall(index, "cpu")
+        out = yield request
+        times.append((timers.perf_counter() - t0) * 1e3)
+        calls.append((index, times[-1]))
+        if hooks.observe is not None:
+            hooks.observe(request, out)
+        del out
+    yield from _checkpoint(hooks, "after timing")
+    return TimingRun(_stats(times, n_sets, "perf_counter", 0, None), calls)
 
 
 def time_cpu(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers, reps: int = 3) -> TimingStats:
     """Median wall time per call on the CPU (interpreter timings: correctness runs, not performance)."""
-    fn(input_sets[0])
-    times = []
-    for i in range(reps):
-        t0 = timers.perf_counter()
-        fn(input_sets[i % len(input_sets)])
-        times.append((timers.perf_counter() - t0) * 1e3)
-    return _stats(times, len(input_sets), "perf_counter", 0, None)
+    return drive(fn, input_sets, cpu_protocol(len(input_sets), timers, reps)).stats

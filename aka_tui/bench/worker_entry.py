@@ -1,6 +1,9 @@
 """Entry point of the evaluation worker process (stdlib imports only until the environment is set).
 
-Usage (by `isolation.py`): python -m aka_tui.bench.worker_entry MESSAGE_FD LOG_PATH < job.json
+Usage (by `isolation.py`): python -m aka_tui.bench.worker_entry LOG_PATH < job.json
+
+The job on stdin carries the message channel (`channel`: the pipe's fd and the key that authenticates every
+message, see `measure/channel.py`); neither appears in argv or the environment.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ EXIT_RESTART = 3  # the worker reported a fatal CUDA error: the parent starts a 
 
 
 def main() -> None:
-    message_fd = int(sys.argv[1])
-    log_path = sys.argv[2]
+    log_path = sys.argv[1]
     job = json.loads(sys.stdin.read())
+    channel = job.pop("channel")
     if not str(job["device"]).startswith("cuda"):
         os.environ["TRITON_INTERPRET"] = "1"  # before any @triton.jit decorates a kernel
     # The candidate's prints go to the log, never into the message channel.
@@ -25,13 +28,10 @@ def main() -> None:
     sys.stdout = os.fdopen(1, "w", buffering=1)
     sys.stderr = os.fdopen(2, "w", buffering=1)
 
-    def emit(message: dict) -> None:
-        data = (json.dumps(message) + "\n").encode()
-        view = memoryview(data)
-        while view:
-            written = os.write(message_fd, view)
-            view = view[written:]
+    from aka_tui.bench.measure.channel import sender
 
+    emit = sender(int(channel["fd"]), bytes.fromhex(channel["key"]))
+    del channel
     from aka_tui.bench.worker import run
 
     code = run(job, emit)

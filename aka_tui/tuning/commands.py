@@ -18,7 +18,7 @@ def _progress(event: dict[str, Any]) -> None:
     if event.get("event") != "trial" or event.get("replayed"):
         return
     t = event["trial"]
-    if t["status"] in ("ok", "duplicate"):
+    if t["status"] in ("passed", "ok", "duplicate"):
         figures = f"{fmt_us(t['median_ms'])} us"
         if t.get("tbps") is not None:
             figures += f"  {t['tbps']:.3g} TB/s ({t['bw_pct']:.0f}% BW)"

@@ -86,7 +86,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
                              f"{len(shapes)} shape{'s' if len(shapes) != 1 else ''})")
         for warning in record.get("binding_warnings", []):
             lines.append(f"{op}: WARNING {warning}")
-        failed = [t for t in record.get("trials", []) if t["status"] not in ("ok", "duplicate")]
+        failed = [t for t in record.get("trials", []) if t["status"] not in ("passed", "ok", "duplicate")]
         for t in failed[:3]:
             lines.append(f"{op}: #{t['index']} {t['shape_id']} {describe_changes(t['changed'])}: {t['status']}: "
                          f"{(t.get('error') or '')[:160]}")

@@ -1,8 +1,10 @@
 """`aka kb sweep`: time a KB reference kernel over its tunables at chosen shapes, next to the roofline.
 
-A tuning aid, not a score: one correctness check per configuration and shape (the evaluator's tolerance
-logic, poisoned allocations), then the evaluator's own timer (`time_cuda`: L2 flush, rotating input sets; or
-`time_cpu`). No fuzzing, no attribution, no tamper checks. S comes only from the evaluator.
+A tuning aid, not a score: each configuration goes through the evaluator's measurement engine
+(`aka_tui.bench.measure`): one checked case per configuration and shape (the evaluator's tolerance logic,
+poisoned allocations), then the evaluator's timing protocol on the shape's cases (L2 flush, rotating input sets)
+with its timed-call verification (sampled outputs, launches). No fuzzing, no attribution, no tamper checks. S
+comes only from the evaluator; a trial's status is one of the engine's verdicts (or `duplicate`).
 
 The kernel module is imported once per op (its own module object) and a configuration is applied in place:
 `module.TUNABLES.clear(); module.TUNABLES.update(cfg)`. Launchers read it at call time (`cfg=TUNABLES` as a
@@ -23,39 +25,41 @@ best weighted geometric-mean speed-up over the default is the recommended TUNABL
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import math
 import random
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 
-from aka_tui.bench import poison
+from aka_tui.bench.audit import TritonLaunchRecorder, signature_hash
 from aka_tui.bench.evaluate import EvalOptions
 from aka_tui.bench.fuzz import resolve_shape
 from aka_tui.bench.hardware import HardwareProfile
-from aka_tui.bench.inputs import clone_inputs, make_inputs, timing_input_sets, upcast_inputs
+from aka_tui.bench.inputs import make_inputs
+from aka_tui.bench.measure.calls import MeasureFailure, is_cuda_fatal, run_calls
+from aka_tui.bench.measure.cases import ShapeCases, case_seeds
+from aka_tui.bench.measure.plan import PlanOptions, ShapePlan
+from aka_tui.bench.measure.verdicts import PASSED
 from aka_tui.bench.module_loading import import_file
 from aka_tui.bench.problem import Problem, RooflineEntry, Shape
+from aka_tui.bench.results import TimingStats
 from aka_tui.bench.roofline import bound, measure_entry
 from aka_tui.bench.score import _weighted_geomean
 from aka_tui.bench.seeds import derive_seed
-from aka_tui.bench.timing import Timers, time_cpu, time_cuda
-from aka_tui.bench.tolerance import compare_outputs
-from aka_tui.bench.worker import CUDA_FATAL_MARKERS
+from aka_tui.bench.timing import Timers
 from aka_tui.knowledge.reference_kernels import ReferenceKernel
 from aka_tui.tuning import DEFAULT_MAX_CONFIGS, STRATEGIES, SweepError, describe_changes
 import aka_tui.safe_ast as safe_ast
 
 SWEEP_VERSION = 1
 MIN_GAIN = 0.01  # a change must also win by at least 1% of the incumbent's median (events tick at ~0.5 us)
-OK_STATUSES = ("ok", "duplicate")
-FAILED_STATUSES = ("wrong_output", "error", "cuda_error", "crashed", "timeout")
+OK_STATUSES = (PASSED, "duplicate")
+FAILED_STATUSES = ("wrong_output", "runtime_error", "cuda_error", "crashed", "timeout", "tampered")
+_LEGACY_STATUS = {"ok": PASSED, "error": "runtime_error"}  # records written before the engine's vocabulary
 
 
 class CudaContextLost(Exception):
@@ -95,7 +99,7 @@ class Trial:
     config: dict[str, Any]
     changed: dict[str, Any]  # the tunables that differ from the kernel's default TUNABLES
     phase: str  # "search" | "crosscheck"
-    status: str  # "ok" | "duplicate" (same launches as `duplicate_of`, not timed again) | FAILED_STATUSES
+    status: str  # "passed" | "duplicate" (same launches as `duplicate_of`, not timed again) | FAILED_STATUSES
     error: str | None = None
     median_ms: float | None = None
     p20_ms: float | None = None
@@ -125,7 +129,9 @@ class Trial:
     @staticmethod
     def from_json(data: dict[str, Any]) -> Trial:
         names = {f.name for f in fields(Trial)}
-        return Trial(**{k: v for k, v in data.items() if k in names})
+        values = {k: v for k, v in data.items() if k in names}
+        values["status"] = _LEGACY_STATUS.get(values.get("status", ""), values.get("status", PASSED))
+        return Trial(**values)
 
 
 def config_key(config: dict[str, Any]) -> str:
@@ -245,72 +251,8 @@ def _functions_of(obj: Any) -> list[Any]:
     return []
 
 
-def _launch_value(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return ("tensor", tuple(value.shape), str(value.dtype), tuple(value.stride()))
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (tuple, list)):
-        return tuple(_launch_value(v) for v in value)
-    if callable(value):
-        return "callable"
-    return str(value) if type(value).__module__.startswith("triton") else type(value).__name__
-
-
-class LaunchRecorder:
-    """Record every Triton launch (compiled or interpreted) inside the block: name, arguments, grid, options."""
-
-    def __init__(self) -> None:
-        self.launches: list[tuple[Any, ...]] = []
-
-    @contextmanager
-    def recording(self) -> Iterator[LaunchRecorder]:
-        from triton.runtime.interpreter import InterpretedFunction
-        from triton.runtime.jit import JITFunction
-
-        recorder = self
-        originals = []
-        for cls in (JITFunction, InterpretedFunction):
-            original = cls.run
-
-            def run(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                if not kwargs.get("warmup", False):
-                    fn = getattr(self, "fn", None)
-                    recorder.launches.append((
-                        getattr(fn, "__name__", "?"), tuple(_launch_value(a) for a in args),
-                        tuple(sorted((k, _launch_value(v)) for k, v in kwargs.items() if k != "warmup"))))
-                return _original(self, *args, **kwargs)
-
-            originals.append((cls, original))
-            cls.run = run  # type: ignore[method-assign]
-        try:
-            yield self
-        finally:
-            for cls, original in originals:
-                cls.run = original  # type: ignore[method-assign]
-
-    def signature(self) -> str:
-        return hashlib.sha1(repr(self.launches).encode()).hexdigest()[:16]
-
-    def kernel_names(self) -> list[str]:
-        return sorted({launch[0] for launch in self.launches})
-
-
 # ---------------------------------------------------------------------------------------------------------
 # One op
-
-
-@dataclass
-class _ShapeState:
-    """What one shape needs for every configuration: reference outputs, inputs, roofline."""
-
-    shape: Shape
-    roofline: RooflineEntry | None
-    ref_model: torch.nn.Module
-    inputs: dict[str, Any]
-    ref_native: Any
-    ref_exact: Any
-    timing_sets: list[dict[str, Any]] | None = None
 
 
 def _first_line(exc: BaseException, limit: int = 400) -> str:
@@ -319,15 +261,6 @@ def _first_line(exc: BaseException, limit: int = 400) -> str:
     # Triton compile errors put the source context first and the reason last.
     core = lines[-1] if lines and type(exc).__name__ == "CompilationError" else (lines[0] if lines else "")
     return f"{type(exc).__name__}: {core}"[:limit]
-
-
-def _is_cuda_fatal(exc: BaseException) -> bool:
-    return any(marker in str(exc) for marker in CUDA_FATAL_MARKERS)
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 class OpSweeper:
@@ -356,7 +289,8 @@ class OpSweeper:
         self.stop_reason: dict[str, str] = {}
         self.module: ModuleType | None = None
         self.warnings: list[str] = []
-        self._state: _ShapeState | None = None
+        self._cases: ShapeCases | None = None
+        self.recorder = TritonLaunchRecorder()
         self.input_sets = options.input_sets or (3 if device.startswith("cuda") else 1)
 
     # -- set-up -------------------------------------------------------------------------------------------
@@ -376,10 +310,11 @@ class OpSweeper:
         tunables.clear()
         tunables.update(config)
 
-    def _shape_state(self, shape: Shape) -> _ShapeState:
-        if self._state is not None and self._state.shape.shape_id == shape.shape_id:
-            return self._state
-        self._state = None
+    def _shape_cases(self, shape: Shape) -> ShapeCases:
+        """The shape's cases (inputs, references) for every configuration: the first one checks, all of them time."""
+        if self._cases is not None and self._cases.shape.shape_id == shape.shape_id:
+            return self._cases
+        self._cases = None
         if self.device.startswith("cuda"):
             torch.cuda.empty_cache()
         problem, device = self.problem, self.device
@@ -393,25 +328,18 @@ class OpSweeper:
                 problem.roofline[shape.shape_id] = roofline  # in memory only: the sweep writes no problem file
             except Exception:
                 roofline = None  # figures against the roofline are left out for this shape
-        ref_model = self.ref_module.Model(**shape.init_kwargs).to(device).eval()
-        seed = derive_seed(problem.name, shape.shape_id, 0)
-        inputs = make_inputs(problem, self.input_module, shape, device, seed)
-        with torch.no_grad():
-            ref_native = ref_model(**clone_inputs(inputs))
-            ref_exact = ref_native
-            flops = roofline.flops if roofline else 0.0
-            if problem.fp64_reference and flops <= EvalOptions.fp64_flop_limit:
-                exact_model = self.ref_module.Model(**shape.init_kwargs).to(device).double().eval()
-                ref_exact = exact_model(**upcast_inputs(clone_inputs(inputs)))
-        self._state = _ShapeState(shape, roofline, ref_model, inputs, ref_native, ref_exact)
-        return self._state
+        flops = roofline.flops if roofline else 0.0
+        use_fp64 = problem.fp64_reference and flops <= EvalOptions.fp64_flop_limit
+        cases = ShapeCases(problem, shape, device, self.ref_module, self.input_module,
+                           case_seeds(problem, shape, self.input_sets), use_fp64, 0, self.options.seed)
+        cases.case(0)  # the reference runs now: its failure is the problem's, not a configuration's
+        self._cases = cases
+        return cases
 
-    def _timing_sets(self, state: _ShapeState) -> list[dict[str, Any]]:
-        """The evaluator's rotating timing inputs (same seeds), fewer when they would crowd GPU memory."""
-        if state.timing_sets is None:
-            state.timing_sets = timing_input_sets(self.problem, self.input_module, state.shape, self.device,
-                                                  self.input_sets)
-        return state.timing_sets
+    def _plan(self, cases: ShapeCases) -> ShapePlan:
+        options = PlanOptions(self.device, audit=False, watch_threads=False, recheck=False, evidence=False,
+                              n_sets=self.input_sets, cpu_reps=self.options.cpu_reps, l2_bytes=self.profile.l2_bytes)
+        return ShapePlan(self.problem, cases, options, self.timers, self.recorder)
 
     def _build_model(self, shape: Shape, ref_model: torch.nn.Module) -> Any:
         assert self.module is not None
@@ -453,7 +381,7 @@ class OpSweeper:
             trial = self._run(index, config, shape, phase)
         if trial.status != "duplicate":
             self.runs[sid] = self.runs.get(sid, 0) + 1
-        if trial.status == "ok" and trial.launch:
+        if trial.status == PASSED and trial.launch:
             self.timed_launches.setdefault(sid, {}).setdefault(trial.launch, trial.index)
         self.trials.append(trial)
         self.by_key[key] = trial
@@ -466,64 +394,47 @@ class OpSweeper:
 
     def _run(self, index: int, config: dict[str, Any], shape: Shape, phase: str) -> Trial:
         started = time.perf_counter()
-        trial = Trial(index, shape.shape_id, dict(config), changes(config, self.default), phase, "ok")
+        trial = Trial(index, shape.shape_id, dict(config), changes(config, self.default), phase, PASSED)
         try:
-            state = self._shape_state(shape)
+            cases = self._shape_cases(shape)
         except Exception as exc:  # the problem itself failed on this shape: not the configuration's fault
             raise SweepError(f"{self.problem.name}/{shape.shape_id}: the reference or its inputs failed: "
                              f"{_first_line(exc)}") from None
         self.apply(config)
-        recorder = LaunchRecorder()
         try:
-            model = self._build_model(shape, state.ref_model)
-            cand_inputs = clone_inputs(state.inputs)
-            with recorder.recording(), poison.poisoned_allocations(self.device), torch.no_grad():
-                out = model(**cand_inputs)
-                _sync(self.device)
-            comparison = compare_outputs(out, state.ref_native, state.ref_exact, self.problem.tolerance_for,
-                                         self.problem.max_mismatch_fraction)
-            trial.launch, trial.kernels = recorder.signature(), recorder.kernel_names()
-            trial.max_abs_error = comparison.max_abs_error
-            modified = [name for name, value in state.inputs.items()
-                        if name not in self.problem.mutates_inputs and isinstance(value, torch.Tensor)
-                        and not torch.equal(cand_inputs[name], value)]
-            if not comparison.ok:
-                trial.status, trial.error = "wrong_output", comparison.reason[:400]
-            elif modified:
-                trial.status, trial.error = "wrong_output", f"modified read-only input(s) {', '.join(modified)}"
-            elif not recorder.launches:
-                trial.status, trial.error = "error", "no Triton kernel was launched"
+            model = self._build_model(shape, cases.ref_model)
+            plan = self._plan(cases)
+            launches = run_calls(model, plan.check_only(0))
+            trial.launch, trial.kernels = signature_hash(launches), sorted({launch[1] for launch in launches})
+            trial.max_abs_error = plan.result.max_abs
+            duplicate = self.timed_launches.get(shape.shape_id, {}).get(trial.launch)
+            if not launches:
+                trial.status, trial.error = "runtime_error", "no Triton kernel was launched"
+            elif duplicate is not None:
+                self._copy_timing(trial, self.trials[duplicate])
+                trial.status, trial.duplicate_of = "duplicate", duplicate
             else:
-                duplicate = self.timed_launches.get(shape.shape_id, {}).get(recorder.signature())
-                if duplicate is not None:
-                    self._copy_timing(trial, self.trials[duplicate])
-                    trial.status, trial.duplicate_of = "duplicate", duplicate
-                else:
-                    self._time(trial, model, state)
-        except Exception as exc:  # a configuration's failure is data: recorded, skipped, the sweep goes on
-            trial.status = "cuda_error" if _is_cuda_fatal(exc) else "error"
+                self._timed(trial, run_calls(model, plan.timing_only()), cases)
+        except MeasureFailure as failure:  # a configuration's failure is data: recorded, skipped, the sweep goes on
+            if failure.error.kind == "problem_error":
+                raise SweepError(f"{self.problem.name}/{shape.shape_id}: {failure.error.message}") from None
+            trial.status = failure.error.kind
+            trial.error = _first_line(failure.cause) if failure.cause is not None else failure.error.message[:400]
+        except Exception as exc:
+            trial.status = "cuda_error" if is_cuda_fatal(exc) else "runtime_error"
             trial.error = _first_line(exc)
         finally:
             self.apply(self.default)
         trial.seconds = round(time.perf_counter() - started, 3)
         return trial
 
-    def _time(self, trial: Trial, model: Any, state: _ShapeState) -> None:
-        def call(inputs: dict[str, Any]) -> Any:
-            with torch.no_grad():
-                return model(**inputs)
-
-        sets = self._timing_sets(state)
-        if self.device.startswith("cuda"):
-            stats = time_cuda(call, sets, self.timers, self.profile.l2_bytes)
-        else:
-            stats = time_cpu(call, sets, self.timers, reps=self.options.cpu_reps)
+    def _timed(self, trial: Trial, stats: TimingStats, cases: ShapeCases) -> None:
         trial.median_ms, trial.p20_ms, trial.p80_ms = stats.median_ms, stats.p20_ms, stats.p80_ms
         trial.min_ms, trial.reps = stats.min_ms, stats.reps
         if self.device.startswith("cuda"):
-            trial.saturated = getattr(stats, "saturated", None)
-            trial.timing_note = getattr(stats, "saturation_note", "") or ""
-        self._figures(trial, state.roofline)
+            trial.saturated = stats.saturated
+            trial.timing_note = stats.saturation_note or ""
+        self._figures(trial, self.problem.roofline.get(cases.shape.shape_id))
 
     def _copy_timing(self, trial: Trial, source: Trial) -> None:
         for name in ("median_ms", "p20_ms", "p80_ms", "min_ms", "reps", "saturated", "timing_note", "tbps",
@@ -691,21 +602,22 @@ class OpSweeper:
             if self.module is None:
                 self.load()
             self.emit({"event": "ready", "warnings": self.warnings})
-            for shape in self.shapes:
-                try:
-                    (self.coordinate if self.options.strategy == "coordinate" else self.grid)(shape)
-                except _Budget:
-                    pass
-                self._state = None
-            if self.options.crosscheck:
-                self.crosscheck()
+            with self.recorder.installed():
+                for shape in self.shapes:
+                    try:
+                        (self.coordinate if self.options.strategy == "coordinate" else self.grid)(shape)
+                    except _Budget:
+                        pass
+                    self._cases = None
+                if self.options.crosscheck:
+                    self.crosscheck()
         except CudaContextLost as exc:
             error = f"fatal CUDA error, the rest of this op was not run: {exc}"
             lost = True
         except SweepError as exc:  # the problem itself failed on a shape: the trials so far are kept
             error = str(exc)
         finally:
-            self._state = None
+            self._cases = None
             if self.module is not None:
                 self.apply(self.default)
         self._check_launches()
@@ -747,7 +659,7 @@ class OpSweeper:
                 "default_index": default.index if default else None, "best_index": best.index if best else None,
                 "speedup": (default.median_ms / best.median_ms) if default and best and default.ok and best.ok else None,  # type: ignore[operator]
                 "stop_reason": self.stop_reason.get(shape.shape_id, ""),
-                "counts": {"trials": len(trials), "ok": sum(t.status == "ok" for t in trials),
+                "counts": {"trials": len(trials), "passed": sum(t.status == PASSED for t in trials),
                            "duplicate": sum(t.status == "duplicate" for t in trials),
                            "failed": sum(t.status in FAILED_STATUSES for t in trials)},
             })

@@ -129,8 +129,10 @@ def test_dry_run_on_the_interpreter_exercises_all_three_ops(tmp_path: Path) -> N
     for op, comp in comps.items():
         assert comp["selected_as"] == ["largest"] and comp["target"] == lc.TARGETS[op]
         assert comp["ours"]["check"] == "ok" and len(comp["ours"]["round_ms"]) == 2, comp["ours"]
+        assert comp["ours"]["status"] == "passed"  # checked and timed (timed calls verified) by the engine
         for side in comp["library"]:
             assert side["check"] == "ok" and side["median_ms"] > 0 and len(side["round_ms"]) == 2, side
+            assert side["status"] == "passed"
         assert all(row["ratio"] is not None and row["met"] is not None for row in comp["rows"])
     gemm = comps["gemm_bf16_linear_epilogue"]  # smoke_m33: silu + residual, so both library rows
     assert [s["role"] for s in gemm["library"]] == ["bar", "context"]

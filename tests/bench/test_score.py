@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
 from aka_tui.bench.hardware import get_profile
+from aka_tui.bench.measure.acceptance import accept, apply_cli, pending
 from aka_tui.bench.problem import Problem, RooflineEntry, Shape
 from aka_tui.bench.results import AuditReport, CandidateResult, ShapeResult, StageError, TimingStats
 from aka_tui.bench.score import aggregate, score_op, score_shape
+from aka_tui.errors import EvaluationError
 
 H200 = get_profile("h200")
 # 4.8e9 bytes at 4.8 TB/s: T_SOL = 1 ms exactly; no FLOPs.
@@ -52,7 +54,51 @@ def test_launch_aware_floor_and_audit_hold() -> None:
     assert s.s == pytest.approx(1e-9 / 4e-6)
     assert s.s_launch == pytest.approx(2e-6 / 4e-6)
     faster_than_light = score_shape(_result("a", 0.5), 1.0, H200, ONE_MS, None)
-    assert faster_than_light.s == pytest.approx(2.0) and faster_than_light.held_for_audit
+    assert faster_than_light.held_for_audit and faster_than_light.verdict == "over_roofline"
+    assert faster_than_light.s == 0.0 and faster_than_light.s_launch == 0.0 and faster_than_light.s_raw == pytest.approx(2.0)
+    accepted = score_shape(_result("a", 0.5), 1.0, H200, ONE_MS, None, over_roofline_accepted=True)
+    assert accepted.s == pytest.approx(2.0) and accepted.verdict == "passed"
+
+
+def test_over_roofline_holds_s_at_zero_until_a_person_accepts_it() -> None:
+    problem = _problem("op", 0.1, {"a": 1.0, "b": 1.0})
+    result = CandidateResult("op", "c.py", True, [_result("a", 0.5), _result("b", 2.0)],
+                             provenance={"candidate_sha256": "abc"})
+    held = score_op(problem, result, H200)
+    assert held.s_op == pytest.approx(0.25) and held.holds == ["over_roofline:a"]
+    assert aggregate([held]).correct_and_real_rate == 0.0  # a held op is not counted as real yet
+    assert pending(result, held.audit_shapes) == [("over_roofline", "a")]
+    with pytest.raises(EvaluationError, match="no evaluated shape"):
+        accept(result, "over_roofline", "nope", reason="x")
+    lifted = accept(result, "over_roofline", "a", by="reviewer", reason="timed by hand: 0.5 ms is real")
+    assert lifted.acceptances[0]["by"] == "reviewer" and lifted.acceptances[0]["candidate_sha256"] == "abc"
+    scored = score_op(problem, lifted, H200)
+    assert scored.s_op == pytest.approx((2.0 + 0.5) / 2) and scored.holds == []
+    again = CandidateResult.from_json(json.loads(json.dumps(lifted.to_json())))
+    assert score_op(problem, again, H200).s_op == pytest.approx(1.25)  # the acceptance travels with the record
+    edited = CandidateResult("op", "c.py", True, lifted.shapes, {"candidate_sha256": "changed"}, None, [], [],
+                             lifted.acceptances)
+    assert score_op(problem, edited, H200).holds == ["over_roofline:a"]  # a changed file needs a new acceptance
+
+
+def test_suspicious_candidate_scores_zero_until_accepted_and_tampering_anywhere_zeroes_the_op() -> None:
+    problem = _problem("op", 0.1, {"a": 1.0})
+    result = CandidateResult("op", "c.py", True, [_result("a", 2.0)], {"candidate_sha256": "abc"},
+                             suspicious=["line 3: frame-inspection: sys._getframe"])
+    held = score_op(problem, result, H200)
+    assert held.s_op == 0.0 and held.s_raw_op == pytest.approx(0.5) and held.holds == ["suspicious"]
+    assert held.shapes[0].verdict == "suspicious"
+    with pytest.raises(EvaluationError, match="accept-reason"):
+        apply_cli(result, ["suspicious"], reason="")
+    lifted = apply_cli(result, ["suspicious"], reason="reads frames only to log")
+    assert score_op(problem, lifted, H200).s_op == pytest.approx(0.5)
+    per_op = apply_cli(result, ["suspicious=other_op"], reason="r", per_op=True)
+    assert per_op.acceptances == []  # `aka bench --accept KIND=OP` applies to that op only
+    with pytest.raises(EvaluationError, match="a person accepts one of"):
+        accept(result, "tampered", reason="r")
+    two = _problem("op", 0.1, {"a": 1.0, "b": 1.0})
+    caught = CandidateResult("op", "c.py", True, [_result("a", 2.0), _result("b", None, status="tampered")])
+    assert score_op(two, caught, H200).s_op == 0.0  # caught tampering on one shape: nothing counts
 
 
 def test_op_score_is_shape_weighted_and_failures_count_zero() -> None:

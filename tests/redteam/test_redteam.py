@@ -1,8 +1,10 @@
 """Red-team corpus: every cheat gets the verdict its docstring names; honest kernels pass with no false positive.
 
-Each file's first docstring line is `expected: <verdict>` (`gpu-only <verdict>` for CUDA-only cheats). A line
-`gpu tier: <tier>` makes the GPU run use that tier instead of `full` (a cheat that only bites on a dtype
-the full tier does not declare, e.g. fp32 rounded to fp16). Add every cheat found later here, one per file.
+Each file's first docstring line is `expected: <verdict>` (`gpu-only <verdict>` for CUDA-only cheats; `a|b` when
+either verdict is right, e.g. depending on how many timing input sets there are). `suspicious` means the static
+scan holds the candidate at S = 0 while its shapes pass. A line `gpu tier: <tier>` makes the GPU run use that tier
+instead of `full` (a cheat that only bites on a dtype the full tier does not declare, e.g. fp32 rounded to fp16).
+Add every cheat found later here, one per file.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ def expected_verdict(path: Path) -> tuple[str, bool]:
     return verdict.removeprefix("gpu-only ").split()[0], gpu_only
 
 
+def expected_verdicts(path: Path) -> set[str]:
+    return set(expected_verdict(path)[0].split("|"))
+
+
 def gpu_tier(path: Path) -> str:
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     lines = [line.removeprefix("gpu tier:").strip() for line in doc.splitlines() if line.startswith("gpu tier:")]
@@ -68,26 +74,29 @@ def cpu_evaluations(request: pytest.FixtureRequest) -> Iterator[Prefetch]:
 
 def _check(path: Path, evaluated) -> None:  # type: ignore[no-untyped-def]
     """`evaluated`: what `_evaluate(path, device)` returned."""
-    verdict, _ = expected_verdict(path)
+    verdicts = expected_verdicts(path)
     result, op = evaluated
-    statuses = {s.shape_id: s.status for s in result.shapes}
-    if verdict == "passed":
-        assert op.correct and op.real, {s.shape_id: (s.status, s.error, s.audit) for s in result.shapes}
+    statuses = {s.shape_id: (s.status, s.error.message[:200] if s.error else "") for s in result.shapes}
+    if verdicts == {"passed"}:
+        assert op.correct and op.real and not op.holds, (statuses, [s.audit for s in result.shapes], op.holds)
         return
     assert op.s_op == 0.0, f"a cheat scored S_op = {op.s_op}: {statuses}"
-    if verdict == "fallback":
+    if verdicts == {"fallback"}:
         listed = [s for s in result.shapes if not s.fuzz]
         assert all(s.passed for s in listed), statuses
         assert not op.real and op.s_raw_op > 0
-    elif verdict in ("wrong_output", "tampered", "runtime_error"):
-        assert verdict in statuses.values(), statuses
+    elif verdicts == {"suspicious"}:
+        assert result.suspicious and "suspicious" in op.holds, (result.static_findings, op.holds)
+        assert all(s.passed for s in result.shapes), statuses
+    elif verdicts <= {"wrong_output", "tampered", "runtime_error"}:
+        assert verdicts & {status for status, _ in statuses.values()}, statuses
         assert not op.correct
     else:
-        raise AssertionError(f"unknown expected verdict {verdict!r} in {path.name}")
+        raise AssertionError(f"unknown expected verdict {verdicts!r} in {path.name}")
 
 
 def test_corpus_size() -> None:
-    assert len(CHEATS) >= 12 and len(HONEST) >= 5
+    assert len(CHEATS) >= 26 and len(HONEST) >= 5
 
 
 @pytest.mark.parametrize("path", [p for p in CHEATS if not expected_verdict(p)[1]], ids=lambda p: p.stem)

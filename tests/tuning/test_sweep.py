@@ -40,11 +40,11 @@ def test_coordinate_sweep_finds_a_config_and_reports_the_default() -> None:
     shape = record["shapes"][0]
     default, best = trials[shape["default_index"]], trials[shape["best_index"]]
     assert default["changed"] == {} and default["config"] == kernels_for_op(KB, "rms_norm")[0].tunables
-    assert default["status"] == "ok" and default["median_ms"] > 0 and default["sol_ratio"] is not None
-    assert best["status"] in ("ok", "duplicate") and shape["speedup"] >= 1.0
-    assert all(t["status"] in ("ok", "duplicate") for t in trials.values()), trials
+    assert default["status"] == "passed" and default["median_ms"] > 0 and default["sol_ratio"] is not None
+    assert best["status"] in ("passed", "duplicate") and shape["speedup"] >= 1.0
+    assert all(t["status"] in ("passed", "duplicate") for t in trials.values()), trials
     # at most 3 configurations run (duplicates of a timed launch are free), one tunable changed at a time first
-    assert sum(t["status"] == "ok" for t in trials.values()) <= 3
+    assert sum(t["status"] == "passed" for t in trials.values()) <= 3
     assert all(len(t["changed"]) <= 1 for t in list(trials.values())[:4])
     # changing TUNABLES in place reaches the launch: ROWS_PER_PROGRAM changes it, an inert BLOCK_N does not
     launches = {json.dumps(t["changed"], sort_keys=True): t["launch"] for t in trials.values()}
@@ -61,10 +61,10 @@ def test_a_config_that_raises_is_recorded_and_skipped() -> None:
     statuses = {json.dumps(t["changed"], sort_keys=True): t for t in record["trials"]}
     assert len(statuses) == 4  # the whole (small) grid, every configuration in the record
     failed = [t for t in record["trials"] if t["config"]["ROWS_PER_PROGRAM"] == 3]
-    assert len(failed) == 2 and all(t["status"] == "error" and "power of 2" in t["error"] for t in failed)
+    assert len(failed) == 2 and all(t["status"] == "runtime_error" and "power of 2" in t["error"] for t in failed)
     assert record["shapes"][0]["counts"]["failed"] == 2 and record["error"] is None
     best = record["trials"][record["shapes"][0]["best_index"]]
-    assert best["config"]["ROWS_PER_PROGRAM"] == 1 and best["status"] == "ok"
+    assert best["config"]["ROWS_PER_PROGRAM"] == 1 and best["status"] == "passed"
     markdown = render_markdown(build_report([record], {"device": "cpu"}))
     assert "power of 2" in markdown
 
@@ -188,7 +188,7 @@ def test_a_crashing_config_costs_one_configuration_in_the_child_process(tmp_path
     (record,) = json.loads((out / "s.json").read_text())["ops"]
     ok, crashed = sorted(record["trials"], key=lambda t: t["config"]["CRASH"])
     assert len(record["trials"]) == 2 and record["error"] is None
-    assert ok["status"] == "ok" and ok["changed"] == {} and record["shapes"][0]["best_index"] == ok["index"]
+    assert ok["status"] == "passed" and ok["changed"] == {} and record["shapes"][0]["best_index"] == ok["index"]
     assert crashed["status"] == "crashed" and "exited with status 9" in crashed["error"]
     assert crashed["changed"] == {"CRASH": 1} and record["shapes"][0]["counts"]["failed"] == 1
 

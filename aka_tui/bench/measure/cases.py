@@ -1,0 +1,140 @@
+"""One shape's seeded cases: inputs, reference outputs (native and float64) and where outputs are sampled.
+
+The correctness cases are also the timing input sets (the first `input_sets` of them), so every timed call has a
+reference to be checked against without computing any more references than the checks need.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from aka_tui.bench.inputs import clone_inputs, make_inputs, seed_everything, upcast_inputs
+from aka_tui.bench.measure.calls import MeasureFailure, trace_of
+from aka_tui.bench.measure.samples import Sampler, parent_sampler, timed_sampler
+from aka_tui.bench.problem import Problem, Shape
+from aka_tui.bench.seeds import derive_seed
+from aka_tui.errors import AkaError
+
+
+def problem_call(fn: Callable[[], Any], stage: str) -> Any:
+    """Run the problem's own code (inputs, reference); its failure is a `problem_error`, not the candidate's."""
+    try:
+        return fn()
+    except AkaError as exc:
+        raise MeasureFailure("problem_error", stage, str(exc)) from None
+    except Exception as exc:
+        raise MeasureFailure("problem_error", stage, f"{type(exc).__name__} in the problem's {stage}: {exc}",
+                             trace_of(exc)) from None
+
+
+def case_seeds(problem: Problem, shape: Shape, cases: int, replay: list[int] | None = None) -> list[int]:
+    """The correctness seeds of a shape: derived from (problem, shape, case), or the replayed ones."""
+    if replay:
+        return [int(s) for s in replay]
+    return [derive_seed(problem.name, shape.shape_id, case) for case in range(cases)]
+
+
+def reference_model(problem: Problem, shape: Shape, ref_module: Any, device: str) -> torch.nn.Module:
+    """The reference `Model`, initialised under a seed of its own so every process builds the same weights."""
+    def build() -> torch.nn.Module:
+        seed_everything(derive_seed(problem.name, shape.shape_id, 0, "init"))
+        return ref_module.Model(**shape.init_kwargs).to(device).eval()
+    return problem_call(build, "reference init")
+
+
+@dataclass
+class Case:
+    """One seeded case: pristine inputs, the reference outputs, and the two samplers of its outputs."""
+
+    index: int
+    seed: int
+    inputs: dict[str, Any]
+    ref_native: Any
+    ref_exact: Any
+    timed: Sampler
+    parent: Sampler
+    timed_expected: list[torch.Tensor] = field(default_factory=list)  # ref_exact at the timed positions
+
+
+FLOAT64_MEMORY_SHARE = 0.25  # of the device's free memory the float64 copies of the inputs may take
+FLOAT64_CPU_LIMIT_BYTES = 4 << 30
+
+
+class ShapeCases:
+    """Builds and keeps the cases of one shape (lazily, in order)."""
+
+    def __init__(self, problem: Problem, shape: Shape, device: str, ref_module: Any, input_module: Any,
+                 seeds: list[int], use_fp64: bool, sample_seed: int, secret: int, naive: bool = False) -> None:
+        self.problem, self.shape, self.device = problem, shape, device
+        self.input_module, self.seeds = input_module, seeds
+        self.sample_seed, self.secret, self.naive = sample_seed, secret, naive
+        self.ref_model = reference_model(problem, shape, ref_module, device)
+        self.exact_model = None
+        if use_fp64:
+            self.exact_model = problem_call(lambda: copy.deepcopy(self.ref_model).double().eval(), "reference init")
+        self.precision = "float64" if use_fp64 else "native"
+        self._cases: dict[int, Case] = {}
+
+    def __len__(self) -> int:
+        return len(self.seeds)
+
+    def case(self, index: int) -> Case:
+        if index not in self._cases:
+            self._cases[index] = self._build(index)
+        return self._cases[index]
+
+    def _build(self, index: int) -> Case:
+        seed = self.seeds[index]
+        inputs = problem_call(lambda: make_inputs(self.problem, self.input_module, self.shape, self.device, seed),
+                              "inputs")
+        with torch.no_grad():
+            native = problem_call(lambda: self.ref_model(**clone_inputs(inputs)), "reference")
+            exact = native
+            if self.exact_model is not None:
+                exact = self._float64_run(inputs, native)
+        case = Case(index, seed, inputs, native, exact, timed_sampler(native, self.secret, index),
+                    parent_sampler(native, self.sample_seed, self.shape.shape_id, index))
+        if not self.naive:
+            case.timed_expected = _take_exact(case.timed, exact)
+        return case
+
+    def _float64_run(self, inputs: dict[str, Any], native: Any) -> Any:
+        """The float64 reference's outputs; when it cannot run (a reference that allocates fp32 buffers and
+        mixes them in) or would not fit (its float64 inputs over a share of free memory), the native run is the
+        yardstick from here on, and `precision` says why."""
+        needed = sum(t.numel() * 8 for t in inputs.values() if isinstance(t, torch.Tensor) and t.is_floating_point())
+        limit = (torch.cuda.mem_get_info()[0] * FLOAT64_MEMORY_SHARE if self.device.startswith("cuda")
+                 else FLOAT64_CPU_LIMIT_BYTES)
+        why = ""
+        if needed > limit:
+            why = f"its float64 inputs would take {needed / 2**30:.1f} GiB, over {limit / 2**30:.1f} GiB"
+        else:
+            try:
+                return self.exact_model(**upcast_inputs(clone_inputs(inputs)))  # type: ignore[misc]
+            except Exception as exc:  # the problem's limitation, not a verdict: the native run is exact enough
+                why = f"the float64 run failed: {type(exc).__name__}: {str(exc)[:160]}"
+        self.exact_model, self.precision = None, f"native ({why})"
+        return native
+
+    def timing_sets(self, wanted: int, memory_fraction: float = 0.25) -> int:
+        """How many cases to time on: `wanted`, fewer when their inputs would crowd the GPU's memory."""
+        count = max(1, min(wanted, len(self.seeds)))
+        if not self.device.startswith("cuda"):
+            return count
+        size = sum(t.numel() * t.element_size() for t in self.case(0).inputs.values() if isinstance(t, torch.Tensor))
+        free, _ = torch.cuda.mem_get_info()
+        while count > 1 and size * count > free * memory_fraction:
+            count -= 1
+        return count
+
+
+def _take_exact(sampler: Sampler, exact: Any) -> list[torch.Tensor]:
+    """The float64 reference at the sampler's positions (its dtypes differ from the native leaves'). """
+    from aka_tui.bench.tolerance import flatten_outputs
+
+    return [tensor.detach().reshape(-1).index_select(0, leaf.index.to(tensor.device))
+            for leaf, (_, tensor) in zip(sampler.leaves, flatten_outputs(exact))]

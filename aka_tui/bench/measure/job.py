@@ -1,0 +1,53 @@
+"""The typed job a measurement worker runs, and its JSON form on the worker's stdin."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CandidateRef:
+    """A candidate file, the reference itself as a baseline (`eager`, `compile`), or `baselines` (time the
+    eager and/or compiled reference alone, in their own worker, for a candidate's speed-ups)."""
+
+    kind: str  # "file" | "eager" | "compile" | "baselines"
+    path: str | None = None
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind == "file"
+
+
+@dataclass(frozen=True)
+class MeasureJob:
+    """Everything one worker needs for its shapes; built once from `EvalOptions` (`evaluate.build_job`)."""
+
+    problem_dir: str
+    candidate: CandidateRef
+    shape_ids: list[str]
+    device: str  # what the worker sees ("cuda" when pinned to one GPU through visible_devices)
+    cases: int
+    input_sets: int
+    timing: bool
+    hardening: bool
+    verify_timed: bool  # outputs, launches and device time of the timed calls checked (off: to measure the cost)
+    own_share_threshold: float
+    l2_bytes: int
+    fp64_flop_limit: float
+    cpu_reps: int
+    sample_seed: int  # where the outputs reported to the parent are sampled (chosen by the parent per run)
+    fuzz_shape_ids: list[str] = field(default_factory=list)
+    visible_devices: str | None = None
+    seeds: list[int] | None = None  # replay: exactly these correctness seeds
+    baselines: list[str] = field(default_factory=list)  # kind "baselines": "eager" and/or "compile"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> MeasureJob:
+        known = {f.name for f in fields(MeasureJob)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["candidate"] = CandidateRef(**data["candidate"])
+        return MeasureJob(**values)

@@ -1,0 +1,106 @@
+"""The parent's own check of a worker's report: code the candidate cannot reach.
+
+For every shape the worker reports as passed, the worker also sent the candidate's outputs of the checked cases,
+sampled at positions the parent chose (`MeasureJob.sample_seed`). After the worker has finished, the parent picks
+one case at random, builds the same seeded inputs, runs the problem's reference itself on the same device and
+compares the samples (4× the problem's tolerance against the native reference, at most 1% of the sampled
+elements off: a coarse, independent check; the worker's full check holds the precision). A passed shape with no
+outputs, or with outputs the reference disagrees with, is `tampered`: its report did not come from an honest check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from aka_tui.bench.fuzz import resolve_shape
+from aka_tui.bench.inputs import make_inputs
+from aka_tui.bench.measure.cases import case_seeds, reference_model
+from aka_tui.bench.measure.job import MeasureJob
+from aka_tui.bench.measure.samples import bad_elements, decode, parent_sampler
+from aka_tui.bench.module_loading import import_file
+from aka_tui.bench.problem import Problem
+from aka_tui.bench.results import ShapeResult, StageError
+
+TOLERANCE_SCALE = 4.0
+STRAY_FRACTION = 0.01
+_LOCK = threading.Lock()  # the RNG is process-wide: one parent check at a time
+_MODULES: dict[str, tuple[Any, Any]] = {}
+
+
+def _modules(problem: Problem) -> tuple[Any, Any]:
+    key = f"{problem.directory.resolve()}@{problem.content_hash}"
+    if key not in _MODULES:
+        _MODULES[key] = (import_file(problem.reference_path, "parent_ref"), import_file(problem.input_path, "parent_inp"))
+    return _MODULES[key]
+
+
+def check_outcome(problem: Problem, job: MeasureJob, device: str, shapes: list[ShapeResult],
+                  evidence: dict[str, list[dict[str, Any]]]) -> list[ShapeResult]:
+    """The worker's results with every passed shape checked (`tampered` where the check fails)."""
+    if not (job.candidate.is_file and job.hardening):
+        return shapes
+    return [_check_shape(problem, job, device, s, evidence.get(s.shape_id) or []) if s.passed else s for s in shapes]
+
+
+def _tampered(result: ShapeResult, message: str) -> ShapeResult:
+    return replace(result, status="tampered", error=StageError("parent check", "tampered", message),
+                   timing=None, audit=None)
+
+
+def _check_shape(problem: Problem, job: MeasureJob, device: str, result: ShapeResult,
+                 evidence: list[dict[str, Any]]) -> ShapeResult:
+    if not evidence:
+        return _tampered(result, "reported as passed without the outputs of its checked cases")
+    shape = resolve_shape(problem, result.shape_id)
+    if shape is None:
+        return _tampered(result, f"reported a shape the problem does not have ({result.shape_id})")
+    item = evidence[secrets.randbelow(len(evidence))]  # the worker cannot know which case is checked
+    seeds = case_seeds(problem, shape, job.cases, job.seeds)
+    case, seed = int(item.get("case", -1)), int(item.get("seed", -1))
+    if not 0 <= case < len(seeds) or seeds[case] != seed or len(evidence) != len(seeds):
+        return _tampered(result, f"reported outputs for seeds the evaluator did not choose (case {case}, seed {seed})")
+    try:
+        expected, sampler_leaves = _reference_samples(problem, job, device, shape, case, seed)
+    except Exception as exc:  # the problem itself failed here: not the candidate's verdict
+        return replace(result, verification=result.verification | {
+            "parent_check": f"not run: the reference failed in the parent ({type(exc).__name__}: {exc})"[:300]})
+    reported = [decode(leaf) for leaf in item.get("leaves", [])]
+    if len(reported) != len(expected) or any(r.numel() != e.numel() for r, e in zip(reported, expected)):
+        return _tampered(result, f"seed {seed}: the reported outputs do not have the reference's structure")
+    checked = 0
+    for j, (got, want, dtype) in enumerate(zip(reported, expected, sampler_leaves)):
+        bad = bad_elements(got, want.cpu(), problem.tolerance_for(dtype), TOLERANCE_SCALE)
+        checked += got.numel()
+        if got.numel() and float(bad.to(torch.float64).mean()) > problem.max_mismatch_fraction + STRAY_FRACTION:
+            return _tampered(result, f"seed {seed}: the evaluator's own reference disagrees with the outputs the "
+                                     f"worker reported ({int(bad.sum())} of {got.numel()} sampled elements of leaf {j} "
+                                     "off): the worker's check was bypassed")
+    return replace(result, verification=result.verification | {
+        "parent_check": f"seed {seed}: {checked} sampled elements agree with the parent's reference"})
+
+
+def _reference_samples(problem: Problem, job: MeasureJob, device: str, shape: Any, case: int,
+                       seed: int) -> tuple[list[torch.Tensor], list[torch.dtype]]:
+    """The native reference of one case, computed here, at the parent's sample positions."""
+    ref_module, input_module = _modules(problem)
+    cuda = device.startswith("cuda")
+    index = torch.device(device).index if cuda and ":" in device else (torch.cuda.current_device() if cuda else None)
+    with _LOCK, torch.random.fork_rng(devices=[index] if cuda else []):
+        context = torch.cuda.device(index) if cuda else contextlib.nullcontext()
+        with context, torch.no_grad():
+            inputs = make_inputs(problem, input_module, shape, device, seed)
+            native = reference_model(problem, shape, ref_module, device)(**inputs)
+            sampler = parent_sampler(native, job.sample_seed, shape.shape_id, case)
+            values = [v.cpu() for v in sampler.take(native)]
+            dtypes = [leaf.dtype for leaf in sampler.leaves]
+            del inputs, native
+        if cuda:
+            torch.cuda.empty_cache()
+    return values, dtypes
+

@@ -1,0 +1,87 @@
+"""Profiled calls (CUDA): one per timing input set, in one profiler session, each opened by a marker kernel.
+
+They give the device-time attribution (own kernels vs foreign ones, design brief §5) and each set's device time,
+which the timed calls on that set are held to. Each runs on a fresh copy of its set, so a candidate that skips
+work on inputs it has seen before shows it as timed calls far faster than the profiled ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Generator
+
+import torch
+
+from aka_tui.bench import attribution
+from aka_tui.bench.inputs import clone_inputs
+from aka_tui.bench.measure.calls import Call, MeasureFailure
+from aka_tui.bench.measure.samples import failing_calls
+from aka_tui.bench.results import AuditReport
+
+if TYPE_CHECKING:
+    from aka_tui.bench.measure.plan import ShapePlan
+
+
+def profiled_calls(plan: ShapePlan, report: AuditReport) -> Generator[Call, Any, AuditReport]:
+    from torch.profiler import ProfilerActivity, profile
+
+    from aka_tui.bench.empty_kernel import CALL_MARKER, CLOCK_WARMUP, launch_call_marker
+
+    # One call per timing set when the timed calls are verified (each set's device time); else one, for attribution.
+    n_sets = plan.cases.timing_sets(plan.opts.n_sets) if plan.opts.timing and plan.opts.verify_timed else 1
+    marker = torch.zeros(1, device="cuda")
+    launch_call_marker(marker)  # compiled (and the clocks up) before the session
+    torch.cuda.synchronize()
+    session = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    try:
+        session.__enter__()
+    except Exception as exc:  # the profiler is unavailable: keep the dispatch verdict, say so
+        return _note(report, f"device-time attribution unavailable ({type(exc).__name__}: {exc})")
+    try:
+        for i in range(n_sets):
+            case = plan.cases.case(i)
+            launch_call_marker(marker)
+            plan.recorder.begin_call()
+            out = yield from plan._call(clone_inputs(case.inputs), "audit")
+            plan.later_launches.append((i, plan.recorder.end_call(), "a profiled call"))
+            bad = failing_calls([plan._sampled(case, out, "audit (profiled call)")], case.timed_expected,
+                                plan.problem.tolerance_for, plan.problem.max_mismatch_fraction)
+            if bad:
+                raise MeasureFailure("wrong_output", "audit", f"seed {case.seed} (profiled call): {bad[0][1]}")
+            del out
+        torch.cuda.synchronize()
+    finally:
+        session.__exit__(None, None, None)
+    try:
+        calls, stream, seen = attribution.split_calls(attribution.device_events(session), CALL_MARKER,
+                                                      (CLOCK_WARMUP,))
+    except Exception as exc:
+        return _note(report, f"device-time attribution unavailable ({type(exc).__name__}: {exc})")
+    if seen > 2 * n_sets:
+        raise MeasureFailure("tampered", "audit", f"{seen - 2 * n_sets} kernel(s) named like the evaluator's own "
+                             f"ran in {n_sets} profiled calls")
+    if len(calls) < n_sets:
+        return _note(report, f"device-time attribution unavailable (the profiler recorded {len(calls)} of {n_sets} "
+                             "call markers)")
+    plan.device_ms = {i: sum(k.duration_us for k in kernels) / 1e3 for i, kernels in enumerate(calls)}
+    return _attribute(plan, report, [k for kernels in calls for k in kernels], stream)
+
+
+def _attribute(plan: ShapePlan, report: AuditReport, kernels: list[attribution.DeviceKernel],
+               stream: int | None) -> AuditReport:
+    """On CUDA the verdict is device time: own kernels ran and own_share ≥ threshold (design brief §5)."""
+    result = attribution.attribute(kernels, set(report.own_kernels), stream)
+    if result.escaped_streams:
+        raise MeasureFailure("tampered", "audit", "the candidate's kernels ran on a stream other than the timed one")
+    real, reason = result.verdict(plan.opts.own_share_threshold)
+    if real and report.foreign_kernels:
+        real, reason = False, "foreign Triton kernels: " + ", ".join(sorted(report.foreign_kernels))
+    notes = [reason] if reason else []
+    if report.compute_ops:
+        notes.append("aten compute ops seen: " + ", ".join(f"{k}×{v}" for k, v in sorted(report.compute_ops.items())))
+    return replace(report, real=real, method="profiler+dispatch", own_share=result.own_share,
+                   own_device_us=result.own_kernels, foreign_device_us=result.foreign_us, reason="; ".join(notes))
+
+
+def _note(report: AuditReport, text: str) -> AuditReport:
+    return replace(report, reason=(report.reason + "; " if report.reason else "") + text)

@@ -1,0 +1,173 @@
+"""One worker's measurement session: the public per-shape path (inputs → reference → candidate → compare →
+time → attribute) for the evaluator's worker, and the timing of baselines in a worker of their own."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from aka_tui.bench.audit import TritonLaunchRecorder
+from aka_tui.bench.inputs import make_inputs
+from aka_tui.bench.integrity import IntegritySnapshot, ThreadStartCounter
+from aka_tui.bench.measure.calls import Call, MeasureFailure, run_calls, trace_of
+from aka_tui.bench.measure.cases import ShapeCases, case_seeds, problem_call, reference_model
+from aka_tui.bench.measure.job import MeasureJob
+from aka_tui.bench.measure.plan import PlanOptions, ShapePlan, _drive
+from aka_tui.bench.problem import Problem, Shape
+from aka_tui.bench.results import PASSED, AuditReport, ShapeResult, TimingStats
+from aka_tui.bench.seeds import derive_seed
+from aka_tui.bench.timing import Timers, cpu_protocol, cuda_protocol
+
+
+@dataclass
+class Session:
+    """What one worker holds for all shapes of its job (the candidate is imported after `snapshot`)."""
+
+    job: MeasureJob
+    problem: Problem
+    ref_module: Any
+    input_module: Any
+    model_cls: Any
+    module_name: str
+    timers: Timers
+    recorder: TritonLaunchRecorder
+    snapshot: IntegritySnapshot | None = None
+    thread_starts: ThreadStartCounter | None = None
+    secret: int = field(default_factory=lambda: secrets.randbits(62))  # where timed calls are sampled
+
+    @property
+    def device(self) -> str:
+        return self.job.device
+
+    @property
+    def is_file(self) -> bool:
+        return self.job.candidate.is_file
+
+    def replay_hint(self, shape_id: str, seed: int) -> str:
+        cand = self.job.candidate.path or self.job.candidate.kind
+        return f"replay: aka eval {cand} --problem {self.problem.directory} --shape '{shape_id}' --replay-seed {seed}"
+
+    def check_integrity(self, stage: str) -> None:
+        if self.snapshot is None or not (self.is_file and self.job.hardening):
+            return
+        changed = self.snapshot.changed()
+        if changed:
+            shown = ", ".join(changed[:8]) + (f" (+{len(changed) - 8} more)" if len(changed) > 8 else "")
+            raise MeasureFailure("tampered", stage, f"what the harness relies on was replaced: {shown}")
+
+    def plan_options(self, fuzz: bool) -> PlanOptions:
+        job, hardened = self.job, self.job.hardening
+        return PlanOptions(device=job.device, hardened=hardened, verify_timed=job.verify_timed, timing=job.timing,
+                           audit=self.is_file and hardened, watch_threads=self.is_file and hardened,
+                           evidence=self.is_file, n_sets=job.input_sets, cpu_reps=job.cpu_reps, l2_bytes=job.l2_bytes,
+                           own_share_threshold=job.own_share_threshold, fuzz=fuzz)
+
+
+def roofline_entry(session: Session, shape: Shape) -> dict[str, Any]:
+    cached = session.problem.roofline.get(shape.shape_id)
+    if cached is not None:
+        return cached.to_json()
+    from aka_tui.bench.roofline import measure_entry  # imports triton.language: never before the interpreter is set
+
+    problem, device = session.problem, session.device
+    seed = derive_seed(problem.name, shape.shape_id, 0, "roofline")
+    entry = problem_call(lambda: measure_entry(
+        problem, shape, session.ref_module, lambda: make_inputs(problem, session.input_module, shape, device, seed),
+        lambda: session.ref_module.Model(**shape.init_kwargs).to(device).eval()), "roofline")
+    return entry.to_json() | {"computed_now": True}
+
+
+def build_candidate_model(model_cls: Any, shape: Shape, ref_model: torch.nn.Module, device: str) -> Any:
+    """`Model(**init_kwargs)` of a candidate, on the device, with the reference's weights; its failure is the
+    candidate's (`runtime_error` at stage init)."""
+    try:
+        cand = model_cls(**shape.init_kwargs)
+        if isinstance(cand, torch.nn.Module):
+            cand = cand.to(device).eval()
+            state = ref_model.state_dict()
+            if state:
+                cand.load_state_dict(state)
+    except Exception as exc:
+        raise MeasureFailure("runtime_error", "init", f"Model(**init_kwargs) raised {type(exc).__name__}: {exc}",
+                             trace_of(exc)) from None
+    return cand
+
+
+def build_candidate(session: Session, shape: Shape, ref_model: torch.nn.Module) -> Any:
+    """The candidate's Model (or the reference itself for a baseline)."""
+    kind = session.job.candidate.kind
+    if kind == "eager":
+        return ref_model
+    if kind == "compile":
+        return torch.compile(ref_model, dynamic=False)
+    return build_candidate_model(session.model_cls, shape, ref_model, session.device)
+
+
+def measure_shape(session: Session, shape: Shape, fuzz: bool) -> tuple[ShapeResult, list[dict[str, Any]]]:
+    """All stages for one shape; a failure at any stage ends the shape with its verdict. Returns the result and
+    the evidence for the parent (the checked cases' outputs at the parent's sample positions)."""
+    job, problem = session.job, session.problem
+    seeds: list[int] = []
+    roofline: dict[str, Any] | None = None
+    precision = None
+    plan: ShapePlan | None = None
+    try:
+        roofline = None if fuzz else roofline_entry(session, shape)
+        flops = roofline["flops"] if roofline else 0.0
+        use_fp64 = job.hardening and problem.fp64_reference and flops <= job.fp64_flop_limit
+        seeds = case_seeds(problem, shape, job.cases, job.seeds)
+        precision = "float64" if use_fp64 else "native"
+        cases = ShapeCases(problem, shape, session.device, session.ref_module, session.input_module, seeds, use_fp64,
+                           job.sample_seed, session.secret, naive=not job.hardening)
+        model = build_candidate(session, shape, cases.ref_model)
+        plan = ShapePlan(problem, cases, session.plan_options(fuzz), session.timers, session.recorder,
+                         session.thread_starts, session.module_name, session.check_integrity,
+                         lambda seed: session.replay_hint(shape.shape_id, seed))
+        measured = run_calls(model, plan.run())
+        audit = measured.audit
+        if audit is None and not fuzz:
+            audit = AuditReport(real=False, method="baseline", reason=f"PyTorch reference ({job.candidate.kind} baseline)") \
+                if not session.is_file else AuditReport(real=False, method="none", reason="naive check: no attribution")
+        precision = cases.precision  # "native (why)" when the float64 reference could not run
+        result = ShapeResult(shape.shape_id, PASSED, seeds, None, precision, measured.max_abs, measured.max_rel,
+                             measured.timing, audit, roofline, fuzz=fuzz, verification=measured.verification)
+        return result, measured.evidence
+    except MeasureFailure as failure:
+        error = failure.error
+        seeds = plan.seeds_run if plan is not None else []  # up to the failing case, which is the last
+        if fuzz and error.kind == "problem_error":
+            # The fuzzed combination is outside what the reference accepts: not a verdict on the candidate.
+            error = replace(error, kind="skipped", message="fuzzed shape rejected by the reference: " + error.message)
+        return ShapeResult(shape.shape_id, error.kind, seeds, error, precision, roofline=roofline, fuzz=fuzz), []
+
+
+def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
+    """Time the eager and/or compiled reference on the shape's timing sets (the candidate's case seeds), in this
+    worker of their own, so nothing they start (inductor's threads and processes) is blamed on a candidate."""
+    job, problem = session.job, session.problem
+    seeds = case_seeds(problem, shape, max(1, min(job.cases, job.input_sets)), job.seeds)
+    timings: dict[str, TimingStats] = {}
+    try:
+        sets = [problem_call(lambda s=s: make_inputs(problem, session.input_module, shape, session.device, s), "inputs")
+                for s in seeds]
+        ref_model = reference_model(problem, shape, session.ref_module, session.device)
+        for kind in job.baselines:
+            model = ref_model if kind == "eager" else torch.compile(ref_model, dynamic=False)
+            protocol = cuda_protocol(len(sets), session.timers, job.l2_bytes) if session.device.startswith("cuda") \
+                else cpu_protocol(len(sets), session.timers, job.cpu_reps)
+            timings[kind] = run_calls(model, _timing_only(protocol, sets)).stats
+    except MeasureFailure as failure:
+        return ShapeResult(shape.shape_id, failure.error.kind, seeds, failure.error)
+    return ShapeResult(shape.shape_id, PASSED, seeds, eager_timing=timings.get("eager"),
+                       compile_timing=timings.get("compile"))
+
+
+def _timing_only(protocol: Any, sets: list[dict[str, Any]]) -> Any:
+    return (yield from _drive(protocol, sets))
+
+
+__all__ = ["Call", "Session", "build_candidate", "build_candidate_model", "measure_baselines", "measure_shape",
+           "roofline_entry"]

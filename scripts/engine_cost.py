@@ -1,0 +1,60 @@
+"""What the evaluator's integrity checks cost, and whether they moved S: two `aka bench` reports of the same
+candidates, one with the checks and one with `--no-timed-verification`, optionally a reference report.
+
+Prints per op: S_op with the checks, without, in the reference (and the ratios), and each op's evaluation wall
+time (`provenance.wall_s`) with and without; then the totals: the timed-call verification's cost (the wall-time
+difference), the parent check's own seconds (recorded in every result), and both as a share of the evaluation.
+
+    python3 scripts/engine_cost.py WITH.json WITHOUT.json [REFERENCE.json]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _ops(path: Path) -> tuple[dict, dict[str, dict]]:
+    data = json.loads(path.read_text())
+    walls = {r["problem"]: r.get("provenance", {}) for r in data.get("results", [])}
+    ops = {o["problem"]: {"s_op": o["s_op"], "real": o["real"], "correct": o["correct"], "holds": o.get("holds", []),
+                          "wall_s": walls.get(o["problem"], {}).get("wall_s"),
+                          "parent_s": (walls.get(o["problem"], {}).get("checks") or {}).get("seconds", {}).get(
+                              "parent_check", 0.0)} for o in data["ops"]}
+    return data, ops
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.3f}" if a is not None and b else "-"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    with_data, with_ops = _ops(Path(argv[0]))
+    without_data, without_ops = _ops(Path(argv[1]))
+    reference = _ops(Path(argv[2]))[1] if len(argv) > 2 else {}
+    print("| op | S_op checks | S_op no timed verification | ratio | S_op reference | ratio | wall s checks | wall s "
+          "without | parent check s |\n|---|---|---|---|---|---|---|---|---|")
+    for op in sorted(with_ops):
+        a, b, r = with_ops[op], without_ops.get(op, {}), reference.get(op, {})
+        print(f"| {op} | {a['s_op']:.3f} | {b.get('s_op', float('nan')):.3f} | {_ratio(a['s_op'], b.get('s_op'))} | "
+              f"{r.get('s_op', float('nan')):.3f} | {_ratio(a['s_op'], r.get('s_op'))} | {a['wall_s']} | "
+              f"{b.get('wall_s')} | {a['parent_s']} |")
+    wall_with = sum(o["wall_s"] or 0.0 for o in with_ops.values())
+    wall_without = sum((without_ops.get(op, {}).get("wall_s") or 0.0) for op in with_ops)
+    parent = sum(o["parent_s"] or 0.0 for o in with_ops.values())
+    print(f"S_agg with checks {with_data['aggregate']['s_agg']:.4f}, without timed verification "
+          f"{without_data['aggregate']['s_agg']:.4f}; real {sum(o['real'] for o in with_ops.values())}/{len(with_ops)}; "
+          f"held {sum(bool(o['holds']) for o in with_ops.values())}")
+    print(f"evaluation wall (sum over ops): {wall_with:.1f} s with the checks, {wall_without:.1f} s without the "
+          f"timed-call verification: +{(wall_with - wall_without) / wall_without:.1%}; the parent check {parent:.1f} s "
+          f"({parent / wall_with:.1%} of the run with checks; it runs in both)")
+    print(f"bench wall: {with_data['wall_s']} s with, {without_data['wall_s']} s without")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
