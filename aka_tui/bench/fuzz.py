@@ -65,7 +65,7 @@ def resolve_shape(problem: Problem, shape_id: str) -> Shape | None:
     base = problem.shapes.get(base_id)
     if base is None:
         return None
-    values = {key: int(value) for key, value in (a.split("=") for a in assignments.split(","))}
+    values = _parse_assignments(assignments)
     if any(key not in base.init_kwargs and key not in base.input_kwargs for key in values):
         return None
     if len(values) == 1 and prefix == "fuzz":
@@ -74,12 +74,32 @@ def resolve_shape(problem: Problem, shape_id: str) -> Shape | None:
     return override_shape(base, values, prefix)
 
 
+def _parse_assignments(assignments: str) -> dict[str, int]:
+    return {key: int(value) for key, value in (a.split("=") for a in assignments.split(","))}
+
+
 def domain_error(problem: Problem, shape_id: str) -> str:
-    """Why a fuzz id asks for a value outside the problem's declared fuzz domain ('' when it does not)."""
+    """Why a fuzz id asks for a value outside the problem's declared fuzz domain ('' when it does not); a
+    `smoke.` id (a published shape shrunk for the interpreter) may only lower its base shape's values."""
     match = FUZZ_ID_RE.match(shape_id)
     if not match:
         return ""
-    key, value = match.group(1), int(match.group(2))
+    prefix, values, base_id = match.group(1), _parse_assignments(match.group(2)), match.group(3)
+    if prefix == "smoke":
+        base = problem.shapes.get(base_id)
+        for key, value in values.items():
+            original = _base_value(base, key) if base is not None else None
+            if not isinstance(original, int) or not 1 <= value <= original:
+                return f"{key}={value}: a smoke shape only lowers the values of shape {base_id}"
+        return ""
+    for key, value in values.items():
+        error = _key_domain_error(problem, key, value)
+        if error:
+            return error
+    return ""
+
+
+def _key_domain_error(problem: Problem, key: str, value: int) -> str:
     domain = problem.fuzz.get(key)
     if not isinstance(domain, dict):
         declared = ", ".join(problem.fuzz) or "none"
