@@ -518,6 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="aka", description="Turn PyTorch operators into fast GPU kernels, scored against the hardware roofline.")
     parser.add_argument("--version", action="version", version=f"aka-tui {__version__}")
+    parser.add_argument("--suite", dest="app_suite", metavar="DIR",
+                        help="with no command: open the app on this suite (default: the shipped problems/)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("problems", help="list the benchmark suite", description="List the problems of a suite.")
@@ -625,7 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open_app(run: Callable[..., int] | None) -> int:
+def _open_app(run: Callable[..., int] | None, suite: str | None = None) -> int:
     """`aka` with no subcommand: the Textual app (`run(app)` replaces running it, for tests)."""
     try:
         from aka_tui.tui.app import AkaApp, run_app
@@ -633,9 +635,13 @@ def _open_app(run: Callable[..., int] | None) -> int:
         print(f"the app needs textual ({exc}); run scripts/setup.sh, or use `aka --help` for the commands",
               file=sys.stderr)
         return EXIT_ERROR
+    suite_dir = Path(suite) if suite else None
+    if suite_dir is not None and not suite_dir.is_dir():
+        print(f"aka: suite directory {suite} does not exist", file=sys.stderr)
+        return EXIT_ERROR
     if run is not None:
-        return int(run(AkaApp()))
-    return run_app()
+        return int(run(AkaApp(suite_dir=suite_dir)))
+    return run_app(suite_dir)
 
 
 def main(argv: list[str] | None = None, run: Callable[..., int] | None = None) -> int:
@@ -644,7 +650,7 @@ def main(argv: list[str] | None = None, run: Callable[..., int] | None = None) -
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        return _open_app(run)
+        return _open_app(run, getattr(args, "app_suite", None))
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)  # unwind like Ctrl-C: workers are killed on the way

@@ -105,8 +105,9 @@ class AkaApp(App[None]):
     ]
 
     def __init__(self, paths: AppPaths | None = None, config: TuiConfig | None = None,
-                 config_path: Path | None = None) -> None:
+                 config_path: Path | None = None, suite_dir: Path | None = None) -> None:
         super().__init__()
+        self.suite_dir = suite_dir  # `aka --suite DIR`: another suite (e.g. a published Atrex-Bench data directory)
         self.config_path = config_path
         loaded, warning = (config, "") if config is not None else load_config(config_path)
         self.config = loaded
@@ -147,7 +148,7 @@ class AkaApp(App[None]):
                         name="load-suite")
 
     def _load_data(self) -> None:
-        paths = self.paths or AppPaths.default(self.config)
+        paths = self.paths or AppPaths.default(self.config, self.suite_dir)
         self.paths = paths
         try:
             data = load_app_data(self.config, paths)
@@ -283,10 +284,10 @@ class AkaApp(App[None]):
             self.show_error(event.worker.error)
 
 
-def run_app() -> int:
-    """Entry point of `aka` with no subcommand."""
+def run_app(suite_dir: Path | None = None) -> int:
+    """Entry point of `aka` with no subcommand (`aka --suite DIR` opens another suite)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    app = AkaApp()
+    app = AkaApp(suite_dir=suite_dir)
     app.run()
     return int(app.return_code or 0)

@@ -24,8 +24,8 @@ class AppPaths:
     def default(config: TuiConfig, suite_dir: Path | None = None) -> AppPaths:
         from aka_tui.bench.problem import default_suite_dir  # noqa: PLC0415 (imports torch: called in a worker)
 
-        suite = suite_dir or default_suite_dir()
-        root = suite.parent
+        suite = Path(suite_dir).resolve() if suite_dir else default_suite_dir()
+        root = default_suite_dir().parent  # sessions' examples, reports and the KB are the project's, whatever the suite
         return AppPaths(suite, Path(config.sessions_dir).resolve(), root / "sessions" / "examples",
                         [Path("reports").resolve(), root / "docs" / "benchmarks"], root / "kb")
 

@@ -75,3 +75,23 @@ def test_best_recorded_kernel_prefers_real_over_a_higher_partly_fallback_score(t
     report("c-real-worse.json", 0.20, True)
     best = report_bests([tmp_path])["rope"]
     assert (best.s_op, best.real, best.source) == (0.30, True, "b-real.json")
+
+
+@pytest.mark.asyncio
+async def test_the_app_opens_a_published_suite_directory(tmp_path: Any) -> None:
+    """`aka --suite DIR` on a published (Atrex-Bench format) directory: its operators, weights from its
+    importance file; sessions, examples and the knowledge base stay the project's."""
+    from aka_tui.tui.app import AkaApp
+    from aka_tui.tui.config import TuiConfig
+    from tests.conftest import DATA, REPO
+
+    app = AkaApp(config=TuiConfig(sessions_dir=str(tmp_path / "sessions")), config_path=tmp_path / "c.json",
+                 suite_dir=DATA / "atrex_published")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        assert not app.load_error
+        table = app.screen.query_one("#problems-table", DataTable)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        assert [r[0] for r in rows] == ["scaled_tanh_rows"]
+        assert app.paths is not None and app.paths.kb_dir == REPO / "kb"
+        assert app.paths.example_sessions_dir == REPO / "sessions" / "examples"
