@@ -24,7 +24,7 @@ def _rounds(text: str) -> int:
 
 def _limits(args: argparse.Namespace) -> Any:
     """The workers' limits and sandbox from the command line."""
-    from aka_tui.bench.isolation import WorkerLimits
+    from aka_tui.bench.evaluator.isolation import WorkerLimits
 
     limits = WorkerLimits(sandbox=args.sandbox)
     if args.memory_limit is not None:
@@ -34,7 +34,7 @@ def _limits(args: argparse.Namespace) -> Any:
 
 def _check_sandbox(proposer: str, args: argparse.Namespace) -> None:
     """Model-written candidates run only in a sandbox unless --unsafe-no-sandbox says otherwise; say which."""
-    from aka_tui.bench.sandbox import require_sandbox_for_model, resolve_mode
+    from aka_tui.bench.sandbox.bwrap import require_sandbox_for_model, resolve_mode
 
     if proposer == "anthropic":
         require_sandbox_for_model(args.sandbox, args.unsafe_no_sandbox)
@@ -66,7 +66,7 @@ def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str 
         proposer.position = min(done, len(proposer.iterations))
         return proposer
     if kind == "anthropic":
-        from aka_tui.agent.anthropic_proposer import AnthropicProposer, DEFAULT_MODEL
+        from aka_tui.agent.anthropic_proposer import DEFAULT_MODEL, AnthropicProposer
         from aka_tui.agent.brief import closest_kernel, example_section, problem_brief
         from aka_tui.knowledge.reference_kernels import reference_kernels
         from aka_tui.knowledge.store import default_kb_dir, load_kb
@@ -143,8 +143,8 @@ def _progress_printer() -> Callable[[Any], None]:
 
 def cmd_optimize(args: argparse.Namespace) -> int:
     from aka_tui.agent.loop import AgentLoop, LoopConfig
-    from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
-    from aka_tui.bench.problem import default_suite_dir, is_problem_dir, load_problem
+    from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
+    from aka_tui.bench.problem.lookup import default_suite_dir, is_problem_dir, load_problem
     from aka_tui.record.recovery import claim, unlock_session
     from aka_tui.record.session_repo import SessionRepo
 
@@ -191,7 +191,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                         baseline=not args.no_baseline)
     executor = None
     if args.best_of > 1:
-        from aka_tui.bench.executor import LocalExecutor
+        from aka_tui.executors.local import LocalExecutor
 
         executor = LocalExecutor(device, gpus=args.gpus, cpu_workers=args.best_of)
     loop = AgentLoop(problem, proposer, profile, options, config, session.path / ".work", session,
@@ -223,8 +223,8 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
     the proposer, seed, dropout, device and tier recorded in session.json."""
     from aka_tui.agent.loop import AgentLoop, LoopConfig, LoopOutcome
     from aka_tui.agent.resume import check_resumable, missing_evaluated_events, rebuild_attempts
-    from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
-    from aka_tui.bench.problem import default_suite_dir, is_problem_dir, load_problem
+    from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
+    from aka_tui.bench.problem.lookup import default_suite_dir, is_problem_dir, load_problem
     from aka_tui.errors import AkaError
     from aka_tui.record.recovery import claim, discard_uncommitted, running_owner
     from aka_tui.record.session_repo import SessionError, SessionRepo, read_meta

@@ -29,10 +29,10 @@ from aka_tui.agent.budget import WallBudget
 from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
 from aka_tui.agent.measure import Measurer
 from aka_tui.agent.offline import Proposal
-from aka_tui.bench.evaluate import EvalOptions
-from aka_tui.bench.hardware import HardwareProfile
-from aka_tui.bench.problem import Problem
-from aka_tui.bench.score import OpScore
+from aka_tui.bench.evaluator.evaluate import EvalOptions
+from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.roofline.hardware import HardwareProfile
+from aka_tui.bench.scoring.score import OpScore
 from aka_tui.record.session_repo import SessionRepo
 
 
@@ -84,7 +84,7 @@ class AgentLoop:
                  retrieve: Callable[[str], tuple[list[str], str]] | None = None,
                  on_event: Callable[[AgentEvent], None] | None = None, executor: Any = None) -> None:
         self.problem, self.proposer, self.profile = problem, proposer, profile
-        self.executor = executor  # an aka_tui.bench.executor.Executor, used for best-of-k screening
+        self.executor = executor  # an aka_tui.executors.base.Executor, used for best-of-k screening
         self.options, self.config, self.work_dir = options, config, work_dir
         self.session, self.retrieve = session, retrieve
         self.on_event = on_event or (lambda _e: None)

@@ -27,7 +27,7 @@ class RecallReport:
     lines: list[str] = field(default_factory=list)
 
 
-def _query_from(spec: dict[str, Any]) -> KbQuery:
+def query_from(spec: dict[str, Any]) -> KbQuery:
     scope = spec.get("scope", {})
     return KbQuery(text=spec["query"], hardware=scope.get("hardware"), vendor=scope.get("vendor"),
                    arch=scope.get("arch"), dsl=scope.get("dsl", "triton"), family=scope.get("family"),
@@ -49,7 +49,7 @@ def evaluate_retrieval(kb: KnowledgeBase, index: KbIndex, queries: list[dict[str
         missing = [e for e in expected if e not in kb.entries]
         if missing:
             lines.append(f"MISSING ids {missing} for query {spec['query']!r}")
-        got = top_k(kb, index, _query_from(spec), k)
+        got = top_k(kb, index, query_from(spec), k)
         hit = len(set(expected) & set(got)) / len(expected)
         total += hit
         mark = "ok " if hit == 1 else ("part" if hit else "MISS")

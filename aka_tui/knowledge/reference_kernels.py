@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aka_tui.safe_ast as safe_ast
 from aka_tui.errors import KbEntryError
 from aka_tui.knowledge.entry import KbEntry, read_text_file
 from aka_tui.knowledge.store import KnowledgeBase
-import aka_tui.safe_ast as safe_ast
 
 
 @dataclass(frozen=True)

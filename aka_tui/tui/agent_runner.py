@@ -100,7 +100,7 @@ def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Any:
 
         from aka_tui.agent.anthropic_proposer import DEFAULT_MODEL, AnthropicProposer
         from aka_tui.agent.brief import problem_brief
-        from aka_tui.bench.sandbox import require_sandbox_for_model
+        from aka_tui.bench.sandbox.bwrap import require_sandbox_for_model
         from aka_tui.tui.config import KEY_ENV, api_key_status
 
         require_sandbox_for_model(None, os.environ.get("AKA_UNSAFE_NO_SANDBOX") == "1",
@@ -159,7 +159,7 @@ class AgentRunner:
         self.on_phase(phase)
 
     def _options_and_profile(self, tier: str | None, cases: int) -> tuple[Any, str, Any]:
-        from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile
+        from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile
 
         s = self.settings
         options = EvalOptions(device="auto", tier=tier, cases=cases, hardware=s.hardware, fuzz=s.fuzz)
@@ -177,7 +177,7 @@ class AgentRunner:
         """Load the problem, resolve device and profile, build the proposer and create the session repo."""
         from aka_tui.agent.loop import AgentLoop
         from aka_tui.agent.retriever import make_retriever
-        from aka_tui.bench.problem import load_problem
+        from aka_tui.bench.problem.lookup import load_problem
 
         s = self.settings
         self.problem = load_problem(s.problem_dir)

@@ -58,7 +58,7 @@ def differences(settings: RunSettings, session_dir: Path) -> list[str]:
     """What would make continuing the session here questionable: a changed problem, other hardware, or
     another process running it (empty when it can simply continue)."""
     from aka_tui.agent.resume import check_resumable
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.record.recovery import running_owner
     from aka_tui.record.session_repo import read_meta
 
@@ -80,7 +80,7 @@ def open_recorded(runner: AgentRunner, session_dir: Path, force: bool) -> list[s
     or when another process is running it."""
     from aka_tui.agent.loop import LoopOutcome
     from aka_tui.agent.resume import check_resumable, missing_evaluated_events, rebuild_attempts
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.record.recovery import claim, discard_uncommitted, running_owner
     from aka_tui.record.session_repo import SessionError, SessionRepo, read_meta
 

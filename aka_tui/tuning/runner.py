@@ -6,12 +6,13 @@ import contextlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from aka_tui.bench.problem import Problem, Shape, is_problem_dir, load_problem
+import aka_tui.safe_ast as safe_ast
+from aka_tui.bench.problem.lookup import is_problem_dir, load_problem
+from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.errors import AkaError
 from aka_tui.knowledge.reference_kernels import ReferenceKernel, kernels_for_op
 from aka_tui.knowledge.store import KnowledgeBase, load_kb
 from aka_tui.tuning.sweep import SweepError, SweepOptions, failed_op_record
-import aka_tui.safe_ast as safe_ast
 
 
 def resolve_problem(op: str, suite_dir: Path) -> Problem:
@@ -65,10 +66,10 @@ def gpu_lock(device: str) -> Iterator[None]:
     if not device.startswith("cuda"):
         yield
         return
-    from aka_tui.bench.evaluate import _parent_index
-    from aka_tui.bench.gpu_lock import exclusive_gpu, gpu_identity
+    from aka_tui.bench.evaluator.evaluate import parent_index
+    from aka_tui.bench.evaluator.gpu_lock import exclusive_gpu, gpu_identity
 
-    with exclusive_gpu(gpu_identity(_parent_index(device))):
+    with exclusive_gpu(gpu_identity(parent_index(device))):
         yield
 
 
@@ -84,12 +85,12 @@ def make_job(problem: Problem, kernel: ReferenceKernel, kb_root: Path, shapes: l
 
 def sweep_job(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Run one op's job in this process (the child of isolation.py, or the CLI with --in-process)."""
-    from aka_tui.bench.fuzz import resolve_shape
-    from aka_tui.bench.hardware import get_profile
-    from aka_tui.bench.timing import Timers
-    from aka_tui.tuning.sweep import sweep_op
-
     import torch
+
+    from aka_tui.bench.measure.timing import Timers
+    from aka_tui.bench.problem.fuzz import resolve_shape
+    from aka_tui.bench.roofline.hardware import get_profile
+    from aka_tui.tuning.sweep import sweep_op
 
     timers = Timers.capture()
     kernel = None

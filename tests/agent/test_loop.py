@@ -10,9 +10,9 @@ import pytest
 
 from aka_tui.agent.loop import AgentEvent, AgentLoop, LoopConfig
 from aka_tui.agent.offline import OfflineProposer
-from aka_tui.bench.evaluate import EvalOptions
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.evaluator.evaluate import EvalOptions
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.roofline.hardware import get_profile
 from aka_tui.knowledge.reference_kernels import kernels_for_op
 from aka_tui.knowledge.store import default_kb_dir, load_kb
 from aka_tui.record.session_repo import SessionRepo
@@ -49,7 +49,7 @@ def _close_candidates(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def _best_of_two(tmp_path: Path):  # type: ignore[no-untyped-def]
-    from aka_tui.bench.executor import LocalExecutor
+    from aka_tui.executors.local import LocalExecutor
 
     # remeasure_rounds=0: as in the first test, wins and close calls are not re-measured here.
     return _silu_loop(tmp_path, 3, LoopConfig(iterations=2, seed=3, best_of=2, remeasure_rounds=0), fuzz=0,

@@ -14,7 +14,7 @@ import pytest
 from aka_tui.agent.probe import make_probes
 from aka_tui.agent.starting_point import find_starting_point
 from aka_tui.agent.transfer import find_transfers
-from aka_tui.bench.problem import default_suite_dir, load_problem
+from aka_tui.bench.problem.lookup import default_suite_dir, load_problem
 from aka_tui.errors import KbEntryError, ProposerError
 from aka_tui.knowledge.reference_kernels import reference_kernels
 from aka_tui.knowledge.store import default_kb_dir, load_kb

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from aka_tui.bench.atrex import importance_listing
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.module_loading import import_file
-from aka_tui.bench.problem import RooflineEntry, load_problem, load_suite
-from aka_tui.bench.results import TimingStats
-from aka_tui.bench.roofline import bound
-from aka_tui.bench.score import e2e_time_ms
-from aka_tui.bench.shrink import CPU_INPUT_BUDGET_BYTES, input_bytes
-from aka_tui.errors import ProblemFormatError
+from aka_tui.bench.measure.results import TimingStats
+from aka_tui.bench.problem.atrex import importance_listing
+from aka_tui.bench.problem.lookup import load_problem, load_suite
+from aka_tui.bench.problem.model import RooflineEntry
+from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.problem.shrink import CPU_INPUT_BUDGET_BYTES, input_bytes
+from aka_tui.bench.roofline.bound import bound
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.score import e2e_time_ms
 from tests.conftest import DATA, REPO
 
 SUBSET = REPO.parent / "shared" / "atrex-bench-subset"
@@ -126,8 +126,8 @@ def test_a_shape_too_large_for_the_interpreter_is_shrunk_and_replays() -> None:
     module = import_file(problem.input_path, "inp_shrink")
     from dataclasses import replace
 
-    from aka_tui.bench.fuzz import resolve_shape
-    from aka_tui.bench.shrink import shrink_shape
+    from aka_tui.bench.problem.fuzz import resolve_shape
+    from aka_tui.bench.problem.shrink import shrink_shape
 
     big = replace(problem.shapes["2"], input_kwargs={"rows": 4096, "cols": 4096})
     problem.shapes["big"] = replace(big, shape_id="big")

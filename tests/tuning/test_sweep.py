@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.module_loading import import_file
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.roofline.hardware import get_profile
 from aka_tui.cli import main
 from aka_tui.knowledge.reference_kernels import kernels_for_op, reference_kernels
 from aka_tui.knowledge.store import default_kb_dir, load_kb

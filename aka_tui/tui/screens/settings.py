@@ -37,7 +37,7 @@ class SettingsScreen(Screen[None]):
         return self.app
 
     def compose(self) -> ComposeResult:
-        from aka_tui.bench.hardware import all_profiles
+        from aka_tui.bench.roofline.hardware import all_profiles
 
         c: TuiConfig = self._app.config
         yield Header()
