@@ -144,7 +144,7 @@ def _progress_printer() -> Callable[[Any], None]:
 def cmd_optimize(args: argparse.Namespace) -> int:
     from aka_tui.agent.loop import AgentLoop, LoopConfig
     from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
-    from aka_tui.bench.problem.lookup import default_suite_dir, is_problem_dir, load_problem
+    from aka_tui.bench.problem.lookup import find_problem
     from aka_tui.record.recovery import claim, unlock_session
     from aka_tui.record.session_repo import SessionRepo
 
@@ -162,8 +162,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         raise ProposerError("aka optimize needs a PROBLEM, or --resume ID to continue a recorded session")
     if args.iterations is None:
         args.iterations = DEFAULT_ITERATIONS
-    directory = Path(args.problem) if is_problem_dir(Path(args.problem)) else default_suite_dir() / args.problem
-    problem = load_problem(directory)
+    problem = find_problem(args.problem)
     _check_sandbox(args.proposer, args)
     options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases, limits=_limits(args))
     device = resolve_device(options.device)
@@ -178,7 +177,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     session = SessionRepo.create(Path(args.sessions) / name, {
         "problem": problem.name, "problem_hash": problem.content_hash, "proposer": args.proposer, "seed": args.seed,
         "device": device, "hardware_profile": profile.name, "iterations": args.iterations, "dropout_p": args.dropout,
-        "problem_dir": str(directory.resolve()), "tier": resolve_tier(options, device), "cases": args.cases,
+        "problem_dir": str(problem.directory.resolve()), "tier": resolve_tier(options, device), "cases": args.cases,
         "screen": not args.no_screen, "kb": not args.no_kb, "model": args.model, "remeasure_rounds": rounds,
         "replay_from": str(Path(args.replay_from).resolve()) if args.replay_from else None,
         "start": str(Path(args.start).resolve()) if args.start else None,
@@ -224,7 +223,7 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
     from aka_tui.agent.loop import AgentLoop, LoopConfig, LoopOutcome
     from aka_tui.agent.resume import check_resumable, missing_evaluated_events, rebuild_attempts
     from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
-    from aka_tui.bench.problem.lookup import default_suite_dir, is_problem_dir, load_problem
+    from aka_tui.bench.problem.lookup import find_problem
     from aka_tui.errors import AkaError
     from aka_tui.record.recovery import claim, discard_uncommitted, running_owner
     from aka_tui.record.session_repo import SessionError, SessionRepo, read_meta
@@ -237,11 +236,7 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
     recorded = str(meta.get("problem", ""))
     if args.problem and Path(args.problem).name != recorded:
         raise SessionError(f"session {path.name} optimised {recorded!r}, not {args.problem!r}")
-    directory = next((Path(d) for d in (args.problem, meta.get("problem_dir")) if d and is_problem_dir(Path(d))),
-                     default_suite_dir() / recorded)
-    if not is_problem_dir(directory):
-        raise SessionError(f"problem {recorded!r} of session {path.name} is not in {directory.parent}")
-    problem = load_problem(directory)
+    problem = find_problem(recorded, recorded=[args.problem, meta.get("problem_dir")])
     try:
         device = resolve_device(args.device if args.device != "auto" else str(meta.get("device", "auto")))
     except AkaError:

@@ -27,15 +27,9 @@ def _s(value: float | None) -> str:
 
 def _problem_of(meta: dict[str, Any], session_name: str) -> Any:
     """The recorded session's problem, from its recorded directory or the shipped suite."""
-    from aka_tui.bench.problem.lookup import default_suite_dir, is_problem_dir, load_problem
-    from aka_tui.record.session_repo import SessionError
+    from aka_tui.bench.problem.lookup import find_problem
 
-    name = str(meta.get("problem", ""))
-    recorded = meta.get("problem_dir")
-    directory = Path(recorded) if recorded and is_problem_dir(Path(recorded)) else default_suite_dir() / name
-    if not name or not is_problem_dir(directory):
-        raise SessionError(f"problem {name!r} of session {session_name} is not in {directory.parent}")
-    return load_problem(directory)
+    return find_problem(str(meta.get("problem", "")), recorded=[meta.get("problem_dir")])
 
 
 def cmd_sessions_score(args: argparse.Namespace) -> int:

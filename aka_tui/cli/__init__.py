@@ -37,17 +37,9 @@ def _load_suite(args: argparse.Namespace) -> Any:
 
 
 def _problem(args: argparse.Namespace, name: str) -> Any:
-    from aka_tui.bench.problem.lookup import is_problem_dir, load_problem
+    from aka_tui.bench.problem.lookup import find_problem
 
-    direct = Path(name)
-    if is_problem_dir(direct):
-        return load_problem(direct)
-    candidate_dir = _suite_dir(args) / name
-    if candidate_dir.is_dir():
-        return load_problem(candidate_dir)
-    from aka_tui.errors import ProblemFormatError
-
-    raise ProblemFormatError(f"no problem named {name!r} in {_suite_dir(args)} (see `aka problems`)")
+    return find_problem(name, args.suite)
 
 
 def _add_executor_args(p: argparse.ArgumentParser) -> None:

@@ -56,12 +56,12 @@ def _sandbox(in_process: bool) -> str:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from aka_tui.bench.evaluator.evaluate import device_name, library_versions, resolve_device
-    from aka_tui.bench.problem.lookup import default_suite_dir
+    from aka_tui.bench.problem.lookup import default_suite_dir, find_problem
     from aka_tui.bench.roofline.hardware import detect_profile, get_profile
     from aka_tui.knowledge.store import default_kb_dir, load_kb
     from aka_tui.tuning.isolation import run_isolated
     from aka_tui.tuning.report import build_report, default_name, render_text, write_report
-    from aka_tui.tuning.runner import make_job, parse_space, resolve_kernel, resolve_problem, sweep_job
+    from aka_tui.tuning.runner import make_job, parse_space, resolve_kernel, sweep_job
     from aka_tui.tuning.sweep import SweepOptions, select_shapes
 
     if args.max_configs < 1:
@@ -77,7 +77,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     tier = args.tier or ("full" if device.startswith("cuda") else "smoke")
     plans = []
     for op in dict.fromkeys(args.ops):  # every op is checked before anything runs
-        problem = resolve_problem(op, suite_dir)
+        problem = find_problem(op, suite_dir)
         kernel = resolve_kernel(problem, kb)
         shapes = select_shapes(problem, args.shapes, tier, profile)
         plans.append((problem, kernel, shapes, parse_space(args.space, kernel)))

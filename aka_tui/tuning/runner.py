@@ -7,23 +7,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import aka_tui.safe_ast as safe_ast
-from aka_tui.bench.problem.lookup import is_problem_dir, load_problem
+from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.errors import AkaError
 from aka_tui.knowledge.reference_kernels import ReferenceKernel, kernels_for_op
 from aka_tui.knowledge.store import KnowledgeBase, load_kb
 from aka_tui.tuning.sweep import SweepError, SweepOptions, failed_op_record
-
-
-def resolve_problem(op: str, suite_dir: Path) -> Problem:
-    """The suite problem OP (or a problem directory given by path)."""
-    direct = Path(op)
-    if "/" in op and is_problem_dir(direct):
-        return load_problem(direct)
-    directory = suite_dir / op
-    if not is_problem_dir(directory):
-        raise SweepError(f"unknown op {op!r}: no problem of that name in {suite_dir} (see `aka problems`)")
-    return load_problem(directory)
 
 
 def resolve_kernel(problem: Problem, kb: KnowledgeBase, entry_id: str | None = None) -> ReferenceKernel:

@@ -117,7 +117,7 @@ def test_sweep_imports_no_app_packages() -> None:
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["no_such_op"], "sweep error: unknown op 'no_such_op'"),
+    (["no_such_op"], "unknown problem: no problem named 'no_such_op'"),
     (["rms_norm", "--shapes", "nope"], "sweep error: rms_norm has no shape 'nope'"),
     (["rms_norm", "--max-configs", "0"], "sweep error: --max-configs must be a positive integer, not 0"),
     (["rms_norm", "--space", "BLOCK_N=3"], "sweep error: --space 'BLOCK_N=3': 3 is not in SEARCH_SPACE"),

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from aka_tui.bench.problem.model import Problem, Suite
-from aka_tui.errors import ProblemFormatError
+from aka_tui.errors import ProblemFormatError, ProblemNotFound
 from aka_tui.paths import checkout_dir
 
 
@@ -54,3 +55,18 @@ def load_suite(directory: str | Path) -> Suite:
 def default_suite_dir() -> Path:
     """The shipped suite: `problems/` beside the package (a source checkout)."""
     return checkout_dir() / "problems"
+
+
+def find_problem(name_or_dir: str | Path, suite_dir: str | Path | None = None,
+                 recorded: Sequence[str | Path | None] = ()) -> Problem:
+    """The one lookup from what a person (or a recorded session) names to a Problem: each directory in `recorded`
+    that holds a problem (e.g. the directory a session was recorded with), then `name_or_dir` when it is a problem
+    directory, then the problem of that name in the suite (default: the shipped one)."""
+    for directory in (*recorded, name_or_dir):
+        if directory and is_problem_dir(Path(directory)):
+            return load_problem(directory)
+    suite = Path(suite_dir) if suite_dir else default_suite_dir()
+    name = str(name_or_dir)
+    if name and (suite / name).is_dir():
+        return load_problem(suite / name)
+    raise ProblemNotFound(f"no problem named {name!r} in {suite} (see `aka problems`)")
