@@ -100,7 +100,7 @@ class LocalExecutor:
                 try:
                     result = evaluate_candidate(
                         job.problem, job.spec, options_for_slot(job.options, slot),
-                        on_shape=(lambda r, j=job: on_shape(j, r)) if on_shape else None)
+                        on_shape=(lambda r, j=job: on_shape(j, r)) if on_shape else None)  # type: ignore[misc]  # mypy cannot infer a lambda with default arguments
                     placement = {"executor": self.name, **slot.describe()}
                     result.provenance["placement"] = placement
                     done.put(JobOutcome(job, result, placement))

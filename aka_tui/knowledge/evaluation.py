@@ -76,7 +76,7 @@ def leak_check(kb: KnowledgeBase, index: KbIndex) -> LeakReport:
             other = next((v for v in OTHER_VALUES[key] if v not in own), None)
             if other is None:
                 continue
-            scope = {k: None for k in SCOPE_KEYS}
+            scope: dict[str, str | None] = {k: None for k in SCOPE_KEYS}
             scope[key] = other
             query = KbQuery(text=entry.title + " " + " ".join(entry.triggers), vendor=scope["vendor"],
                             arch=scope["arch"], dsl=scope["dsl"], family=scope["family"], op=None,

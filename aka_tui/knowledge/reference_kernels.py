@@ -35,7 +35,7 @@ class ReferenceKernel:
     def is_inert(self, param: str, point: dict[str, Any]) -> bool:
         """True when `param` has no effect at `point` (every condition of its INERT rule holds)."""
         conditions = self.inert.get(param)
-        return bool(conditions) and all(point.get(k) in values for k, values in conditions.items())
+        return bool(conditions) and all(point.get(k) in values for k, values in (conditions or {}).items())
 
     def canonical(self, point: dict[str, Any]) -> dict[str, Any]:
         """`point` with every inert tunable reset to its default: equal canonical points launch the same kernel."""

@@ -8,7 +8,7 @@ import torch
 from aka_tui.bench.problem.tolerance import Tolerance, compare_outputs, default_tolerance
 
 
-def _cmp(cand, ref, tol=Tolerance(1e-3, 1e-3), frac=0.0):  # type: ignore[no-untyped-def]
+def _cmp(cand, ref, tol=Tolerance(1e-3, 1e-3), frac=0.0):  # type: ignore[no-untyped-def]  # noqa: B008 (a frozen value)
     return compare_outputs(cand, ref, ref, lambda d: tol, frac)
 
 

@@ -10,7 +10,7 @@ import secrets
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from aka_tui.bench.evaluator.isolation import WorkerLimits, WorkerOutcome, run_job
 from aka_tui.bench.measure.job import CandidateRef, MeasureJob
@@ -206,7 +206,7 @@ def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[
     """The candidate's worker, the parent's check of its report, then the baselines in a worker of their own
     (nothing a baseline starts, such as inductor's threads, can be blamed on the candidate); all under the
     GPU's lock on CUDA."""
-    lock = contextlib.nullcontext()
+    lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     if device.startswith("cuda"):
         from aka_tui.bench.evaluator.gpu_lock import exclusive_gpu, gpu_identity
 

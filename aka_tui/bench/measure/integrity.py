@@ -150,7 +150,7 @@ class ThreadStartCounter:
             counter.started.append(thread.name)
             original(thread)
 
-        threading.Thread.start = start  # type: ignore[method-assign]
+        threading.Thread.start = start  # type: ignore[method-assign,assignment]
 
     def mark(self) -> int:
         return len(self.started)

@@ -13,6 +13,7 @@ What ties the timed calls to the checked ones:
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator
 
@@ -371,9 +372,9 @@ def _restore(inputs: dict[str, Any], pristine: dict[str, torch.Tensor]) -> None:
         inputs[name].copy_(value)
 
 
-def input_checksums(inputs: dict[str, Any], mutated: list[str], chunk: int = 1 << 24) -> list[int]:
+def input_checksums(inputs: dict[str, Any], mutated: Sequence[str], chunk: int = 1 << 24) -> list[int]:
     """Bit-level checksums of the read-only tensor inputs (sum and sum of squares of their bits, chunked)."""
-    sums = []
+    sums: list[int] = []
     for name, value in inputs.items():
         if name in mutated or not isinstance(value, torch.Tensor) or value.numel() == 0:
             continue

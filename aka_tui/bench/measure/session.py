@@ -153,7 +153,7 @@ def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
     seeds = case_seeds(problem, shape, max(1, min(job.cases, job.input_sets)), job.seeds)
     timings: dict[str, TimingStats] = {}
     try:
-        sets = [problem_call(lambda s=s: make_inputs(problem, session.input_module, shape, session.device, s), "inputs")
+        sets = [problem_call(lambda s=s: make_inputs(problem, session.input_module, shape, session.device, s), "inputs")  # type: ignore[misc]  # mypy cannot infer a lambda with default arguments
                 for s in seeds]
         ref_model = reference_model(problem, shape, session.ref_module, session.device)
         for kind in job.baselines:

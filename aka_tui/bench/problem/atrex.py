@@ -243,8 +243,8 @@ def load_atrex(directory: Path) -> Problem:
     inputs_hash = roofline_inputs_hash(directory)
     for shape_id, entry in _load_counted(name, inputs_hash, shapes).items():
         roofline.setdefault(shape_id, entry)
-    origin = meta.get("origin") if isinstance(meta.get("origin"), dict) else {}
-    first_shape = next(iter((meta.get("shapes") or {}).values()), {})
+    origin: dict[str, Any] = meta["origin"] if isinstance(meta.get("origin"), dict) else {}
+    first_shape: Any = next(iter((meta.get("shapes") or {}).values()), {})
     described = " ".join([str(meta.get("description", "")),
                           str(first_shape.get("description", "")) if isinstance(first_shape, dict) else ""])
     family = str(meta.get("family", meta.get("category", "")))

@@ -31,8 +31,8 @@ def refresh(problem: Problem, device: str = "auto", tier: str | None = None, onl
         for dev in _devices(device):
             try:
                 entry = measure_entry(problem, shape, ref_module,
-                                      lambda dev=dev: make_inputs(problem, input_module, shape, dev, seed),
-                                      lambda dev=dev: ref_module.Model(**shape.init_kwargs).to(dev).eval())
+                                      lambda dev=dev: make_inputs(problem, input_module, shape, dev, seed),  # type: ignore[misc]  # mypy cannot infer a lambda with default arguments
+                                      lambda dev=dev: ref_module.Model(**shape.init_kwargs).to(dev).eval())  # type: ignore[misc]
             except Exception as exc:  # meta cannot run data-dependent references; try the next device
                 errors.append(f"{dev}: {type(exc).__name__}: {str(exc)[:200]}")
                 continue

@@ -72,7 +72,7 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _probe(bwrap: str) -> str:
     """'' when `bwrap` runs a process with this module's flags here, else why not (one line)."""
     import tempfile
@@ -88,7 +88,7 @@ def _probe(bwrap: str) -> str:
     return ""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bwrap_version(bwrap: str) -> str:
     try:
         return subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
@@ -204,7 +204,7 @@ def _python_path_entries(pythonpath: str) -> list[str]:
     return list(dict.fromkeys(entries))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def python_paths() -> tuple[Path, ...]:
     """Directories a worker's interpreter imports from: its installation and site-packages (not the project)."""
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,

@@ -139,7 +139,7 @@ def weighted_geomean(pairs: list[tuple[float, float | None]]) -> float | None:
     if sum(w for w, _ in pairs) <= 0:
         pairs = [(1.0, v) for _, v in pairs]  # no weights at all: plain geometric mean
     total = sum(w for w, _ in pairs)
-    return math.exp(sum(w * math.log(v) for w, v in pairs if w > 0) / total)  # type: ignore[arg-type]
+    return math.exp(sum(w * math.log(v) for w, v in pairs if w > 0) / total)  # type: ignore[arg-type,misc]
 
 
 def score_op(problem: Problem, result: CandidateResult, profile: HardwareProfile,

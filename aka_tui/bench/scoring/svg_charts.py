@@ -71,7 +71,7 @@ def bar_chart(title: str, bars: list[Bar], series: list[str], x_label: str, orig
     return parts, bottom + 44 - origin_y
 
 
-def _log_axis(lo: float, hi: float) -> tuple[float, float]:
+def _log_axis(lo: float, hi: float) -> tuple[int, int]:
     return math.floor(math.log10(lo)), math.ceil(math.log10(hi))
 
 

@@ -147,7 +147,7 @@ def gemm_fp8_groups(shape: Shape, inputs: dict, ctx: Context) -> list[PlanGroup]
 
         plans.append(LibraryPlan(
             form.label, 2.0 * m * n * k, prepare=prepare,
-            call=lambda p, form=form: call_scaled_mm(form, p["a"], p["bt"], p["sa"], p["sb"], out_dtype),
+            call=lambda p, form=form: call_scaled_mm(form, p["a"], p["bt"], p["sa"], p["sb"], out_dtype),  # type: ignore[misc]  # mypy cannot infer a lambda with default arguments
             reference_inputs=None if form.same_problem else reference_inputs,
             details={"form": form.kind, "api": form.api, "layout": form.layout or "plain", "note": note},
             unavailable="" if form.label in passed else f"failed the probe: {reason}"))

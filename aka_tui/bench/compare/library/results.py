@@ -124,7 +124,7 @@ class LibraryCompareReport:
             geo = None
             if ratios and all(r is not None and r > 0 for _, r in ratios):
                 total = sum(w for w, _ in ratios)
-                geo = math.exp(sum(w * math.log(r) for w, r in ratios) / total)  # type: ignore[arg-type]
+                geo = math.exp(sum(w * math.log(r) for w, r in ratios) / total)  # type: ignore[arg-type,misc]
             large = largest.bar_ratio() if largest else None
             summary.append({"op": op, "target": TARGETS.get(op), "largest_shape": largest.shape_id if largest else None,
                             "largest_ratio": large, "largest_met": None if large is None else large >= TARGETS[op],

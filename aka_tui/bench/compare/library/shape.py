@@ -100,7 +100,7 @@ def _timer(device: str, timers: Timers, l2_bytes: int) -> Callable[..., Any]:
     """`timed(fn, sets, quick=False)`: the engine's timing protocol on a library call (a short one to choose)."""
     def timed(fn: Callable[[dict], Any], sets: list[dict], quick: bool = False) -> Any:
         if device.startswith("cuda"):
-            extra = {"target_ms": 50.0, "min_reps": 5, "max_reps": 50} if quick else {}
+            extra: dict[str, Any] = {"target_ms": 50.0, "min_reps": 5, "max_reps": 50} if quick else {}
             return time_cuda(fn, sets, timers, l2_bytes, **extra)
         return time_cpu(fn, sets, timers, reps=1 if quick else 2)
     return timed
@@ -172,7 +172,7 @@ def _library_sides(ctx: Context, shape: Shape, check_inputs: dict, refs: _Refere
         chosen_attempt = next(a for a in attempts if a["label"] == plan.label)
         details = {**plan.details, **{k: v for k, v in chosen_attempt.items() if k not in ("label", "check")},
                    "alternatives": attempts}
-        sides.append((SideResult(plan.label, group.role, plan.flops, "ok", err, details=details), plan))
+        sides.append((SideResult(plan.label, group.role, plan.flops, "ok", max_abs_error=err, details=details), plan))
         del chosen  # the checked formulation's prepared inputs
     return sides
 
@@ -227,7 +227,7 @@ def compare_shape(ctx: Context, shape: Shape, selected_as: list[str], cand_cls: 
         if plan is not None:
             try:
                 prepared = [plan.prepare(s) for s in sets]
-                runs.append((side, lambda fn=plan.call, p=prepared: timed(fn, p)))
+                runs.append((side, lambda fn=plan.call, p=prepared: timed(fn, p)))  # type: ignore[misc]  # mypy cannot infer a lambda with default arguments
             except Exception as exc:
                 side.check, side.verdict = f"error preparing the timing inputs: {short_error(exc)}", "runtime_error"
     _time_interleaved(runs, rounds)
