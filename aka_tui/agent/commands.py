@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from aka_tui.agent.proposers import DEFAULT_PROPOSER, PROPOSER_NAMES, Proposer
 from aka_tui.argtypes import add_sandbox_flags, fraction, int_at_least, non_negative_float, positive_float
 from aka_tui.errors import ProposerError
 
@@ -53,39 +54,16 @@ def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable
 
 def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str | None,
                    replay_from: str | None, done: int = 0, device: str = "cpu", tier: str | None = None,
-                   start: str | None = None, transfer_budget_s: float = 60.0) -> Any:
-    """The proposer of a session; `done` recorded iterations are skipped by a replay proposer (resume). The
-    offline proposer starts from a person's kernel (`start`), the knowledge base's kernel for the operator, a
-    transferred one or a compiler seed, whichever applies first (aka_tui/agent/starting_point.py)."""
-    if kind == "replay":
-        from aka_tui.agent.replay import ReplayProposer
+                   start: str | None = None, transfer_budget_s: float = 60.0) -> Proposer:
+    """The proposer of a session, from the registry; `done` recorded iterations are skipped by a replay proposer
+    (resume). The offline proposer starts from a person's kernel (`start`), the knowledge base's kernel for the
+    operator, a transferred one or a compiler seed, whichever applies first (aka_tui/agent/starting_point.py)."""
+    from aka_tui.agent.proposers import ProposerRequest, make_proposer
 
-        if not replay_from:
-            raise ProposerError("--proposer replay needs --from SESSION_DIR (a recorded session)")
-        proposer: Any = ReplayProposer(Path(replay_from), problem.name)
-        proposer.position = min(done, len(proposer.iterations))
-        return proposer
-    if kind == "anthropic":
-        from aka_tui.agent.anthropic_proposer import DEFAULT_MODEL, AnthropicProposer
-        from aka_tui.agent.brief import closest_kernel, example_section, problem_brief
-        from aka_tui.knowledge.reference_kernels import reference_kernels
-        from aka_tui.knowledge.store import default_kb_dir, load_kb
-
-        example = example_section(problem, closest_kernel(problem, reference_kernels(load_kb(default_kb_dir()))))
-        return AnthropicProposer(problem_brief(problem, profile) + example, model=model or DEFAULT_MODEL)
-    from aka_tui.agent.offline import OfflineProposer
-    from aka_tui.agent.starting_point import find_starting_point
-
-    point = find_starting_point(problem, device, tier, start_file=Path(start) if start else None,
-                               log=lambda m: print(m, file=sys.stderr), transfer_budget_s=transfer_budget_s)
-    print(f"starting point: {point.detail}", file=sys.stderr)
-    return OfflineProposer([point.kernel], seed=seed, path=_path_label(point))
-
-
-def _path_label(point: Any) -> str:
-    """What the session records as the path of each offline iteration."""
-    return {"kb": f"kb {point.kernel.entry_id}", "transfer": point.detail,
-            "compiler-seed": "compiler seed (inductor)", "person": point.detail}.get(point.path, point.detail)
+    return make_proposer(ProposerRequest(
+        kind, problem, profile, seed=seed, model=model, replay_from=replay_from, done=done, device=device, tier=tier,
+        start=start, transfer_budget_s=transfer_budget_s, log=lambda m: print(m, file=sys.stderr),
+        replay_missing="--proposer replay needs --from SESSION_DIR (a recorded session)"))
 
 
 def _tag_best(session: Any, problem_name: str, best: Any) -> None:
@@ -321,7 +299,7 @@ def register(sub: Any) -> None:
                        description="Baseline, then propose → evaluate → decide for N iterations; every candidate "
                                    "is a commit in a session repository under --sessions.")
     p.add_argument("problem", nargs="?", help="problem name or directory (not needed with --resume)")
-    p.add_argument("--proposer", default="offline", choices=["offline", "anthropic", "replay"])
+    p.add_argument("--proposer", default=DEFAULT_PROPOSER, choices=list(PROPOSER_NAMES))
     p.add_argument("--iterations", type=int_at_least(1),
                    help=f"iterations to run (default {DEFAULT_ITERATIONS}; with --resume: the rest of the recorded "
                         "budget)")

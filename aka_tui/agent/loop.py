@@ -29,6 +29,7 @@ from aka_tui.agent.budget import WallBudget
 from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
 from aka_tui.agent.measure import Measurer
 from aka_tui.agent.offline import Proposal
+from aka_tui.agent.proposers import Proposer
 from aka_tui.bench.evaluator.evaluate import EvalOptions
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.roofline.hardware import HardwareProfile
@@ -79,7 +80,7 @@ class Injection:
 class AgentLoop:
     """One problem, one proposer, an evaluator, optional knowledge and an optional session recording."""
 
-    def __init__(self, problem: Problem, proposer: Any, profile: HardwareProfile, options: EvalOptions,
+    def __init__(self, problem: Problem, proposer: Proposer, profile: HardwareProfile, options: EvalOptions,
                  config: LoopConfig, work_dir: Path, session: SessionRepo | None = None,
                  retrieve: Callable[[str], tuple[list[str], str]] | None = None,
                  on_event: Callable[[AgentEvent], None] | None = None, executor: Any = None) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from aka_tui.agent.proposers import Proposer
 from aka_tui.record.events import EventLog
 from aka_tui.record.session_repo import SessionRepo
 from aka_tui.tui.error_lines import error_text
@@ -85,38 +86,34 @@ class LockedSessionRepo(SessionRepo):
             return super().tag_accepted(sha, name)
 
 
-def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Any:
-    """The proposer chosen in the settings (errors are ProposerError with one line)."""
-    from aka_tui.errors import ProposerError
+def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Proposer:
+    """The proposer chosen in the settings, from the registry (errors are ProposerError with one line)."""
+    from aka_tui.agent.proposers import ProposerRequest
+    from aka_tui.agent.proposers import make_proposer as build
 
-    if settings.proposer == "replay":
-        from aka_tui.agent.replay import ReplayProposer
-
-        if settings.replay_from is None:
-            raise ProposerError("the replay proposer needs a recorded session: pick one on the Replay screen")
-        return ReplayProposer(settings.replay_from, problem.name)
     if settings.proposer == "anthropic":
-        import os
+        _check_model_allowed()
+    return build(ProposerRequest(
+        settings.proposer, problem, profile, seed=settings.seed, model=settings.model,
+        replay_from=settings.replay_from, find_start=False, kb_example=False,
+        replay_missing="the replay proposer needs a recorded session: pick one on the Replay screen"))
 
-        from aka_tui.agent.anthropic_proposer import DEFAULT_MODEL, AnthropicProposer
-        from aka_tui.agent.brief import problem_brief
-        from aka_tui.bench.sandbox.bwrap import require_sandbox_for_model
-        from aka_tui.tui.config import KEY_ENV, api_key_status
 
-        require_sandbox_for_model(None, os.environ.get("AKA_UNSAFE_NO_SANDBOX") == "1",
-                                  "AKA_UNSAFE_NO_SANDBOX=1 in the environment of aka")
+def _check_model_allowed() -> None:
+    """A model's candidates need the sandbox (or the environment's explicit opt-out) and a plausible API key."""
+    import os
 
-        status = api_key_status()
-        if status != "present":
-            what = "is not set" if status == "absent" else "does not look like an Anthropic key (sk-ant-…)"
-            raise ProposerError(f"{KEY_ENV} {what}: set it and restart the app, or choose the offline proposer "
-                                "in Settings (F6)")
-        return AnthropicProposer(problem_brief(problem, profile), model=settings.model or DEFAULT_MODEL)
-    from aka_tui.agent.offline import OfflineProposer
-    from aka_tui.knowledge.reference_kernels import kernels_for_op
-    from aka_tui.knowledge.store import default_kb_dir, load_kb
+    from aka_tui.bench.sandbox.bwrap import require_sandbox_for_model
+    from aka_tui.errors import ProposerError
+    from aka_tui.tui.config import KEY_ENV, api_key_status
 
-    return OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), problem.name), seed=settings.seed)
+    require_sandbox_for_model(None, os.environ.get("AKA_UNSAFE_NO_SANDBOX") == "1",
+                              "AKA_UNSAFE_NO_SANDBOX=1 in the environment of aka")
+    status = api_key_status()
+    if status != "present":
+        what = "is not set" if status == "absent" else "does not look like an Anthropic key (sk-ant-…)"
+        raise ProposerError(f"{KEY_ENV} {what}: set it and restart the app, or choose the offline proposer "
+                            "in Settings (F6)")
 
 
 class AgentRunner:
