@@ -551,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score stored report JSON(s) again with the suite's current weights (nothing is re-run); "
                         "several partial reports of one suite are merged, the first report winning per op")
     group.add_argument("--library-compare", nargs="?", const="kb/family", metavar="DIR",
-                       help="issue 8's bars: the candidates of DIR (default kb/family) against torch.matmul, "
+                       help="the candidates of DIR (default kb/family) against torch.matmul, "
                             "torch._scaled_mm and scaled_dot_product_attention on the same problems, timed side by "
                             "side (needs a CUDA GPU; --device cpu --tier smoke is a dry-run); docs/scoring.md")
     p.add_argument("--shapes", default="largest,weighted",

@@ -1,4 +1,4 @@
-"""The shipped H200 trace reproduces the suite's weights (issue 7): import → the applied problem weights."""
+"""The shipped H200 trace reproduces the suite's weights: import → the applied problem weights."""
 
 from __future__ import annotations
 
