@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 from aka_tui.agent.attempt import Attempt, LoopOutcome, bottleneck_of, first_error, measurements_text
 from aka_tui.agent.budget import WallBudget
@@ -36,12 +36,19 @@ from aka_tui.bench.roofline.hardware import HardwareProfile
 from aka_tui.bench.scoring.score import OpScore
 from aka_tui.record.session_repo import SessionRepo
 
+AgentEventKind = Literal[
+    "baseline_measured", "baseline_skipped", "iteration_started", "knowledge_retrieved", "candidate_proposed",
+    "candidate_injected", "candidates_screened_in_parallel", "candidate_screened", "candidates_remeasured",
+    "remeasure_skipped", "candidate_evaluated", "session_finished",
+]
+"""Every kind of event the loop (and its measurer) emits; the CLI's progress lines and the app's log read them."""
+
 
 @dataclass(frozen=True)
 class AgentEvent:
     """Something the loop did (past tense), with its data."""
 
-    kind: str
+    kind: AgentEventKind
     data: dict[str, Any]
 
 
@@ -136,7 +143,7 @@ class AgentLoop:
                    author=injection.author[0])
         return attempt if adopted else incumbent
 
-    def _emit(self, kind: str, **data: Any) -> None:
+    def _emit(self, kind: AgentEventKind, **data: Any) -> None:
         self.on_event(AgentEvent(kind, data))
         if self.session is not None:
             self.session.events.append(kind, **data)
