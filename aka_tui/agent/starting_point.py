@@ -53,12 +53,64 @@ def _is_identity(match: Any) -> bool:
     return args_ok and init_ok and outputs_ok and match.kb_structure == match.structure
 
 
+def _probes_on(problem: Any, device: str) -> list[Any]:
+    """Probe inputs and reference outputs on `device`; ProposerError (one line) when the reference fails there."""
+    from aka_tui.agent.probe import make_probes
+
+    try:
+        return make_probes(problem, device)
+    except Exception as exc:  # the reference itself does not run: nothing to match or lower
+        first = str(exc).splitlines()[0][:160] if str(exc) else ""
+        raise ProposerError(f"{problem.name}: its reference does not run on probe inputs on {device} "
+                            f"({type(exc).__name__}: {first}); the reference must run here before the agent "
+                            "can start") from None
+
+
+def _probe_device(probes: list[Any]) -> str:
+    for probe in probes:
+        for value in probe.inputs.values():
+            if hasattr(value, "device"):
+                return str(value.device.type)
+    return "cpu"
+
+
+def matching_probes(problem: Any, device: str) -> list[Any]:
+    """Probes for the semantic match: on the CPU whenever the reference runs there. The match runs knowledge-base
+    semantics under trial argument mappings; a wrong mapping's out-of-range index is an ordinary exception on the
+    CPU, but on CUDA a device-side assert that ends the process's CUDA context (and every later step with it).
+    The probe shapes are the problem's smallest, so the CPU is fast enough; the device is used only when the
+    reference needs it (e.g. a device-only dtype or library call)."""
+    if device != "cpu":
+        try:
+            return _probes_on(problem, "cpu")
+        except ProposerError:
+            pass
+    return _probes_on(problem, device)
+
+
+def _check_device_alive(probes: list[Any]) -> None:
+    """After trial mappings ran on CUDA probes: one line, not a traceback later, when one of them ended the
+    CUDA context."""
+    if _probe_device(probes) != "cuda":
+        return
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - any CUDA error here ends the context
+        raise ProposerError("a trial argument mapping of the knowledge-base search ended this process's CUDA "
+                            f"context ({type(exc).__name__}: {str(exc).splitlines()[0][:120]}); the reference "
+                            "does not run on the CPU, so the search had to probe on CUDA. Start from a kernel "
+                            "with `aka optimize --start FILE`, or add a reference kernel for this computation "
+                            "in kb/family/") from None
+
+
 def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Path | None = None,
                         start_file: Path | None = None, log: Callable[[str], None] = print,
                         allow_seed: bool = True, transfer_budget_s: float = 60.0) -> StartingPoint:
     """The first path that applies; ProposerError with one line naming what would help when none does."""
     from aka_tui.agent.adapter import transferred_kernel
-    from aka_tui.agent.probe import load_modules, make_probes
+    from aka_tui.agent.probe import load_modules
     from aka_tui.agent.transfer import find_transfers, kb_semantics, match_kernel
     from aka_tui.bench.problem.lookup import default_suite_dir
     from aka_tui.knowledge.reference_kernels import reference_kernels
@@ -70,12 +122,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
         kernel = person_kernel(start_file.read_text(), start_file, problem.family)
         return StartingPoint(kernel, "person", f"a person's kernel {start_file.name}")
     kernels = reference_kernels(load_kb(kb_dir or default_kb_dir()))
-    try:
-        probes = make_probes(problem, device)
-    except Exception as exc:  # the reference itself does not run: nothing to match or lower
-        raise ProposerError(f"{problem.name}: its reference does not run on probe inputs on {device} "
-                            f"({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}); "
-                            "the reference must run here before the agent can start") from None
+    probes = matching_probes(problem, device)
     reference, _ = load_modules(problem)
     suite_dir = default_suite_dir()
     tried: list[str] = []
@@ -87,6 +134,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
         if match is not None and _is_identity(match):
             return StartingPoint(kernel, "kb", f"the knowledge base's {kernel.entry_id}")
     matches = find_transfers(problem, kernels, probes, suite_dir, budget_s=transfer_budget_s)
+    _check_device_alive(probes)
     if matches:
         match = matches[0]
         log(f"transfer: {match.rationale}")
@@ -99,7 +147,8 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
         from aka_tui.knowledge.reference_kernels import kernel_from_source
 
         log("no knowledge-base kernel matches; lowering the reference with torch.compile (inductor) to Triton")
-        seed = build_seed(problem, probes, tier, device)
+        seed_probes = probes if _probe_device(probes) == device else _probes_on(problem, device)
+        seed = build_seed(problem, seed_probes, tier, device)
         if seed.source is not None:
             log(seed.reason)
             kernel = kernel_from_source(seed.source, problem.reference_path, "compiler-seed", "compiler-seed",

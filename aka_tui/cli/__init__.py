@@ -364,7 +364,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     report = run_bench(suite, options, baseline=args.baseline,
                        candidates_dir=Path(args.candidates) if args.candidates else None, ops=ops, progress=progress,
                        checkpoint=checkpoint, precompile_workers=args.precompile_workers,
-                       executor=executor)
+                       executor=executor, naive=bool(getattr(args, "naive", False)))
     progress.finish()
     partial.unlink(missing_ok=True)
     if getattr(args, "accept", None):
@@ -543,6 +543,9 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--baseline", choices=["eager", "compile"], help="score the reference itself (eager or torch.compile)")
     group.add_argument("--candidates", help="directory with <op>.py or <op>/*.py candidate files")
     p.add_argument("--ops", help="comma-separated subset of problems")
+    p.add_argument("--naive", action="store_true",
+                   help="also run the naive check (one input, allclose 1e-2, nothing else) on every candidate and "
+                        "record its verdict per shape: the paper table's naive pass rate (never scored)")
     p.add_argument("--precompile-workers", type=int_at_least(0), default=0,
                    help="with --baseline compile: compile every shape first in N parallel processes (warms "
                         "inductor's caches; nothing is timed meanwhile)")

@@ -86,6 +86,7 @@ class LocalExecutor:
         self._cancelled.set()
 
     def run(self, jobs: list[EvalJob], on_shape: ShapeCallback | None = None) -> Iterator[JobOutcome]:
+        self._cancelled.clear()  # a cancel ends the run it was called in (as in the Ray executor), not the next
         pending: queue.Queue[EvalJob] = queue.Queue()
         for job in jobs:
             pending.put(job)

@@ -22,8 +22,9 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
               ops: list[str] | None = None,
               progress: Callable[[str, str, ShapeResult | None], None] | None = None,
               checkpoint: Callable[[BenchReport], None] | None = None,
-              precompile_workers: int = 0, executor: Executor | None = None) -> BenchReport:
-    """Evaluate every selected problem; missing candidates score 0 with status `no_candidate`."""
+              precompile_workers: int = 0, executor: Executor | None = None, naive: bool = False) -> BenchReport:
+    """Evaluate every selected problem; missing candidates score 0 with status `no_candidate`. `naive`: also
+    run the naive check on every candidate (recorded per shape, never scored)."""
     if (baseline is None) == (candidates_dir is None):
         raise EvaluationError("give exactly one of --baseline eager|compile or --candidates DIR")
     if baseline not in (None, "eager", "compile"):
@@ -114,6 +115,8 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
             done, partial_scores = scored()
             checkpoint(BenchReport(f"{label} (partial)", str(suite.directory), device, tier, headline(), done, partial_scores,
                                    aggregate(partial_scores), round(time.time() - started, 1)))
+    if naive and jobs:
+        _attach_naive_verdicts(executor, jobs, finished, progress, lock)
     results, scores = scored()
     names = sorted(set(used) | ({profile.name} if profile else set()))
     mixed = len(names) > 1
@@ -125,3 +128,22 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
                        executor=executor.name, slots=executor.describe(),
                        mixed_hardware=names if mixed else [],
                        weights=weight_summary(selected, suite.directory, tier))
+
+
+def _attach_naive_verdicts(executor: Executor, jobs: list[EvalJob], finished: dict[str, CandidateResult],
+                           progress: Callable[[str, str, ShapeResult | None], None] | None,
+                           lock: threading.Lock) -> None:
+    """The naive check (what many harnesses stop at: one input, allclose 1e-2, no poisoning, fuzzing, attribution
+    or timing) over the same shapes, each verdict recorded beside the hardened one as `naive_passed`."""
+    from dataclasses import replace
+
+    naive_jobs = [EvalJob(j.key, j.problem, j.spec, replace(j.options, hardening=False, cases=1, timing=False,
+                                                             fuzz=0, compare_eager=False, compare_compile=False)) for j in jobs]
+    for outcome in executor.run(naive_jobs):
+        verdicts = {s.shape_id: s.passed for s in outcome.result.shapes}
+        hardened = finished[outcome.job.key]
+        hardened.shapes = [replace(s, naive_passed=verdicts[s.shape_id]) if not s.fuzz and s.shape_id in verdicts
+                           else s for s in hardened.shapes]
+        if progress:
+            with lock:
+                progress(outcome.job.key, "naive_done", None)

@@ -99,3 +99,26 @@ def test_no_path_is_one_line_naming_what_would_help(tmp_path: Path) -> None:
     message = str(raised.value)
     assert "\n" not in message and "no knowledge-base kernel reproduces its outputs" in message
     assert "--start FILE" in message and "--proposer anthropic" in message
+
+
+def test_the_semantic_match_probes_on_the_cpu_when_the_reference_runs_there() -> None:
+    # a trial mapping's out-of-range index is a device-side assert on CUDA (the process's CUDA context ends);
+    # the match therefore probes on the CPU even when the session runs on "cuda" (no CUDA touched here)
+    from aka_tui.agent.starting_point import matching_probes
+
+    probes = matching_probes(load_problem(UNSEEN / "scaled_hidden_norm"), "cuda")
+    assert probes and all(v.device.type == "cpu" for p in probes for v in p.inputs.values() if hasattr(v, "device"))
+
+
+def test_a_reference_that_runs_nowhere_is_one_line(tmp_path: Path) -> None:
+    from aka_tui.agent.starting_point import matching_probes
+
+    directory = tmp_path / "broken_reference"
+    shutil.copytree(UNSEEN / "centered_swish", directory)
+    (directory / "reference.py").write_text((directory / "reference.py").read_text().replace(
+        "def forward(self", "def forward(self, *_, **__):\n        raise RuntimeError('needs a device')\n\n"
+        "    def _unused(self", 1))
+    with pytest.raises(ProposerError) as caught:
+        matching_probes(load_problem(directory), "cpu")
+    assert "reference does not run on probe inputs on cpu" in str(caught.value)
+    assert "\n" not in str(caught.value)

@@ -181,3 +181,31 @@ def test_eager_is_correct_on_a_smoke_sized_shape_of_every_published_operator(tmp
     assert len(statuses) == len([p for p in SUBSET.iterdir() if p.is_dir()])
     failed = {op: shapes for op, shapes in statuses.items() if any(status != "passed" for _, status, _ in shapes)}
     assert not failed, failed
+
+
+def test_the_naive_pass_rate_column_shows_what_the_hardened_check_catches(tmp_path: Path) -> None:
+    # a candidate that remembers its first answer: one input (the naive check) cannot tell; three seeded
+    # cases per shape can
+    candidates = tmp_path / "candidates"
+    candidates.mkdir()
+    (candidates / "scaled_tanh_rows.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, cap: float = 30.0) -> None:\n"
+        "        super().__init__()\n        self.cap = float(cap)\n        self.seen = {}\n\n"
+        "    def forward(self, x, gain):\n"
+        "        key = tuple(x.shape)\n"
+        "        if key not in self.seen:\n"
+        "            y = self.cap * torch.tanh(x.float() * gain.float() / self.cap)\n"
+        "            self.seen[key] = {'y': y.to(x.dtype), 'row_absmax': y.abs().amax(dim=-1)}\n"
+        "        return {k: v.clone() for k, v in self.seen[key].items()}\n")
+    benched = aka("bench", "--suite", str(FIXTURE), "--candidates", str(candidates), "--tier", "full", "--naive",
+                  "--sandbox", "none", "--out", str(tmp_path), "--name", "cached")
+    assert benched.returncode == 0, benched.stderr[-2000:]
+    shapes = json.loads((tmp_path / "cached.json").read_text())["results"][0]["shapes"]
+    plain = [s for s in shapes if not s.get("fuzz")]
+    assert [s["naive_passed"] for s in plain] == [True] * 3
+    assert not any(s["status"] == "passed" for s in plain)
+    table = aka("report", str(tmp_path / "cached.json"), "--name", "paper")
+    assert table.returncode == 0, table.stderr[-2000:]
+    assert "| scaled_tanh_rows | 1.0000 | 3 | 100% | 0% | 0% |" in (tmp_path / "paper.md").read_text()

@@ -11,6 +11,7 @@ import pytest
 from aka_tui.agent.adapter import transferred_kernel
 from aka_tui.agent.probe import load_modules, make_probes
 from aka_tui.agent.seed_source import build_seed
+from aka_tui.agent.starting_point import matching_probes
 from aka_tui.agent.transfer import find_transfers
 from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
 from aka_tui.bench.problem.lookup import default_suite_dir, load_problem
@@ -48,7 +49,7 @@ def test_compiler_seed_on_cuda_is_real_and_timed() -> None:
 
 def test_transferred_kernel_on_cuda_is_real() -> None:
     problem = load_problem(UNSEEN / "scaled_hidden_norm")
-    probes = make_probes(problem, "cuda")
+    probes = matching_probes(problem, "cuda")  # the search's own probes (on the CPU where the reference runs)
     kernels = reference_kernels(load_kb(default_kb_dir()))
     match = find_transfers(problem, kernels, probes, default_suite_dir())[0]
     reference, _ = load_modules(problem)

@@ -97,6 +97,9 @@ class ShapeResult:
     # What tied the timed calls to the checked ones (timed_calls, sampled_calls, launches_compared,
     # timed_over_profiled) and whether the parent's own reference agreed (parent_check)
     verification: dict[str, Any] = field(default_factory=dict)
+    # The naive check's verdict for this shape (`aka bench --naive`: one input, allclose 1e-2, nothing else);
+    # None when it was not run
+    naive_passed: bool | None = None
 
     @property
     def passed(self) -> bool:
@@ -119,7 +122,7 @@ class ShapeResult:
             timing=timing("timing"), audit=AuditReport(**data["audit"]) if data.get("audit") else None,
             roofline=data.get("roofline"), eager_timing=timing("eager_timing"),
             compile_timing=timing("compile_timing"), fuzz=bool(data.get("fuzz", False)),
-            verification=dict(data.get("verification") or {}),
+            verification=dict(data.get("verification") or {}), naive_passed=data.get("naive_passed"),
         )
 
 
