@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from aka_tui.agent.proposers import Proposer
-from aka_tui.record.events import EventLog
 from aka_tui.record.session_repo import SessionRepo
 from aka_tui.tui.error_lines import error_text
 
@@ -57,33 +56,6 @@ def settings_changes(current: RunSettings, wanted: RunSettings) -> tuple[list[st
     kept = [f"{name} {getattr(wanted, name) or 'default'} (this session: {getattr(current, name) or 'default'})"
             for name in SESSION_KEEPS if getattr(current, name) != getattr(wanted, name)]
     return applied, kept
-
-
-class _LockedEventLog(EventLog):
-    def __init__(self, path: Path, lock: threading.RLock) -> None:
-        super().__init__(path)
-        self._lock = lock
-
-    def append(self, kind: str, **data: Any) -> Any:
-        with self._lock:
-            return super().append(kind, **data)
-
-
-class LockedSessionRepo(SessionRepo):
-    """A session repository whose commits and event appends are serialised across threads."""
-
-    def __init__(self, path: Path, repo: Any) -> None:
-        super().__init__(path, repo)
-        self.lock = threading.RLock()
-        self.events = _LockedEventLog(path / "events.jsonl", self.lock)
-
-    def _commit(self, message: str, files: list[str], author: tuple[str, str]) -> str:
-        with self.lock:
-            return super()._commit(message, files, author)
-
-    def tag_accepted(self, sha: str, name: str) -> str:
-        with self.lock:
-            return super().tag_accepted(sha, name)
 
 
 def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Proposer:
@@ -130,7 +102,7 @@ class AgentRunner:
         self.proposer_factory = proposer_factory or make_proposer
         self.problem: Any = None
         self.profile: Any = None
-        self.session: LockedSessionRepo | None = None
+        self.session: SessionRepo | None = None
         self.loop: Any = None
         self.outcome: Any = None
         self.phase = "idle"  # idle | starting | running | paused | stopping | finished | error
@@ -192,11 +164,11 @@ class AgentRunner:
             "dropout_p": s.dropout_p, "remeasure_rounds": s.remeasure_rounds, "tier": options.tier,
             "cases": s.cases, "kb": s.use_kb, "model": s.model or None,
             "problem_dir": str(s.problem_dir.resolve())})
-        self.session = LockedSessionRepo(created.path, created.repo)
+        self.session = created
         retrieve = make_retriever(self.problem, self.profile, self.on_message) if s.use_kb else None
         self._loop_parts = {"proposer": proposer, "options": options, "retrieve": retrieve, "loop_class": AgentLoop}
 
-    def adopt_recorded(self, session: LockedSessionRepo, problem: Any, profile: Any, options: Any, proposer: Any,
+    def adopt_recorded(self, session: SessionRepo, problem: Any, profile: Any, options: Any, proposer: Any,
                        outcome: Any) -> None:
         """Continue a recorded session (aka_tui/tui/session_resume.py prepares it)."""
         from aka_tui.agent.loop import AgentLoop
