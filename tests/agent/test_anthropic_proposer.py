@@ -111,6 +111,7 @@ def test_problem_brief_carries_reference_shapes_and_roofline() -> None:
     assert "llama3_70b_prefill_t8192_h8192" in text and "T_SOL" in text and "(memory)" in text
 
 
+@pytest.mark.slow
 def test_loop_with_the_model_records_transcripts_without_the_key(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import subprocess
 

@@ -68,6 +68,7 @@ def loops(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         yield ahead
 
 
+@pytest.mark.slow
 def test_three_iterations_are_evaluated_decided_and_recorded(loops: Prefetch) -> None:
     outcome, events, session = loops.result("test_three_iterations_are_evaluated_decided_and_recorded")
     kinds = [e.kind for e in events]
@@ -113,6 +114,7 @@ class _ScriptedProposer:
         return self.proposals.pop(0)
 
 
+@pytest.mark.slow
 def test_a_clearly_slower_candidate_is_screened_out_without_a_full_evaluation(  # type: ignore[no-untyped-def]
         tmp_path: Path, monkeypatch, loops: Prefetch) -> None:
     import aka_tui.agent.measure as measure_module

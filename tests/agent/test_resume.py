@@ -54,6 +54,7 @@ def _start_and_kill_after_first_candidate(sessions: Path) -> Path:
     raise AssertionError(f"no candidate commit appeared: {proc.stderr.read().decode() if proc.stderr else ''}")
 
 
+@pytest.mark.slow
 def test_sigkill_mid_iteration_then_resume_loses_no_commit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sessions = tmp_path / "sessions"
     path = _start_and_kill_after_first_candidate(sessions)

@@ -68,6 +68,7 @@ def test_optimize_transfers_a_known_family_behind_another_interface(tmp_path: Pa
     assert _correct_and_real(result), result["shapes"]
 
 
+@pytest.mark.slow
 def test_optimize_seeds_from_the_compiler_when_no_kb_kernel_matches(tmp_path: Path) -> None:
     run = _optimize(UNSEEN / "centered_swish", tmp_path / "sessions")
     assert run.returncode == 0, run.stderr[-2000:]

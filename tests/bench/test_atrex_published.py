@@ -146,6 +146,7 @@ def test_end_to_end_time_is_the_slower_of_host_issue_and_device() -> None:
     assert e2e_time_ms(cpu) == 2.0 and e2e_time_ms(None) is None
 
 
+@pytest.mark.slow
 def test_bench_report_and_paper_table_on_the_fixture(tmp_path: Path) -> None:
     benched = aka("bench", "--suite", str(FIXTURE), "--baseline", "eager", "--tier", "full", "--cases", "1",
                   "--out", str(tmp_path), "--name", "eager")
@@ -168,6 +169,7 @@ def test_bench_report_and_paper_table_on_the_fixture(tmp_path: Path) -> None:
     assert "listed_but_absent" in (tmp_path / "eager.md").read_text()
 
 
+@pytest.mark.slow
 @needs_subset
 def test_eager_is_correct_on_a_smoke_sized_shape_of_every_published_operator(tmp_path: Path) -> None:
     """The CPU smoke tier of a published suite: each operator's smallest shape, shrunk to fit the
@@ -183,6 +185,7 @@ def test_eager_is_correct_on_a_smoke_sized_shape_of_every_published_operator(tmp
     assert not failed, failed
 
 
+@pytest.mark.slow
 def test_the_naive_pass_rate_column_shows_what_the_hardened_check_catches(tmp_path: Path) -> None:
     # a candidate that remembers its first answer: one input (the naive check) cannot tell; three seeded
     # cases per shape can

@@ -128,6 +128,7 @@ def test_eager_baseline_is_a_fallback(evaluations: Prefetch) -> None:
     assert op.correct and not op.real and op.s_op == 0.0 and op.s_raw_op > 0
 
 
+@pytest.mark.slow
 def test_crash_on_one_shape_leaves_the_other_shape_evaluated(evaluations: Prefetch) -> None:
     result, _ = evaluations.result(("rms_norm", CANDIDATES / "rms_norm_crash_on_large.py"))
     by_id = {s.shape_id: s for s in result.shapes}

@@ -111,6 +111,7 @@ def test_without_a_gpu_it_says_so_in_one_line(argv: list[str], tmp_path: Path, c
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 @CPU_ONLY
 def test_dry_run_on_the_interpreter_exercises_all_three_ops(tmp_path: Path) -> None:
     """The CLI in a fresh process without TRITON_INTERPRET in its environment (it must switch the interpreter on

@@ -48,6 +48,7 @@ def shipped_index(tmp_path_factory: pytest.TempPathFactory) -> KbIndex:
     return index
 
 
+@pytest.mark.slow
 def test_no_scoped_entry_leaks_into_another_scope(shipped_index: KbIndex) -> None:
     report = leak_check(KB, shipped_index)
     assert report.queries >= 100 and report.leaks == []
