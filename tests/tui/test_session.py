@@ -11,7 +11,7 @@ import pytest
 from aka_tui.agent.offline import Proposal
 from tests.tui.conftest import SIZE, wait_for, wait_loaded
 
-FAST = {"use_kb": False, "fuzz": 0, "cases": 1, "tier": "smoke"}
+FAST = {"use_kb": False, "fuzz": 0, "cases": 1, "tier": "smoke", "remeasure_rounds": 0}
 
 
 async def _start(pilot: Any, problem: str) -> Any:
