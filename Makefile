@@ -1,7 +1,8 @@
 # Two commands on a fresh machine: `make run` (main job: the app) and `make test`.
 PY := .venv/bin/python
+BIN := $(dir $(PY))
 
-.PHONY: setup setup-test run bench test test-gpu check
+.PHONY: setup setup-test run bench test test-fast test-gpu check lint
 
 setup:
 	scripts/setup.sh
@@ -20,6 +21,20 @@ bench: setup
 ## Set up with test dependencies and run the test suite (GPU tests skip without a GPU).
 test: setup-test
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q
+
+## While developing: the tests not marked slow (the full `make test` is what CI runs).
+test-fast: setup-test
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
+
+## The guards: ruff, mypy over the core (strict where it passes) and the import contracts (ARCHITECTURE.md).
+check: setup-test
+	$(MAKE) --no-print-directory lint
+
+## The guards without setting up (PY=... BIN=... to use other tools).
+lint:
+	$(BIN)ruff check aka_tui tests scripts
+	$(PY) -m mypy
+	$(BIN)lint-imports
 
 ## On a GPU machine with torch/triton already installed (no venv): the GPU-marked tests.
 test-gpu:

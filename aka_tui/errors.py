@@ -24,6 +24,12 @@ class ProblemFormatError(AkaError):
     title = "bad problem directory"
 
 
+class ProblemNotFound(ProblemFormatError):
+    """No problem directory of that name or at that path."""
+
+    title = "unknown problem"
+
+
 class CandidateCompileError(AkaError):
     """A candidate file cannot be loaded (syntax error, import error, no Model)."""
 

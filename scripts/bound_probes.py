@@ -28,12 +28,12 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from aka_tui.bench.hardware import detect_profile  # noqa: E402
-from aka_tui.bench.inputs import timing_input_sets  # noqa: E402
-from aka_tui.bench.module_loading import import_file  # noqa: E402
-from aka_tui.bench.problem import load_suite  # noqa: E402
-from aka_tui.bench.roofline import bound  # noqa: E402
-from aka_tui.bench.timing import Timers, time_cuda  # noqa: E402
+from aka_tui.bench.measure.timing import Timers, time_cuda  # noqa: E402
+from aka_tui.bench.problem.inputs import timing_input_sets  # noqa: E402
+from aka_tui.bench.problem.lookup import load_suite  # noqa: E402
+from aka_tui.bench.problem.module_loading import import_file  # noqa: E402
+from aka_tui.bench.roofline.bound import bound  # noqa: E402
+from aka_tui.bench.roofline.hardware import detect_profile  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FP8_KB = import_file(REPO / "kb/family/gemm/gemm_fp8_blockscale.py", "probe_kb")
@@ -90,7 +90,7 @@ def _timed(fn, sets, timers, l2) -> float:
 
 
 def probe_fp8(suite, timers, l2) -> list[dict]:
-    from aka_tui.bench.library_compare import FP8_FORMS, call_scaled_mm, probe_scaled_mm, scaled_mm_scales
+    from aka_tui.bench.compare.library.run import FP8_FORMS, call_scaled_mm, probe_scaled_mm, scaled_mm_scales
 
     problem = suite.problems["gemm_fp8_blockscale"]
     kb = FP8_KB

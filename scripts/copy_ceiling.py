@@ -20,11 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from aka_tui.bench.calibrate import measure_copy_tbps  # noqa: E402
-from aka_tui.bench.hardware import HardwareProfile, detect_profile  # noqa: E402
-from aka_tui.bench.problem import load_suite  # noqa: E402
-from aka_tui.bench.roofline import bound  # noqa: E402
-from aka_tui.bench.timing import Timers, time_cuda  # noqa: E402
+from aka_tui.bench.measure.timing import Timers, time_cuda  # noqa: E402
+from aka_tui.bench.problem.lookup import load_suite  # noqa: E402
+from aka_tui.bench.roofline.bound import bound  # noqa: E402
+from aka_tui.bench.roofline.calibrate import measure_copy_tbps  # noqa: E402
+from aka_tui.bench.roofline.hardware import HardwareProfile, detect_profile  # noqa: E402
 
 
 def largest_memory_bound(suite_dir: str, ops: list[str], profile: HardwareProfile) -> list[tuple[str, str, float]]:

@@ -20,15 +20,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from aka_tui.bench.audit import TritonLaunchRecorder  # noqa: E402
-from aka_tui.bench.hardware import detect_profile  # noqa: E402
+from aka_tui.bench.measure.audit import TritonLaunchRecorder  # noqa: E402
 from aka_tui.bench.measure.calls import run_calls  # noqa: E402
 from aka_tui.bench.measure.cases import ShapeCases, case_seeds  # noqa: E402
 from aka_tui.bench.measure.plan import PlanOptions, ShapePlan  # noqa: E402
 from aka_tui.bench.measure.session import build_candidate_model  # noqa: E402
-from aka_tui.bench.module_loading import import_file  # noqa: E402
-from aka_tui.bench.problem import load_suite  # noqa: E402
-from aka_tui.bench.timing import Timers, time_cuda  # noqa: E402
+from aka_tui.bench.measure.timing import Timers, time_cuda  # noqa: E402
+from aka_tui.bench.problem.lookup import load_suite  # noqa: E402
+from aka_tui.bench.problem.module_loading import import_file  # noqa: E402
+from aka_tui.bench.roofline.hardware import detect_profile  # noqa: E402
 from aka_tui.knowledge.reference_kernels import kernels_for_op  # noqa: E402
 from aka_tui.knowledge.store import default_kb_dir, load_kb  # noqa: E402
 

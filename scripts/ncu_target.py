@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from aka_tui.bench.inputs import timing_input_sets  # noqa: E402
-from aka_tui.bench.module_loading import import_file  # noqa: E402
-from aka_tui.bench.problem import load_suite  # noqa: E402
+from aka_tui.bench.problem.inputs import timing_input_sets  # noqa: E402
+from aka_tui.bench.problem.lookup import load_suite  # noqa: E402
+from aka_tui.bench.problem.module_loading import import_file  # noqa: E402
 from aka_tui.knowledge.reference_kernels import kernels_for_op  # noqa: E402
 from aka_tui.knowledge.store import default_kb_dir, load_kb  # noqa: E402
 

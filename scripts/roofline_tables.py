@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aka_tui.bench.hardware import get_profile  # noqa: E402
-from aka_tui.bench.problem import load_suite  # noqa: E402
-from aka_tui.bench.roofline import bound  # noqa: E402
+from aka_tui.bench.problem.lookup import load_suite  # noqa: E402
+from aka_tui.bench.roofline.bound import bound  # noqa: E402
+from aka_tui.bench.roofline.hardware import get_profile  # noqa: E402
 
 MEMORY_FAMILIES = ("norm", "activation", "rope", "quantization", "kv_cache", "moe_sum_reduce")
 

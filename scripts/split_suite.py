@@ -33,9 +33,9 @@ def split(suite: Path, op: str, parts: int, out: Path) -> None:
 
 
 def merge(suite_dir: Path, stem: Path, parts: list[Path]) -> None:
-    from aka_tui.bench.problem import load_suite
-    from aka_tui.bench.report import render_markdown, write_reports  # noqa: F401
-    from aka_tui.bench.suite_run import rescore_report
+    from aka_tui.bench.problem.lookup import load_suite
+    from aka_tui.bench.scoring.bench_report import rescore_report
+    from aka_tui.bench.scoring.report import render_markdown, write_reports  # noqa: F401
 
     datas = [json.loads(p.read_text()) for p in parts if p.exists()]
     if not datas:

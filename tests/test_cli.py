@@ -125,6 +125,7 @@ def test_hw_list_has_the_brief_skus(runs: Prefetch) -> None:
         assert name in out
 
 
+@pytest.mark.slow
 def test_eval_and_bench_on_the_atrex_fixture(runs: Prefetch) -> None:
     out, benched, tmp_path = runs.result("atrex")
     assert out.returncode == 0, out.stderr
@@ -139,6 +140,7 @@ def test_eval_and_bench_on_the_atrex_fixture(runs: Prefetch) -> None:
     assert (tmp_path / "bench-eager-full.md").read_text().startswith("# baseline:eager")
 
 
+@pytest.mark.slow
 def test_a_failure_replays_from_its_seed_with_one_command(runs: Prefetch) -> None:
     first, match, again = runs.result("replay-seed")
     assert first.returncode == 1
@@ -147,6 +149,7 @@ def test_a_failure_replays_from_its_seed_with_one_command(runs: Prefetch) -> Non
     assert again.stdout.count("wrong_output") == 2  # the table row and the failure line: one shape, one case
 
 
+@pytest.mark.slow
 def test_optimize_runs_the_loop_and_records_a_session(runs: Prefetch) -> None:
     out, sessions, replay, bad = runs.result("optimize")
     assert out.returncode == 0, out.stderr

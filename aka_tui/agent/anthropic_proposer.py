@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aka_tui.agent.offline import Proposal
+from aka_tui.agent.proposers import DEFAULT_MODEL
 from aka_tui.errors import ProposerError
 
-DEFAULT_MODEL = "claude-sonnet-5-5"
 # USD per million tokens (input, output); cache writes cost 1.25x input, cache reads 0.1x input.
 # Assumed list prices by model tier; override with AKA_PRICE_IN / AKA_PRICE_OUT when they differ.
 PRICES = {"opus": (15.0, 75.0), "sonnet": (3.0, 15.0), "haiku": (1.0, 5.0)}

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aka_tui.agent.offline import Proposal
-from aka_tui.bench.score import OpScore
+from aka_tui.bench.scoring.score import OpScore
 
 
 @dataclass

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from aka_tui.bench.dtypes import dtype_name
-from aka_tui.bench.hardware import HardwareProfile
-from aka_tui.bench.problem import Problem
-from aka_tui.bench.roofline import bound
+from aka_tui.bench.problem.dtypes import dtype_name
+from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.roofline.bound import bound
+from aka_tui.bench.roofline.hardware import HardwareProfile
 
 
 def problem_brief(problem: Problem, profile: HardwareProfile, tier: str = "full") -> str:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from aka_tui.agent.proposers import DEFAULT_PROPOSER, PROPOSER_NAMES, Proposer
 from aka_tui.argtypes import add_sandbox_flags, fraction, int_at_least, non_negative_float, positive_float
 from aka_tui.errors import ProposerError
 
@@ -24,7 +25,7 @@ def _rounds(text: str) -> int:
 
 def _limits(args: argparse.Namespace) -> Any:
     """The workers' limits and sandbox from the command line."""
-    from aka_tui.bench.isolation import WorkerLimits
+    from aka_tui.bench.evaluator.isolation import WorkerLimits
 
     limits = WorkerLimits(sandbox=args.sandbox)
     if args.memory_limit is not None:
@@ -34,7 +35,7 @@ def _limits(args: argparse.Namespace) -> Any:
 
 def _check_sandbox(proposer: str, args: argparse.Namespace) -> None:
     """Model-written candidates run only in a sandbox unless --unsafe-no-sandbox says otherwise; say which."""
-    from aka_tui.bench.sandbox import require_sandbox_for_model, resolve_mode
+    from aka_tui.bench.sandbox.bwrap import require_sandbox_for_model, resolve_mode
 
     if proposer == "anthropic":
         require_sandbox_for_model(args.sandbox, args.unsafe_no_sandbox)
@@ -53,39 +54,16 @@ def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable
 
 def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str | None,
                    replay_from: str | None, done: int = 0, device: str = "cpu", tier: str | None = None,
-                   start: str | None = None, transfer_budget_s: float = 60.0) -> Any:
-    """The proposer of a session; `done` recorded iterations are skipped by a replay proposer (resume). The
-    offline proposer starts from a person's kernel (`start`), the knowledge base's kernel for the operator, a
-    transferred one or a compiler seed, whichever applies first (aka_tui/agent/starting_point.py)."""
-    if kind == "replay":
-        from aka_tui.agent.replay import ReplayProposer
+                   start: str | None = None, transfer_budget_s: float = 60.0) -> Proposer:
+    """The proposer of a session, from the registry; `done` recorded iterations are skipped by a replay proposer
+    (resume). The offline proposer starts from a person's kernel (`start`), the knowledge base's kernel for the
+    operator, a transferred one or a compiler seed, whichever applies first (aka_tui/agent/starting_point.py)."""
+    from aka_tui.agent.proposers import ProposerRequest, make_proposer
 
-        if not replay_from:
-            raise ProposerError("--proposer replay needs --from SESSION_DIR (a recorded session)")
-        proposer: Any = ReplayProposer(Path(replay_from), problem.name)
-        proposer.position = min(done, len(proposer.iterations))
-        return proposer
-    if kind == "anthropic":
-        from aka_tui.agent.anthropic_proposer import AnthropicProposer, DEFAULT_MODEL
-        from aka_tui.agent.brief import closest_kernel, example_section, problem_brief
-        from aka_tui.knowledge.reference_kernels import reference_kernels
-        from aka_tui.knowledge.store import default_kb_dir, load_kb
-
-        example = example_section(problem, closest_kernel(problem, reference_kernels(load_kb(default_kb_dir()))))
-        return AnthropicProposer(problem_brief(problem, profile) + example, model=model or DEFAULT_MODEL)
-    from aka_tui.agent.offline import OfflineProposer
-    from aka_tui.agent.starting_point import find_starting_point
-
-    point = find_starting_point(problem, device, tier, start_file=Path(start) if start else None,
-                               log=lambda m: print(m, file=sys.stderr), transfer_budget_s=transfer_budget_s)
-    print(f"starting point: {point.detail}", file=sys.stderr)
-    return OfflineProposer([point.kernel], seed=seed, path=_path_label(point))
-
-
-def _path_label(point: Any) -> str:
-    """What the session records as the path of each offline iteration."""
-    return {"kb": f"kb {point.kernel.entry_id}", "transfer": point.detail,
-            "compiler-seed": "compiler seed (inductor)", "person": point.detail}.get(point.path, point.detail)
+    return make_proposer(ProposerRequest(
+        kind, problem, profile, seed=seed, model=model, replay_from=replay_from, done=done, device=device, tier=tier,
+        start=start, transfer_budget_s=transfer_budget_s, log=lambda m: print(m, file=sys.stderr),
+        replay_missing="--proposer replay needs --from SESSION_DIR (a recorded session)"))
 
 
 def _tag_best(session: Any, problem_name: str, best: Any) -> None:
@@ -143,8 +121,8 @@ def _progress_printer() -> Callable[[Any], None]:
 
 def cmd_optimize(args: argparse.Namespace) -> int:
     from aka_tui.agent.loop import AgentLoop, LoopConfig
-    from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
-    from aka_tui.bench.problem import default_suite_dir, is_problem_dir, load_problem
+    from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
+    from aka_tui.bench.problem.lookup import find_problem
     from aka_tui.record.recovery import claim, unlock_session
     from aka_tui.record.session_repo import SessionRepo
 
@@ -162,8 +140,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         raise ProposerError("aka optimize needs a PROBLEM, or --resume ID to continue a recorded session")
     if args.iterations is None:
         args.iterations = DEFAULT_ITERATIONS
-    directory = Path(args.problem) if is_problem_dir(Path(args.problem)) else default_suite_dir() / args.problem
-    problem = load_problem(directory)
+    problem = find_problem(args.problem)
     _check_sandbox(args.proposer, args)
     options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases, limits=_limits(args))
     device = resolve_device(options.device)
@@ -178,7 +155,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     session = SessionRepo.create(Path(args.sessions) / name, {
         "problem": problem.name, "problem_hash": problem.content_hash, "proposer": args.proposer, "seed": args.seed,
         "device": device, "hardware_profile": profile.name, "iterations": args.iterations, "dropout_p": args.dropout,
-        "problem_dir": str(directory.resolve()), "tier": resolve_tier(options, device), "cases": args.cases,
+        "problem_dir": str(problem.directory.resolve()), "tier": resolve_tier(options, device), "cases": args.cases,
         "screen": not args.no_screen, "kb": not args.no_kb, "model": args.model, "remeasure_rounds": rounds,
         "replay_from": str(Path(args.replay_from).resolve()) if args.replay_from else None,
         "start": str(Path(args.start).resolve()) if args.start else None,
@@ -191,7 +168,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                         baseline=not args.no_baseline)
     executor = None
     if args.best_of > 1:
-        from aka_tui.bench.executor import LocalExecutor
+        from aka_tui.executors.local import LocalExecutor
 
         executor = LocalExecutor(device, gpus=args.gpus, cpu_workers=args.best_of)
     loop = AgentLoop(problem, proposer, profile, options, config, session.path / ".work", session,
@@ -223,8 +200,8 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
     the proposer, seed, dropout, device and tier recorded in session.json."""
     from aka_tui.agent.loop import AgentLoop, LoopConfig, LoopOutcome
     from aka_tui.agent.resume import check_resumable, missing_evaluated_events, rebuild_attempts
-    from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
-    from aka_tui.bench.problem import default_suite_dir, is_problem_dir, load_problem
+    from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
+    from aka_tui.bench.problem.lookup import find_problem
     from aka_tui.errors import AkaError
     from aka_tui.record.recovery import claim, discard_uncommitted, running_owner
     from aka_tui.record.session_repo import SessionError, SessionRepo, read_meta
@@ -237,11 +214,7 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
     recorded = str(meta.get("problem", ""))
     if args.problem and Path(args.problem).name != recorded:
         raise SessionError(f"session {path.name} optimised {recorded!r}, not {args.problem!r}")
-    directory = next((Path(d) for d in (args.problem, meta.get("problem_dir")) if d and is_problem_dir(Path(d))),
-                     default_suite_dir() / recorded)
-    if not is_problem_dir(directory):
-        raise SessionError(f"problem {recorded!r} of session {path.name} is not in {directory.parent}")
-    problem = load_problem(directory)
+    problem = find_problem(recorded, recorded=[args.problem, meta.get("problem_dir")])
     try:
         device = resolve_device(args.device if args.device != "auto" else str(meta.get("device", "auto")))
     except AkaError:
@@ -326,7 +299,7 @@ def register(sub: Any) -> None:
                        description="Baseline, then propose → evaluate → decide for N iterations; every candidate "
                                    "is a commit in a session repository under --sessions.")
     p.add_argument("problem", nargs="?", help="problem name or directory (not needed with --resume)")
-    p.add_argument("--proposer", default="offline", choices=["offline", "anthropic", "replay"])
+    p.add_argument("--proposer", default=DEFAULT_PROPOSER, choices=list(PROPOSER_NAMES))
     p.add_argument("--iterations", type=int_at_least(1),
                    help=f"iterations to run (default {DEFAULT_ITERATIONS}; with --resume: the rest of the recorded "
                         "budget)")

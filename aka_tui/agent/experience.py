@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 from aka_tui.agent.attempt import LoopOutcome
-from aka_tui.bench.hardware import HardwareProfile
-from aka_tui.bench.problem import Problem
+from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.roofline.hardware import HardwareProfile
 from aka_tui.knowledge.entry import KbEntry, Worth
 from aka_tui.knowledge.store import KnowledgeBase, write_entry
 

@@ -22,25 +22,33 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 from aka_tui.agent.attempt import Attempt, LoopOutcome, bottleneck_of, first_error, measurements_text
 from aka_tui.agent.budget import WallBudget
 from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
 from aka_tui.agent.measure import Measurer
 from aka_tui.agent.offline import Proposal
-from aka_tui.bench.evaluate import EvalOptions
-from aka_tui.bench.hardware import HardwareProfile
-from aka_tui.bench.problem import Problem
-from aka_tui.bench.score import OpScore
+from aka_tui.agent.proposers import Proposer
+from aka_tui.bench.evaluator.evaluate import EvalOptions
+from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.roofline.hardware import HardwareProfile
+from aka_tui.bench.scoring.score import OpScore
 from aka_tui.record.session_repo import SessionRepo
+
+AgentEventKind = Literal[
+    "baseline_measured", "baseline_skipped", "iteration_started", "knowledge_retrieved", "candidate_proposed",
+    "candidate_injected", "candidates_screened_in_parallel", "candidate_screened", "candidates_remeasured",
+    "remeasure_skipped", "candidate_evaluated", "session_finished",
+]
+"""Every kind of event the loop (and its measurer) emits; the CLI's progress lines and the app's log read them."""
 
 
 @dataclass(frozen=True)
 class AgentEvent:
     """Something the loop did (past tense), with its data."""
 
-    kind: str
+    kind: AgentEventKind
     data: dict[str, Any]
 
 
@@ -79,12 +87,12 @@ class Injection:
 class AgentLoop:
     """One problem, one proposer, an evaluator, optional knowledge and an optional session recording."""
 
-    def __init__(self, problem: Problem, proposer: Any, profile: HardwareProfile, options: EvalOptions,
+    def __init__(self, problem: Problem, proposer: Proposer, profile: HardwareProfile, options: EvalOptions,
                  config: LoopConfig, work_dir: Path, session: SessionRepo | None = None,
                  retrieve: Callable[[str], tuple[list[str], str]] | None = None,
                  on_event: Callable[[AgentEvent], None] | None = None, executor: Any = None) -> None:
         self.problem, self.proposer, self.profile = problem, proposer, profile
-        self.executor = executor  # an aka_tui.bench.executor.Executor, used for best-of-k screening
+        self.executor = executor  # an aka_tui.executors.base.Executor, used for best-of-k screening
         self.options, self.config, self.work_dir = options, config, work_dir
         self.session, self.retrieve = session, retrieve
         self.on_event = on_event or (lambda _e: None)
@@ -135,7 +143,7 @@ class AgentLoop:
                    author=injection.author[0])
         return attempt if adopted else incumbent
 
-    def _emit(self, kind: str, **data: Any) -> None:
+    def _emit(self, kind: AgentEventKind, **data: Any) -> None:
         self.on_event(AgentEvent(kind, data))
         if self.session is not None:
             self.session.events.append(kind, **data)

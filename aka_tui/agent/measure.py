@@ -15,10 +15,16 @@ from typing import Any, Callable, Sequence
 
 from aka_tui.agent.attempt import Attempt
 from aka_tui.agent.budget import WallBudget
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate, resolve_device, resolve_tier
-from aka_tui.bench.hardware import HardwareProfile
-from aka_tui.bench.problem import Problem
-from aka_tui.bench.score import OpScore, score_op
+from aka_tui.bench.evaluator.evaluate import (
+    CandidateSpec,
+    EvalOptions,
+    evaluate_candidate,
+    resolve_device,
+    resolve_tier,
+)
+from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.roofline.hardware import HardwareProfile
+from aka_tui.bench.scoring.score import OpScore, score_op
 
 
 def promising(screened: OpScore, incumbent: Attempt, close_rel: float) -> bool:
@@ -79,7 +85,7 @@ class Measurer:
                      close_rel: float) -> list[tuple[bool, OpScore, Any]]:
         """Quick evaluations of k candidates in parallel on the executor's slots (one GPU each), timed as one
         batch; one (promising, score, result) per source, in order."""
-        from aka_tui.bench.executor import EvalJob
+        from aka_tui.executors.base import EvalJob
 
         quick = self.quick_options()
         jobs = []

@@ -7,17 +7,17 @@ returns for the same inputs.
 
 from __future__ import annotations
 
-import math
 import inspect
+import math
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
 import torch
 
-from aka_tui.bench.inputs import clone_inputs, make_inputs
-from aka_tui.bench.module_loading import import_file
-from aka_tui.bench.problem import Problem, Shape
+from aka_tui.bench.problem.inputs import clone_inputs, make_inputs
+from aka_tui.bench.problem.model import Problem, Shape
+from aka_tui.bench.problem.module_loading import import_file
 
 PROBE_SEED = 20261201
 

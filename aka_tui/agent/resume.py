@@ -12,10 +12,10 @@ from typing import Any
 
 from aka_tui.agent.attempt import Attempt, first_error
 from aka_tui.agent.offline import Proposal
-from aka_tui.bench.hardware import HardwareProfile
-from aka_tui.bench.problem import Problem
-from aka_tui.bench.results import CandidateResult
-from aka_tui.bench.score import score_op
+from aka_tui.bench.measure.results import CandidateResult
+from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.roofline.hardware import HardwareProfile
+from aka_tui.bench.scoring.score import score_op
 from aka_tui.record.session_repo import SessionError, SessionRepo
 
 ACCEPTED_RE = re.compile(r"^iter \d+: (accepted|adopted)\b")

@@ -15,7 +15,7 @@ import torch
 from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kernel_tunables, parse_program
 from aka_tui.agent.inductor_capture import CaptureError, capture
 from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
-from aka_tui.bench.problem import Problem, Shape
+from aka_tui.bench.problem.model import Problem, Shape
 
 _HEADER = '''"""Compiler seed for {problem}: torch.compile (inductor, torch {torch_version}) lowered the reference to
 Triton; its kernels are this file's own, launched by plain launchers whose block sizes, warps and stages are
@@ -222,7 +222,7 @@ def _representatives(shapes: list[Shape]) -> list[Shape]:
 def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: str) -> SeedResult:
     """Capture every program the problem's shapes of `tier` need, write the candidate, verify it on the probes."""
     from aka_tui.agent.probe import load_modules
-    from aka_tui.bench.inputs import make_inputs
+    from aka_tui.bench.problem.inputs import make_inputs
 
     reference, input_module = load_modules(problem)
     groups: dict[str, tuple[Shape, dict[str, Any], tuple[dict[str, Any], list[str]]]] = {}
@@ -255,7 +255,7 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
     import tempfile
     from pathlib import Path
 
-    from aka_tui.bench.module_loading import import_file
+    from aka_tui.bench.problem.module_loading import import_file
 
     if device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")  # the interpreter is how Triton runs on a CPU

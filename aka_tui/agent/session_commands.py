@@ -27,27 +27,21 @@ def _s(value: float | None) -> str:
 
 def _problem_of(meta: dict[str, Any], session_name: str) -> Any:
     """The recorded session's problem, from its recorded directory or the shipped suite."""
-    from aka_tui.bench.problem import default_suite_dir, is_problem_dir, load_problem
-    from aka_tui.record.session_repo import SessionError
+    from aka_tui.bench.problem.lookup import find_problem
 
-    name = str(meta.get("problem", ""))
-    recorded = meta.get("problem_dir")
-    directory = Path(recorded) if recorded and is_problem_dir(Path(recorded)) else default_suite_dir() / name
-    if not name or not is_problem_dir(directory):
-        raise SessionError(f"problem {name!r} of session {session_name} is not in {directory.parent}")
-    return load_problem(directory)
+    return find_problem(str(meta.get("problem", "")), recorded=[meta.get("problem_dir")])
 
 
 def cmd_sessions_score(args: argparse.Namespace) -> int:
-    from aka_tui.bench.problem import load_suite
-    from aka_tui.bench.report import aggregate_lines, text_table, write_reports
     from aka_tui.agent.suite_score import OUTCOME_HEADERS, outcome_rows, score_sessions
+    from aka_tui.bench.problem.lookup import load_suite
+    from aka_tui.bench.scoring.report import aggregate_lines, text_table, write_reports
 
     sessions_dir = Path(args.sessions)
     if not sessions_dir.is_dir():
         print(f"error: no sessions directory {sessions_dir} (give --sessions DIR)", file=sys.stderr)
         return 2
-    from aka_tui.bench.problem import default_suite_dir
+    from aka_tui.bench.problem.lookup import default_suite_dir
 
     suite = load_suite(Path(args.suite) if args.suite else default_suite_dir())
     ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else None
@@ -70,7 +64,7 @@ def cmd_sessions_score(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     if args.score:
         return cmd_sessions_score(args)
-    from aka_tui.bench.report import text_table
+    from aka_tui.bench.scoring.report import text_table
     from aka_tui.record.listing import list_sessions, session_dirs
 
     sessions = [s for s in list_sessions(session_dirs(Path(args.sessions)))
@@ -203,9 +197,15 @@ def _rerun(args: argparse.Namespace, path: Path, meta: dict[str, Any], steps: li
     """Evaluate every recorded candidate on this machine; rows of recorded vs now."""
     import shutil
 
-    from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate, resolve_device, resolve_profile
-    from aka_tui.bench.evaluate import resolve_tier
-    from aka_tui.bench.score import score_op
+    from aka_tui.bench.evaluator.evaluate import (
+        CandidateSpec,
+        EvalOptions,
+        evaluate_candidate,
+        resolve_device,
+        resolve_profile,
+        resolve_tier,
+    )
+    from aka_tui.bench.scoring.score import score_op
 
     problem = _problem_of(meta, path.name)
     options = EvalOptions(device=args.device, tier=args.tier, cases=args.cases, fuzz=args.fuzz)
@@ -233,7 +233,7 @@ def _rerun(args: argparse.Namespace, path: Path, meta: dict[str, Any], steps: li
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from aka_tui.bench.report import text_table
+    from aka_tui.bench.scoring.report import text_table
 
     path, meta, steps = _load_session(args)
     if not args.rerun:

@@ -112,7 +112,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
     from aka_tui.agent.adapter import transferred_kernel
     from aka_tui.agent.probe import load_modules
     from aka_tui.agent.transfer import find_transfers, kb_semantics, match_kernel
-    from aka_tui.bench.problem import default_suite_dir
+    from aka_tui.bench.problem.lookup import default_suite_dir
     from aka_tui.knowledge.reference_kernels import reference_kernels
     from aka_tui.knowledge.store import default_kb_dir, load_kb
 

@@ -37,15 +37,15 @@ def _start_path(session: Path | None) -> str:
 
 def _compile_speedup(problem: Any, session: Path | None, options: Any, profile: Any) -> tuple[float | None, str]:
     """The incumbent re-evaluated once with torch.compile timed beside it: weighted geomean of T_compile / T."""
-    from aka_tui.agent.suite_score import _incumbent
-    from aka_tui.bench.evaluate import CandidateSpec, evaluate_candidate
-    from aka_tui.bench.score import score_op
+    from aka_tui.agent.suite_score import incumbent_step
+    from aka_tui.bench.evaluator.evaluate import CandidateSpec, evaluate_candidate
+    from aka_tui.bench.scoring.score import score_op
     from aka_tui.record.history import read_steps
 
     if session is None:
         return None, ""
     steps, _ = read_steps(session)
-    step = _incumbent(steps)
+    step = incumbent_step(steps)
     if step is None:
         return None, ""
     result = evaluate_candidate(problem, CandidateSpec.file(step.kernel_path),
@@ -102,9 +102,9 @@ def _shard(text: str) -> tuple[int, int]:
 def cmd_optimize_suite(args: argparse.Namespace) -> int:
     """Run the offline agent over every operator of `args.suite` and print the table."""
     from aka_tui.agent.suite_score import score_sessions
-    from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
-    from aka_tui.bench.problem import load_suite
-    from aka_tui.bench.report import aggregate_lines, text_table
+    from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
+    from aka_tui.bench.problem.lookup import load_suite
+    from aka_tui.bench.scoring.report import aggregate_lines, text_table
 
     suite = load_suite(Path(args.suite))
     if args.ops:

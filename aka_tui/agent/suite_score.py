@@ -13,11 +13,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.problem import Suite
-from aka_tui.bench.results import CandidateResult, ShapeResult, StageError
-from aka_tui.bench.score import aggregate, score_op
-from aka_tui.bench.suite_run import BenchReport, launch_floor_s
+from aka_tui.bench.measure.results import CandidateResult, ShapeResult, StageError
+from aka_tui.bench.problem.model import Suite
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.bench_report import BenchReport, launch_floor_s
+from aka_tui.bench.scoring.score import aggregate, score_op
 from aka_tui.record.events import read_events
 from aka_tui.record.history import RecordedStep, read_steps
 from aka_tui.record.listing import list_sessions
@@ -38,7 +38,7 @@ class SessionOutcome:
     finished: bool
 
 
-def _incumbent(steps: list[RecordedStep]) -> RecordedStep | None:
+def incumbent_step(steps: list[RecordedStep]) -> RecordedStep | None:
     accepted = [s for s in steps if s.facts.accepted]
     return accepted[-1] if accepted else None
 
@@ -83,7 +83,7 @@ def score_sessions(sessions_dir: Path, suite: Suite, tier: str = "full",
         warnings += [f"{path.name}: {p}" for p in problems]
         events, _ = read_events(path / "events.jsonl")
         baseline = next((e.data.get("s_raw") for e in events if e.kind == "baseline_measured"), None)
-        step = _incumbent(steps)
+        step = incumbent_step(steps)
         if step is None:
             results.append(_no_session(name, shape_ids, f"{path.name} accepted no candidate"))
         else:

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import torch
 
 from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
-from aka_tui.bench.problem import Problem
+from aka_tui.bench.problem.model import Problem
 from aka_tui.knowledge.reference_kernels import ReferenceKernel
 
 MAX_MAPPINGS_PER_KERNEL = 96
@@ -158,9 +158,9 @@ def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics
     """The semantics of a reference kernel: the reference of its own problem when the suite has it (plain
     PyTorch, fast), else the kernel's own Model; examples of its arguments from that problem's smallest shape."""
     from aka_tui.agent.probe import load_modules, probe_shapes
-    from aka_tui.bench.inputs import make_inputs
-    from aka_tui.bench.module_loading import import_file
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.problem.inputs import make_inputs
+    from aka_tui.bench.problem.lookup import load_problem
+    from aka_tui.bench.problem.module_loading import import_file
 
     init_examples: dict[str, Any] = {}
     forward_examples: dict[str, Any] = {}

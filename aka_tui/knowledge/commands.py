@@ -15,7 +15,14 @@ from typing import Any
 from aka_tui.errors import KbEntryError
 from aka_tui.knowledge.entry import LAYERS, parse_entry, read_text_file, render_entry
 from aka_tui.knowledge.store import (
-    KnowledgeBase, accept_pending, default_kb_dir, home_folder, load_kb, reject_pending, remove_entry, write_entry,
+    KnowledgeBase,
+    accept_pending,
+    default_kb_dir,
+    home_folder,
+    load_kb,
+    reject_pending,
+    remove_entry,
+    write_entry,
 )
 from aka_tui.paths import aka_home
 
@@ -191,7 +198,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import tempfile
 
     from aka_tui.knowledge import embedding
-    from aka_tui.knowledge.evaluation import _query_from
+    from aka_tui.knowledge.evaluation import query_from
     from aka_tui.knowledge.index import KbIndex
     from aka_tui.knowledge.retrieval import retrieve
 
@@ -205,13 +212,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         report = index.sync(kb)
         build_s = time.perf_counter() - started
         queries = json.loads((kb.root / "retrieval-eval.json").read_text())
-        retrieve(kb, index, _query_from(queries[0]))  # warm-up
+        retrieve(kb, index, query_from(queries[0]))  # warm-up
         latencies = []
         for _ in range(args.rounds):
             for spec in queries:
                 embedding.embed_query.cache_clear()  # every query pays its embedding
                 t0 = time.perf_counter()
-                retrieve(kb, index, _query_from(spec))
+                retrieve(kb, index, query_from(spec))
                 latencies.append((time.perf_counter() - t0) * 1e3)
     latencies.sort()
     p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]

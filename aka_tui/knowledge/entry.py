@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from aka_tui.errors import KbEntryError
 

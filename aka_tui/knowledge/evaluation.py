@@ -27,7 +27,7 @@ class RecallReport:
     lines: list[str] = field(default_factory=list)
 
 
-def _query_from(spec: dict[str, Any]) -> KbQuery:
+def query_from(spec: dict[str, Any]) -> KbQuery:
     scope = spec.get("scope", {})
     return KbQuery(text=spec["query"], hardware=scope.get("hardware"), vendor=scope.get("vendor"),
                    arch=scope.get("arch"), dsl=scope.get("dsl", "triton"), family=scope.get("family"),
@@ -49,7 +49,7 @@ def evaluate_retrieval(kb: KnowledgeBase, index: KbIndex, queries: list[dict[str
         missing = [e for e in expected if e not in kb.entries]
         if missing:
             lines.append(f"MISSING ids {missing} for query {spec['query']!r}")
-        got = top_k(kb, index, _query_from(spec), k)
+        got = top_k(kb, index, query_from(spec), k)
         hit = len(set(expected) & set(got)) / len(expected)
         total += hit
         mark = "ok " if hit == 1 else ("part" if hit else "MISS")
@@ -76,7 +76,7 @@ def leak_check(kb: KnowledgeBase, index: KbIndex) -> LeakReport:
             other = next((v for v in OTHER_VALUES[key] if v not in own), None)
             if other is None:
                 continue
-            scope = {k: None for k in SCOPE_KEYS}
+            scope: dict[str, str | None] = {k: None for k in SCOPE_KEYS}
             scope[key] = other
             query = KbQuery(text=entry.title + " " + " ".join(entry.triggers), vendor=scope["vendor"],
                             arch=scope["arch"], dsl=scope["dsl"], family=scope["family"], op=None,

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aka_tui.safe_ast as safe_ast
 from aka_tui.errors import KbEntryError
 from aka_tui.knowledge.entry import KbEntry, read_text_file
 from aka_tui.knowledge.store import KnowledgeBase
-import aka_tui.safe_ast as safe_ast
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ReferenceKernel:
     def is_inert(self, param: str, point: dict[str, Any]) -> bool:
         """True when `param` has no effect at `point` (every condition of its INERT rule holds)."""
         conditions = self.inert.get(param)
-        return bool(conditions) and all(point.get(k) in values for k, values in conditions.items())
+        return bool(conditions) and all(point.get(k) in values for k, values in (conditions or {}).items())
 
     def canonical(self, point: dict[str, Any]) -> dict[str, Any]:
         """`point` with every inert tunable reset to its default: equal canonical points launch the same kernel."""

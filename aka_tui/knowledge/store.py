@@ -8,6 +8,7 @@ from pathlib import Path
 
 from aka_tui.errors import KbEntryError
 from aka_tui.knowledge.entry import LAYERS, KbEntry, parse_entry, render_entry
+from aka_tui.paths import checkout_dir
 
 PENDING = "pending"
 REJECTED = "rejected"
@@ -15,7 +16,7 @@ REJECTED = "rejected"
 
 def default_kb_dir() -> Path:
     """The shipped knowledge base: `kb/` beside the package (a source checkout)."""
-    return Path(__file__).resolve().parents[2] / "kb"
+    return checkout_dir() / "kb"
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,19 +30,22 @@ class Event:
 class EventLog:
     """`events.jsonl` of one session."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, lock: threading.RLock | None = None) -> None:
         self.path = path
         self._seq = len(read_events(path)[0]) if path.exists() else 0
+        self._lock = lock or threading.RLock()
+        """Serialises appends across threads (the session repository's lock when it owns the log)."""
 
     def append(self, kind: str, **data: Any) -> Event:
-        event = Event(self._seq, time.time(), kind, data)
-        line = scrub(json.dumps({"seq": event.seq, "ts": event.ts, "kind": kind, "data": data}, default=str))
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        self._seq += 1
-        return event
+        with self._lock:
+            event = Event(self._seq, time.time(), kind, data)
+            line = scrub(json.dumps({"seq": event.seq, "ts": event.ts, "kind": kind, "data": data}, default=str))
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            self._seq += 1
+            return event
 
 
 def read_events(path: Path) -> tuple[list[Event], list[str]]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from aka_tui.paths import checkout_dir
 from aka_tui.record.events import read_events
 from aka_tui.record.session_repo import SESSION_FILE, SessionError, read_meta
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "sessions" / "examples"
+EXAMPLES_DIR = checkout_dir() / "sessions" / "examples"
 
 
 @dataclass(frozen=True)

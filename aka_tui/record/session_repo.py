@@ -82,7 +82,9 @@ class SessionRepo:
         self.path = path
         self.repo = repo
         repo.git.set_persistent_git_options(c=list(SAFE_GIT_OPTIONS))
-        self.events = EventLog(path / EVENTS_FILE)
+        self.lock = threading.RLock()
+        """Serialises this session's commits, tags and event appends across threads (the app's loop and its UI)."""
+        self.events = EventLog(path / EVENTS_FILE, self.lock)
 
     @staticmethod
     def create(path: Path, meta: dict[str, Any]) -> SessionRepo:
@@ -123,7 +125,7 @@ class SessionRepo:
     def _commit(self, message: str, files: list[str], author: tuple[str, str]) -> str:
         git = _git()
         actor = git.Actor(*author)
-        with _INDEX_LOCK:
+        with self.lock, _INDEX_LOCK:
             self.repo.index.add(files)
             commit = self.repo.index.commit(scrub(message), author=actor, committer=git.Actor(*AGENT),
                                             skip_hooks=True)
@@ -149,9 +151,10 @@ class SessionRepo:
 
     def tag_accepted(self, sha: str, name: str) -> str:
         tag = re.sub(r"[^A-Za-z0-9._-]", "-", name)
-        self.repo.create_tag(tag, ref=sha, message=f"accepted: {name}")
-        self.events.append("candidate_accepted", sha=sha, tag=tag)
-        self._commit(f"accepted {sha[:10]} as {tag}", [EVENTS_FILE], AGENT)
+        with self.lock:
+            self.repo.create_tag(tag, ref=sha, message=f"accepted: {name}")
+            self.events.append("candidate_accepted", sha=sha, tag=tag)
+            self._commit(f"accepted {sha[:10]} as {tag}", [EVENTS_FILE], AGENT)
         return tag
 
     def candidates(self) -> list[CandidateCommit]:

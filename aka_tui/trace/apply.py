@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from aka_tui.bench.problem import load_suite
+from aka_tui.bench.problem.lookup import load_suite
 from aka_tui.errors import TraceError
 
 

@@ -45,7 +45,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _apply(weights: Path, args: argparse.Namespace) -> int:
-    from aka_tui.bench.problem import default_suite_dir
+    from aka_tui.bench.problem.lookup import default_suite_dir
     from aka_tui.trace.apply import apply_weights, render_apply
     from aka_tui.trace.weights import read_weights
 

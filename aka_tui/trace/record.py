@@ -79,9 +79,9 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda m: None) 
     """Record the workload; writes a gzipped Chrome trace with `aka_workload` metadata, returns that metadata."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from aka_tui.bench.inputs import make_inputs
-    from aka_tui.bench.module_loading import import_file
-    from aka_tui.bench.problem import default_suite_dir, load_suite
+    from aka_tui.bench.problem.inputs import make_inputs
+    from aka_tui.bench.problem.lookup import default_suite_dir, load_suite
+    from aka_tui.bench.problem.module_loading import import_file
 
     device = options.device
     if device.startswith("cuda") and not torch.cuda.is_available():

@@ -183,9 +183,9 @@ def _retime_by_roofline(per_op: dict[str, dict[str, _Acc]], calls: dict[tuple[st
     speed of light keeps the trace's op mix and shapes while removing that bias. Rule-mapped kernels have
     no suite shape, so they cannot be re-timed: they are dropped and listed.
     """
-    from aka_tui.bench.hardware import get_profile, match_device_name
-    from aka_tui.bench.problem import default_suite_dir, load_suite
-    from aka_tui.bench.roofline import bound
+    from aka_tui.bench.problem.lookup import default_suite_dir, load_suite
+    from aka_tui.bench.roofline.bound import bound
+    from aka_tui.bench.roofline.hardware import get_profile, match_device_name
 
     suite = load_suite(options.suite_dir or default_suite_dir())
     profile = get_profile(options.hardware) if options.hardware else None
@@ -222,7 +222,7 @@ def render_markdown(doc: dict[str, Any], max_unknown: int = 20) -> str:
              + (" (CPU time of annotated ranges: not GPU-time shares)" if prov["time_source"] == "cpu" else ""),
              f"- total attributed time {prov['total_time_us'] / 1e3:.3f} ms; events "
              + ", ".join(f"{k} {v}" for k, v in prov["events"].items()),
-             f"- kernel links: " + (", ".join(f"{k} {v}" for k, v in prov["kernel_links"].items()) or "n/a"),
+             "- kernel links: " + (", ".join(f"{k} {v}" for k, v in prov["kernel_links"].items()) or "n/a"),
              f"- coverage {prov['coverage']:.0%}, max shapes {prov['max_shapes'] or 'unlimited'}; rules "
              + ", ".join(prov["rules"]), ""]
     if "workload" in prov:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from aka_tui.record.events import EventLog
+from aka_tui.agent.proposers import Proposer
 from aka_tui.record.session_repo import SessionRepo
 from aka_tui.tui.error_lines import error_text
 
@@ -58,65 +58,34 @@ def settings_changes(current: RunSettings, wanted: RunSettings) -> tuple[list[st
     return applied, kept
 
 
-class _LockedEventLog(EventLog):
-    def __init__(self, path: Path, lock: threading.RLock) -> None:
-        super().__init__(path)
-        self._lock = lock
+def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Proposer:
+    """The proposer chosen in the settings, from the registry (errors are ProposerError with one line)."""
+    from aka_tui.agent.proposers import ProposerRequest
+    from aka_tui.agent.proposers import make_proposer as build
 
-    def append(self, kind: str, **data: Any) -> Any:
-        with self._lock:
-            return super().append(kind, **data)
-
-
-class LockedSessionRepo(SessionRepo):
-    """A session repository whose commits and event appends are serialised across threads."""
-
-    def __init__(self, path: Path, repo: Any) -> None:
-        super().__init__(path, repo)
-        self.lock = threading.RLock()
-        self.events = _LockedEventLog(path / "events.jsonl", self.lock)
-
-    def _commit(self, message: str, files: list[str], author: tuple[str, str]) -> str:
-        with self.lock:
-            return super()._commit(message, files, author)
-
-    def tag_accepted(self, sha: str, name: str) -> str:
-        with self.lock:
-            return super().tag_accepted(sha, name)
-
-
-def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Any:
-    """The proposer chosen in the settings (errors are ProposerError with one line)."""
-    from aka_tui.errors import ProposerError
-
-    if settings.proposer == "replay":
-        from aka_tui.agent.replay import ReplayProposer
-
-        if settings.replay_from is None:
-            raise ProposerError("the replay proposer needs a recorded session: pick one on the Replay screen")
-        return ReplayProposer(settings.replay_from, problem.name)
     if settings.proposer == "anthropic":
-        import os
+        _check_model_allowed()
+    return build(ProposerRequest(
+        settings.proposer, problem, profile, seed=settings.seed, model=settings.model,
+        replay_from=settings.replay_from, find_start=False, kb_example=False,
+        replay_missing="the replay proposer needs a recorded session: pick one on the Replay screen"))
 
-        from aka_tui.agent.anthropic_proposer import DEFAULT_MODEL, AnthropicProposer
-        from aka_tui.agent.brief import problem_brief
-        from aka_tui.bench.sandbox import require_sandbox_for_model
-        from aka_tui.tui.config import KEY_ENV, api_key_status
 
-        require_sandbox_for_model(None, os.environ.get("AKA_UNSAFE_NO_SANDBOX") == "1",
-                                  "AKA_UNSAFE_NO_SANDBOX=1 in the environment of aka")
+def _check_model_allowed() -> None:
+    """A model's candidates need the sandbox (or the environment's explicit opt-out) and a plausible API key."""
+    import os
 
-        status = api_key_status()
-        if status != "present":
-            what = "is not set" if status == "absent" else "does not look like an Anthropic key (sk-ant-…)"
-            raise ProposerError(f"{KEY_ENV} {what}: set it and restart the app, or choose the offline proposer "
-                                "in Settings (F6)")
-        return AnthropicProposer(problem_brief(problem, profile), model=settings.model or DEFAULT_MODEL)
-    from aka_tui.agent.offline import OfflineProposer
-    from aka_tui.knowledge.reference_kernels import kernels_for_op
-    from aka_tui.knowledge.store import default_kb_dir, load_kb
+    from aka_tui.bench.sandbox.bwrap import require_sandbox_for_model
+    from aka_tui.errors import ProposerError
+    from aka_tui.tui.config import KEY_ENV, api_key_status
 
-    return OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), problem.name), seed=settings.seed)
+    require_sandbox_for_model(None, os.environ.get("AKA_UNSAFE_NO_SANDBOX") == "1",
+                              "AKA_UNSAFE_NO_SANDBOX=1 in the environment of aka")
+    status = api_key_status()
+    if status != "present":
+        what = "is not set" if status == "absent" else "does not look like an Anthropic key (sk-ant-…)"
+        raise ProposerError(f"{KEY_ENV} {what}: set it and restart the app, or choose the offline proposer "
+                            "in Settings (F6)")
 
 
 class AgentRunner:
@@ -133,7 +102,7 @@ class AgentRunner:
         self.proposer_factory = proposer_factory or make_proposer
         self.problem: Any = None
         self.profile: Any = None
-        self.session: LockedSessionRepo | None = None
+        self.session: SessionRepo | None = None
         self.loop: Any = None
         self.outcome: Any = None
         self.phase = "idle"  # idle | starting | running | paused | stopping | finished | error
@@ -159,7 +128,7 @@ class AgentRunner:
         self.on_phase(phase)
 
     def _options_and_profile(self, tier: str | None, cases: int) -> tuple[Any, str, Any]:
-        from aka_tui.bench.evaluate import EvalOptions, resolve_device, resolve_profile
+        from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile
 
         s = self.settings
         options = EvalOptions(device="auto", tier=tier, cases=cases, hardware=s.hardware, fuzz=s.fuzz)
@@ -177,7 +146,7 @@ class AgentRunner:
         """Load the problem, resolve device and profile, build the proposer and create the session repo."""
         from aka_tui.agent.loop import AgentLoop
         from aka_tui.agent.retriever import make_retriever
-        from aka_tui.bench.problem import load_problem
+        from aka_tui.bench.problem.lookup import load_problem
 
         s = self.settings
         self.problem = load_problem(s.problem_dir)
@@ -195,11 +164,11 @@ class AgentRunner:
             "dropout_p": s.dropout_p, "remeasure_rounds": s.remeasure_rounds, "tier": options.tier,
             "cases": s.cases, "kb": s.use_kb, "model": s.model or None,
             "problem_dir": str(s.problem_dir.resolve())})
-        self.session = LockedSessionRepo(created.path, created.repo)
+        self.session = created
         retrieve = make_retriever(self.problem, self.profile, self.on_message) if s.use_kb else None
         self._loop_parts = {"proposer": proposer, "options": options, "retrieve": retrieve, "loop_class": AgentLoop}
 
-    def adopt_recorded(self, session: LockedSessionRepo, problem: Any, profile: Any, options: Any, proposer: Any,
+    def adopt_recorded(self, session: SessionRepo, problem: Any, profile: Any, options: Any, proposer: Any,
                        outcome: Any) -> None:
         """Continue a recorded session (aka_tui/tui/session_resume.py prepares it)."""
         from aka_tui.agent.loop import AgentLoop

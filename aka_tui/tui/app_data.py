@@ -22,7 +22,7 @@ class AppPaths:
 
     @staticmethod
     def default(config: TuiConfig, suite_dir: Path | None = None) -> AppPaths:
-        from aka_tui.bench.problem import default_suite_dir  # noqa: PLC0415 (imports torch: called in a worker)
+        from aka_tui.bench.problem.lookup import default_suite_dir  # noqa: PLC0415 (imports torch: called in a worker)
 
         suite = Path(suite_dir).resolve() if suite_dir else default_suite_dir()
         root = default_suite_dir().parent  # sessions' examples, reports and the KB are the project's, whatever the suite
@@ -83,9 +83,9 @@ def records_signature(paths: AppPaths) -> tuple[tuple[str, int], ...]:
 
 def load_app_data(config: TuiConfig, paths: AppPaths) -> AppData:
     """Load the suite (malformed problems are listed, not fatal), the profile and the records."""
-    from aka_tui.bench.evaluate import resolve_device
-    from aka_tui.bench.hardware import detect_profile, get_profile
-    from aka_tui.bench.problem import load_suite
+    from aka_tui.bench.evaluator.evaluate import resolve_device
+    from aka_tui.bench.problem.lookup import load_suite
+    from aka_tui.bench.roofline.hardware import detect_profile, get_profile
 
     suite = load_suite(paths.suite_dir)
     device = resolve_device("auto")

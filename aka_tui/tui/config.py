@@ -8,12 +8,11 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from aka_tui.agent.proposers import DEFAULT_MODEL, DEFAULT_PROPOSER, PROPOSER_NAMES
 from aka_tui.paths import aka_home
 
-PROPOSERS = ("offline", "anthropic", "replay")
 EDITORS = ("external", "builtin")
 KEY_ENV = "ANTHROPIC_API_KEY"
-DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
 @dataclass
@@ -22,7 +21,7 @@ class TuiConfig:
 
     hardware: str = ""
     """Roofline profile name; empty means the detected one (`cpu` without a GPU)."""
-    proposer: str = "offline"
+    proposer: str = DEFAULT_PROPOSER
     """offline (no key), anthropic (needs ANTHROPIC_API_KEY) or replay (re-issues a recorded session)."""
     model: str = DEFAULT_MODEL
     """Model id for the anthropic proposer."""
@@ -55,8 +54,8 @@ class TuiConfig:
     def field_problems(self) -> dict[str, str]:
         """What is wrong with each field that has a bad value (empty when valid)."""
         problems = {}
-        if self.proposer not in PROPOSERS:
-            problems["proposer"] = f"proposer must be one of {', '.join(PROPOSERS)}"
+        if self.proposer not in PROPOSER_NAMES:
+            problems["proposer"] = f"proposer must be one of {', '.join(PROPOSER_NAMES)}"
         if self.iterations < 1:
             problems["iterations"] = "iterations must be at least 1"
         if not 0.0 <= self.dropout_p < 1.0:

@@ -124,8 +124,8 @@ class IterationView:
 
 def shape_metrics(problem: Any, profile: Any, result_json: dict[str, Any]) -> tuple[Any, list[ShapeMetrics]]:
     """(OpScore, metrics per scored shape) of one evaluator record on a profile."""
-    from aka_tui.bench.results import CandidateResult
-    from aka_tui.bench.score import score_op
+    from aka_tui.bench.measure.results import CandidateResult
+    from aka_tui.bench.scoring.score import score_op
 
     result = CandidateResult.from_json(result_json)
     op = score_op(problem, result, profile)
@@ -135,7 +135,7 @@ def shape_metrics(problem: Any, profile: Any, result_json: dict[str, Any]) -> tu
         shape_result = by_id[s.shape_id]
         roof = problem.roofline.get(s.shape_id)
         if roof is None and shape_result.roofline:
-            from aka_tui.bench.problem import RooflineEntry
+            from aka_tui.bench.problem.model import RooflineEntry
 
             roof = RooflineEntry.from_json(shape_result.roofline)
         audit = shape_result.audit

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from aka_tui.tui.agent_runner import AgentRunner, LockedSessionRepo, RunSettings
+from aka_tui.tui.agent_runner import AgentRunner, RunSettings
 
 AGENT_IDENTITY = ("aka agent", "agent@aka-tui.invalid")
 
@@ -58,7 +58,7 @@ def differences(settings: RunSettings, session_dir: Path) -> list[str]:
     """What would make continuing the session here questionable: a changed problem, other hardware, or
     another process running it (empty when it can simply continue)."""
     from aka_tui.agent.resume import check_resumable
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.record.recovery import running_owner
     from aka_tui.record.session_repo import read_meta
 
@@ -80,7 +80,7 @@ def open_recorded(runner: AgentRunner, session_dir: Path, force: bool) -> list[s
     or when another process is running it."""
     from aka_tui.agent.loop import LoopOutcome
     from aka_tui.agent.resume import check_resumable, missing_evaluated_events, rebuild_attempts
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.record.recovery import claim, discard_uncommitted, running_owner
     from aka_tui.record.session_repo import SessionError, SessionRepo, read_meta
 
@@ -92,7 +92,7 @@ def open_recorded(runner: AgentRunner, session_dir: Path, force: bool) -> list[s
     problem = load_problem(runner.settings.problem_dir)
     options, _device, profile = runner._options_and_profile(runner.settings.tier, runner.settings.cases)
     notes = [f"accepted a difference: {d}" for d in check_resumable(meta, problem, profile, force)]
-    session = LockedSessionRepo(session_dir, SessionRepo.open(session_dir).repo)
+    session = SessionRepo.open(session_dir)
     discarded = discard_uncommitted(session)
     attempts = rebuild_attempts(session, problem, profile)
     for a in missing_evaluated_events(session, attempts):  # killed between a commit and its event

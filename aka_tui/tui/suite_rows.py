@@ -46,7 +46,7 @@ class ProblemRow:
 
 def problem_rows(problems: dict[str, Any], records: Records) -> list[ProblemRow]:
     """One row per problem, with the best recorded S_op (sessions and bench reports)."""
-    from aka_tui.bench.dtypes import dtype_name
+    from aka_tui.bench.problem.dtypes import dtype_name
 
     rows = []
     for p in problems.values():

@@ -45,7 +45,7 @@ def _command(args: argparse.Namespace, device: str, tier: str) -> str:
 
 def _sandbox(in_process: bool) -> str:
     """How the swept kernels run: in the evaluator's sandbox, or (--in-process) inside this very process."""
-    from aka_tui.bench.sandbox import resolve_mode, warn_unsandboxed
+    from aka_tui.bench.sandbox.bwrap import resolve_mode, warn_unsandboxed
 
     if in_process:
         warn_unsandboxed("--in-process runs the kernels inside aka itself")
@@ -55,13 +55,13 @@ def _sandbox(in_process: bool) -> str:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from aka_tui.bench.evaluate import _device_name, _versions, resolve_device
-    from aka_tui.bench.hardware import detect_profile, get_profile
-    from aka_tui.bench.problem import default_suite_dir
+    from aka_tui.bench.evaluator.evaluate import device_name, library_versions, resolve_device
+    from aka_tui.bench.problem.lookup import default_suite_dir, find_problem
+    from aka_tui.bench.roofline.hardware import detect_profile, get_profile
     from aka_tui.knowledge.store import default_kb_dir, load_kb
     from aka_tui.tuning.isolation import run_isolated
     from aka_tui.tuning.report import build_report, default_name, render_text, write_report
-    from aka_tui.tuning.runner import make_job, parse_space, resolve_kernel, resolve_problem, sweep_job
+    from aka_tui.tuning.runner import make_job, parse_space, resolve_kernel, sweep_job
     from aka_tui.tuning.sweep import SweepOptions, select_shapes
 
     if args.max_configs < 1:
@@ -77,7 +77,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     tier = args.tier or ("full" if device.startswith("cuda") else "smoke")
     plans = []
     for op in dict.fromkeys(args.ops):  # every op is checked before anything runs
-        problem = resolve_problem(op, suite_dir)
+        problem = find_problem(op, suite_dir)
         kernel = resolve_kernel(problem, kb)
         shapes = select_shapes(problem, args.shapes, tier, profile)
         plans.append((problem, kernel, shapes, parse_space(args.space, kernel)))
@@ -85,8 +85,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     deadline = started + args.budget_s if args.budget_s else None
     meta = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "command": _command(args, device, tier),
-            "device": device, "device_name": _device_name(device), "tier": tier, "strategy": args.strategy,
-            "max_configs": args.max_configs, "seed": args.seed, "shapes_spec": args.shapes, "versions": _versions(),
+            "device": device, "device_name": device_name(device), "tier": tier, "strategy": args.strategy,
+            "max_configs": args.max_configs, "seed": args.seed, "shapes_spec": args.shapes, "versions": library_versions(),
             "isolated": not args.in_process, "sandbox": _sandbox(args.in_process),
             "hardware_profile": {k: v for k, v in profile.to_json().items() if k not in ("measurements", "aliases")}}
     name = args.name or default_name([p.name for p, *_ in plans], tier)

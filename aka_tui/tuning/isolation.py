@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from aka_tui.bench import sandbox
-from aka_tui.bench.containment import ContainedProcess
-from aka_tui.bench.isolation import WorkerLimits
+from aka_tui.bench.evaluator.isolation import WorkerLimits
+from aka_tui.bench.sandbox import bwrap
+from aka_tui.bench.sandbox.containment import ContainedProcess
 
 EXIT_CUDA_ERROR = 3  # as the evaluator's worker (bench/worker_entry.EXIT_RESTART): the context is unusable
 MAX_RESTARTS = 4
@@ -69,15 +69,15 @@ def _spawn(job: dict[str, Any], work_dir: Path, events_path: Path, limits: Worke
     read_only = [Path(job["problem_dir"]), Path(job["kb"])]
     if (home / "hardware").is_dir():
         read_only.append(home / "hardware")  # measured profiles
-    cache = sandbox.cache_dir("sweep", None)
+    cache = bwrap.cache_dir("sweep", None)
     env = {"AKA_HOME": str(home), "TRITON_CACHE_DIR": str(cache / "triton"),
            "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor")}
     gpu = str(job["device"]).startswith("cuda")
     if not gpu:
         env["TRITON_INTERPRET"] = "1"
-    view = sandbox.View(work_dir, tuple(read_only), (home / "locks", cache), gpu, env)
+    view = bwrap.View(work_dir, tuple(read_only), (home / "locks", cache), gpu, env)
     # The child's own output (kernel prints, warnings) goes to our stderr, never into the table.
-    process, _ = sandbox.spawn([sys.executable, "-m", "aka_tui.tuning.isolation", str(events_path)], view,
+    process, _ = bwrap.spawn([sys.executable, "-m", "aka_tui.tuning.isolation", str(events_path)], view,
                                limits.resources(len(job["shape_ids"]) * 50), limits.sandbox,
                                stdin=subprocess.PIPE, stdout=_stderr_fd(), stderr=_stderr_fd())
     return process

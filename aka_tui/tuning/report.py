@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aka_tui.bench.report import text_table
+from aka_tui.bench.scoring.report import text_table
 from aka_tui.secrets import scrub
 from aka_tui.tuning import describe_changes, fmt_us
 from aka_tui.tuning.sweep import SWEEP_VERSION

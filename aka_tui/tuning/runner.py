@@ -6,23 +6,13 @@ import contextlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from aka_tui.bench.problem import Problem, Shape, is_problem_dir, load_problem
+import aka_tui.safe_ast as safe_ast
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.errors import AkaError
 from aka_tui.knowledge.reference_kernels import ReferenceKernel, kernels_for_op
 from aka_tui.knowledge.store import KnowledgeBase, load_kb
 from aka_tui.tuning.sweep import SweepError, SweepOptions, failed_op_record
-import aka_tui.safe_ast as safe_ast
-
-
-def resolve_problem(op: str, suite_dir: Path) -> Problem:
-    """The suite problem OP (or a problem directory given by path)."""
-    direct = Path(op)
-    if "/" in op and is_problem_dir(direct):
-        return load_problem(direct)
-    directory = suite_dir / op
-    if not is_problem_dir(directory):
-        raise SweepError(f"unknown op {op!r}: no problem of that name in {suite_dir} (see `aka problems`)")
-    return load_problem(directory)
 
 
 def resolve_kernel(problem: Problem, kb: KnowledgeBase, entry_id: str | None = None) -> ReferenceKernel:
@@ -65,10 +55,10 @@ def gpu_lock(device: str) -> Iterator[None]:
     if not device.startswith("cuda"):
         yield
         return
-    from aka_tui.bench.evaluate import _parent_index
-    from aka_tui.bench.gpu_lock import exclusive_gpu, gpu_identity
+    from aka_tui.bench.evaluator.evaluate import parent_index
+    from aka_tui.bench.evaluator.gpu_lock import exclusive_gpu, gpu_identity
 
-    with exclusive_gpu(gpu_identity(_parent_index(device))):
+    with exclusive_gpu(gpu_identity(parent_index(device))):
         yield
 
 
@@ -84,12 +74,12 @@ def make_job(problem: Problem, kernel: ReferenceKernel, kb_root: Path, shapes: l
 
 def sweep_job(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Run one op's job in this process (the child of isolation.py, or the CLI with --in-process)."""
-    from aka_tui.bench.fuzz import resolve_shape
-    from aka_tui.bench.hardware import get_profile
-    from aka_tui.bench.timing import Timers
-    from aka_tui.tuning.sweep import sweep_op
-
     import torch
+
+    from aka_tui.bench.measure.timing import Timers
+    from aka_tui.bench.problem.fuzz import resolve_shape
+    from aka_tui.bench.roofline.hardware import get_profile
+    from aka_tui.tuning.sweep import sweep_op
 
     timers = Timers.capture()
     kernel = None

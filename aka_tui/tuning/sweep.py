@@ -35,25 +35,25 @@ from typing import Any, Callable
 
 import torch
 
-from aka_tui.bench.audit import TritonLaunchRecorder, signature_hash
-from aka_tui.bench.evaluate import EvalOptions
-from aka_tui.bench.fuzz import resolve_shape
-from aka_tui.bench.hardware import HardwareProfile
-from aka_tui.bench.inputs import make_inputs
+import aka_tui.safe_ast as safe_ast
+from aka_tui.bench.evaluator.evaluate import EvalOptions
+from aka_tui.bench.measure.audit import TritonLaunchRecorder, signature_hash
 from aka_tui.bench.measure.calls import MeasureFailure, is_cuda_fatal, run_calls
 from aka_tui.bench.measure.cases import ShapeCases, case_seeds
 from aka_tui.bench.measure.plan import PlanOptions, ShapePlan
+from aka_tui.bench.measure.results import TimingStats
+from aka_tui.bench.measure.timing import Timers
 from aka_tui.bench.measure.verdicts import PASSED
-from aka_tui.bench.module_loading import import_file
-from aka_tui.bench.problem import Problem, RooflineEntry, Shape
-from aka_tui.bench.results import TimingStats
-from aka_tui.bench.roofline import bound, measure_entry
-from aka_tui.bench.score import _weighted_geomean
-from aka_tui.bench.seeds import derive_seed
-from aka_tui.bench.timing import Timers
+from aka_tui.bench.problem.fuzz import resolve_shape
+from aka_tui.bench.problem.inputs import make_inputs
+from aka_tui.bench.problem.model import Problem, RooflineEntry, Shape
+from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.problem.seeds import derive_seed
+from aka_tui.bench.roofline.bound import bound, measure_entry
+from aka_tui.bench.roofline.hardware import HardwareProfile
+from aka_tui.bench.scoring.score import weighted_geomean
 from aka_tui.knowledge.reference_kernels import ReferenceKernel
 from aka_tui.tuning import DEFAULT_MAX_CONFIGS, STRATEGIES, SweepError, describe_changes
-import aka_tui.safe_ast as safe_ast
 
 SWEEP_VERSION = 1
 MIN_GAIN = 0.01  # a change must also win by at least 1% of the incumbent's median (events tick at ~0.5 us)
@@ -580,7 +580,7 @@ class OpSweeper:
                     break
                 per_shape[shape.shape_id] = defaults[shape.shape_id].median_ms / trial.median_ms  # type: ignore[union-attr, operator]
             else:
-                gain = _weighted_geomean([(s.weight, per_shape[s.shape_id]) for s in self.shapes])
+                gain = weighted_geomean([(s.weight, per_shape[s.shape_id]) for s in self.shapes])
                 if gain is not None:
                     scored.append((gain, config, per_shape))
         if not scored:

@@ -102,8 +102,8 @@ def test_answer_without_the_tool_call_is_an_error() -> None:
 
 def test_problem_brief_carries_reference_shapes_and_roofline() -> None:
     from aka_tui.agent.brief import problem_brief
-    from aka_tui.bench.hardware import get_profile
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.problem.lookup import load_problem
+    from aka_tui.bench.roofline.hardware import get_profile
     from tests.conftest import PROBLEMS
 
     text = problem_brief(load_problem(PROBLEMS / "rms_norm"), get_profile("h200"))
@@ -111,14 +111,15 @@ def test_problem_brief_carries_reference_shapes_and_roofline() -> None:
     assert "llama3_70b_prefill_t8192_h8192" in text and "T_SOL" in text and "(memory)" in text
 
 
+@pytest.mark.slow
 def test_loop_with_the_model_records_transcripts_without_the_key(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import subprocess
 
     from aka_tui.agent.brief import problem_brief
     from aka_tui.agent.loop import AgentLoop, LoopConfig
-    from aka_tui.bench.evaluate import EvalOptions
-    from aka_tui.bench.hardware import get_profile
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.evaluator.evaluate import EvalOptions
+    from aka_tui.bench.problem.lookup import load_problem
+    from aka_tui.bench.roofline.hardware import get_profile
     from aka_tui.knowledge.store import default_kb_dir
     from aka_tui.record.session_repo import SessionRepo
     from tests.conftest import PROBLEMS
@@ -151,9 +152,9 @@ def test_loop_with_the_model_records_transcripts_without_the_key(tmp_path, monke
 
 def test_token_budget_stops_the_loop(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from aka_tui.agent.loop import AgentLoop, LoopConfig
-    from aka_tui.bench.evaluate import EvalOptions
-    from aka_tui.bench.hardware import get_profile
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.evaluator.evaluate import EvalOptions
+    from aka_tui.bench.problem.lookup import load_problem
+    from aka_tui.bench.roofline.hardware import get_profile
     from aka_tui.knowledge.store import default_kb_dir
     from tests.conftest import PROBLEMS
 

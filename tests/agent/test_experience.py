@@ -8,9 +8,9 @@ from pathlib import Path
 from aka_tui.agent.experience import propose_experience
 from aka_tui.agent.loop import Attempt, LoopConfig, LoopOutcome
 from aka_tui.agent.offline import Proposal
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.problem import load_problem
-from aka_tui.bench.score import OpScore
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.score import OpScore
 from aka_tui.knowledge.store import load_kb
 from tests.conftest import DATA, PROBLEMS
 

@@ -10,9 +10,9 @@ import pytest
 
 from aka_tui.agent.loop import AgentEvent, AgentLoop, LoopConfig
 from aka_tui.agent.offline import OfflineProposer
-from aka_tui.bench.evaluate import EvalOptions
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.evaluator.evaluate import EvalOptions
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.roofline.hardware import get_profile
 from aka_tui.knowledge.reference_kernels import kernels_for_op
 from aka_tui.knowledge.store import default_kb_dir, load_kb
 from aka_tui.record.session_repo import SessionRepo
@@ -49,7 +49,7 @@ def _close_candidates(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def _best_of_two(tmp_path: Path):  # type: ignore[no-untyped-def]
-    from aka_tui.bench.executor import LocalExecutor
+    from aka_tui.executors.local import LocalExecutor
 
     # remeasure_rounds=0: as in the first test, wins and close calls are not re-measured here.
     return _silu_loop(tmp_path, 3, LoopConfig(iterations=2, seed=3, best_of=2, remeasure_rounds=0), fuzz=0,
@@ -68,6 +68,7 @@ def loops(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         yield ahead
 
 
+@pytest.mark.slow
 def test_three_iterations_are_evaluated_decided_and_recorded(loops: Prefetch) -> None:
     outcome, events, session = loops.result("test_three_iterations_are_evaluated_decided_and_recorded")
     kinds = [e.kind for e in events]
@@ -113,6 +114,7 @@ class _ScriptedProposer:
         return self.proposals.pop(0)
 
 
+@pytest.mark.slow
 def test_a_clearly_slower_candidate_is_screened_out_without_a_full_evaluation(  # type: ignore[no-untyped-def]
         tmp_path: Path, monkeypatch, loops: Prefetch) -> None:
     import aka_tui.agent.measure as measure_module

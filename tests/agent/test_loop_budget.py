@@ -16,10 +16,11 @@ import aka_tui.agent.measure as measure_module
 from aka_tui.agent.budget import WallBudget
 from aka_tui.agent.loop import AgentEvent, AgentLoop, LoopConfig, LoopOutcome
 from aka_tui.agent.offline import Proposal
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.problem import Problem, load_problem
-from aka_tui.bench.score import OpScore
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.score import OpScore
 from aka_tui.cli import main
 from aka_tui.record.session_repo import SessionRepo, read_meta
 from tests.conftest import PROBLEMS

@@ -13,9 +13,9 @@ import httpx2
 from aka_tui.agent.anthropic_proposer import AnthropicProposer, make_client
 from aka_tui.agent.brief import closest_kernel, example_section, problem_brief
 from aka_tui.agent.loop import AgentLoop, LoopConfig
-from aka_tui.bench.evaluate import EvalOptions
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.evaluator.evaluate import EvalOptions
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.roofline.hardware import get_profile
 from aka_tui.knowledge.reference_kernels import reference_kernels
 from aka_tui.knowledge.store import default_kb_dir, load_kb
 from aka_tui.record.session_repo import SessionRepo

@@ -57,8 +57,8 @@ def test_no_reference_kernel_is_a_clear_error() -> None:
 
 
 def test_proposals_evaluate_as_real_kernels(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+    from aka_tui.bench.problem.lookup import load_problem
     from tests.conftest import PROBLEMS
 
     proposer = OfflineProposer(kernels_for_op(KB, "silu_and_mul"), seed=5)

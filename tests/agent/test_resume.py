@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.cli import main
 from aka_tui.record.events import read_events
 from aka_tui.record.session_repo import SessionRepo
@@ -54,6 +54,7 @@ def _start_and_kill_after_first_candidate(sessions: Path) -> Path:
     raise AssertionError(f"no candidate commit appeared: {proc.stderr.read().decode() if proc.stderr else ''}")
 
 
+@pytest.mark.slow
 def test_sigkill_mid_iteration_then_resume_loses_no_commit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sessions = tmp_path / "sessions"
     path = _start_and_kill_after_first_candidate(sessions)
@@ -112,10 +113,10 @@ def test_earlier_attempts_are_the_memory_dropout_sees(tmp_path: Path, monkeypatc
     import aka_tui.agent.measure as measure_module
     from aka_tui.agent.loop import AgentLoop, Attempt, LoopConfig
     from aka_tui.agent.offline import Proposal
-    from aka_tui.bench.evaluate import EvalOptions
-    from aka_tui.bench.hardware import get_profile
-    from aka_tui.bench.results import CandidateResult
-    from aka_tui.bench.score import score_op
+    from aka_tui.bench.evaluator.evaluate import EvalOptions
+    from aka_tui.bench.measure.results import CandidateResult
+    from aka_tui.bench.roofline.hardware import get_profile
+    from aka_tui.bench.scoring.score import score_op
     from aka_tui.record.listing import EXAMPLES_DIR
 
     problem, profile = load_problem(PROBLEMS / "silu_and_mul"), get_profile("cpu")

@@ -44,6 +44,7 @@ def test_exported_kernel_evaluates_correct_and_real(tmp_path: Path, capsys: pyte
     assert "correct=True real=True" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_replay_rerun_shows_recorded_and_now(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "silu_and_mul-example", "--rerun", *SMOKE]) == 0
     out = capsys.readouterr().out

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.problem import default_suite_dir, load_suite
+from aka_tui.agent.suite_score import score_sessions
+from aka_tui.bench.problem.lookup import default_suite_dir, load_suite
 from aka_tui.cli import main
 from aka_tui.record.events import read_events
 from aka_tui.record.listing import EXAMPLES_DIR
-from aka_tui.agent.suite_score import score_sessions
 
 
 @pytest.fixture()

@@ -14,7 +14,7 @@ import pytest
 from aka_tui.agent.probe import make_probes
 from aka_tui.agent.starting_point import find_starting_point
 from aka_tui.agent.transfer import find_transfers
-from aka_tui.bench.problem import default_suite_dir, load_problem
+from aka_tui.bench.problem.lookup import default_suite_dir, load_problem
 from aka_tui.errors import KbEntryError, ProposerError
 from aka_tui.knowledge.reference_kernels import reference_kernels
 from aka_tui.knowledge.store import default_kb_dir, load_kb
@@ -68,6 +68,7 @@ def test_optimize_transfers_a_known_family_behind_another_interface(tmp_path: Pa
     assert _correct_and_real(result), result["shapes"]
 
 
+@pytest.mark.slow
 def test_optimize_seeds_from_the_compiler_when_no_kb_kernel_matches(tmp_path: Path) -> None:
     run = _optimize(UNSEEN / "centered_swish", tmp_path / "sessions")
     assert run.returncode == 0, run.stderr[-2000:]

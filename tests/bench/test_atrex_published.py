@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from aka_tui.bench.atrex import importance_listing
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.module_loading import import_file
-from aka_tui.bench.problem import RooflineEntry, load_problem, load_suite
-from aka_tui.bench.results import TimingStats
-from aka_tui.bench.roofline import bound
-from aka_tui.bench.score import e2e_time_ms
-from aka_tui.bench.shrink import CPU_INPUT_BUDGET_BYTES, input_bytes
-from aka_tui.errors import ProblemFormatError
+from aka_tui.bench.measure.results import TimingStats
+from aka_tui.bench.problem.atrex import importance_listing
+from aka_tui.bench.problem.lookup import load_problem, load_suite
+from aka_tui.bench.problem.model import RooflineEntry
+from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.problem.shrink import CPU_INPUT_BUDGET_BYTES, input_bytes
+from aka_tui.bench.roofline.bound import bound
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.score import e2e_time_ms
 from tests.conftest import DATA, REPO
 
 SUBSET = REPO.parent / "shared" / "atrex-bench-subset"
@@ -126,8 +126,8 @@ def test_a_shape_too_large_for_the_interpreter_is_shrunk_and_replays() -> None:
     module = import_file(problem.input_path, "inp_shrink")
     from dataclasses import replace
 
-    from aka_tui.bench.fuzz import resolve_shape
-    from aka_tui.bench.shrink import shrink_shape
+    from aka_tui.bench.problem.fuzz import resolve_shape
+    from aka_tui.bench.problem.shrink import shrink_shape
 
     big = replace(problem.shapes["2"], input_kwargs={"rows": 4096, "cols": 4096})
     problem.shapes["big"] = replace(big, shape_id="big")
@@ -146,6 +146,7 @@ def test_end_to_end_time_is_the_slower_of_host_issue_and_device() -> None:
     assert e2e_time_ms(cpu) == 2.0 and e2e_time_ms(None) is None
 
 
+@pytest.mark.slow
 def test_bench_report_and_paper_table_on_the_fixture(tmp_path: Path) -> None:
     benched = aka("bench", "--suite", str(FIXTURE), "--baseline", "eager", "--tier", "full", "--cases", "1",
                   "--out", str(tmp_path), "--name", "eager")
@@ -168,6 +169,7 @@ def test_bench_report_and_paper_table_on_the_fixture(tmp_path: Path) -> None:
     assert "listed_but_absent" in (tmp_path / "eager.md").read_text()
 
 
+@pytest.mark.slow
 @needs_subset
 def test_eager_is_correct_on_a_smoke_sized_shape_of_every_published_operator(tmp_path: Path) -> None:
     """The CPU smoke tier of a published suite: each operator's smallest shape, shrunk to fit the
@@ -183,6 +185,7 @@ def test_eager_is_correct_on_a_smoke_sized_shape_of_every_published_operator(tmp
     assert not failed, failed
 
 
+@pytest.mark.slow
 def test_the_naive_pass_rate_column_shows_what_the_hardened_check_catches(tmp_path: Path) -> None:
     # a candidate that remembers its first answer: one input (the naive check) cannot tell; three seeded
     # cases per shape can

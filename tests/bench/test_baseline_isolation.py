@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-from aka_tui.bench.isolation import WorkerLimits
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.evaluator.isolation import WorkerLimits
+from aka_tui.bench.problem.lookup import load_problem
 from tests.conftest import CANDIDATES, DATA
 
 

@@ -10,16 +10,16 @@ from typing import Any, Iterator
 import pytest
 import torch
 
-from aka_tui.bench import tolerance
-from aka_tui.bench.audit import TritonLaunchRecorder, describe_launch, launch_difference
-from aka_tui.bench.integrity import IntegritySnapshot
+from aka_tui.bench.measure.audit import TritonLaunchRecorder, describe_launch, launch_difference
 from aka_tui.bench.measure.calls import Call, MeasureFailure, run_calls
 from aka_tui.bench.measure.channel import ChannelTampered, Reader, new_key, sender
+from aka_tui.bench.measure.integrity import IntegritySnapshot
 from aka_tui.bench.measure.job import CandidateRef, MeasureJob
-from aka_tui.bench.measure.samples import Sampler, SampleMismatch, decode, encode, failing_calls, positions
-from aka_tui.bench.static_scan import scan_source
-from aka_tui.bench.timing import Timers, TimingHooks, cpu_protocol, drive
-from aka_tui.bench.tolerance import Tolerance
+from aka_tui.bench.measure.samples import SampleMismatch, Sampler, decode, encode, failing_calls, positions
+from aka_tui.bench.measure.static_scan import scan_source
+from aka_tui.bench.measure.timing import Timers, TimingHooks, cpu_protocol, drive
+from aka_tui.bench.problem import tolerance
+from aka_tui.bench.problem.tolerance import Tolerance
 from tests.bench.kernels.copy_kernel import copy_kernel
 
 
@@ -133,7 +133,7 @@ def test_launch_descriptions_never_read_tensor_contents() -> None:
 
 
 def test_profiled_calls_split_at_the_markers_and_harness_kernels_belong_to_none() -> None:
-    from aka_tui.bench.attribution import DeviceKernel, split_calls
+    from aka_tui.bench.measure.attribution import DeviceKernel, split_calls
 
     timeline = [DeviceKernel("_aka_clock_warmup", 900.0, 7), DeviceKernel("_aka_call_marker", 1.0, 7),
                 DeviceKernel("_rms_norm_kernel", 50.0, 7), DeviceKernel("_aka_clock_warmup", 900.0, 7),
@@ -191,12 +191,12 @@ def test_integrity_snapshot_sees_class_attributes_and_replaced_code() -> None:
     original = tolerance.compare_outputs.__code__
     try:
         tolerance.Comparison.ok = property(lambda self: True, lambda self, value: None)  # type: ignore[assignment]
-        assert "aka_tui.bench.tolerance.Comparison.ok" in snapshot.changed()
+        assert "aka_tui.bench.problem.tolerance.Comparison.ok" in snapshot.changed()
     finally:
         del tolerance.Comparison.ok
     try:
         tolerance.compare_outputs.__code__ = (lambda *args: None).__code__
-        assert "aka_tui.bench.tolerance.compare_outputs" in snapshot.changed()
+        assert "aka_tui.bench.problem.tolerance.compare_outputs" in snapshot.changed()
     finally:
         tolerance.compare_outputs.__code__ = original
     assert snapshot.changed() == []
@@ -207,7 +207,7 @@ def test_static_scan_holds_code_that_reads_the_harness_even_behind_aliases() -> 
 import gc, sys, os as o
 from time import perf_counter as clock
 import triton, triton.language as tl
-from aka_tui.bench import tolerance
+from aka_tui.bench.problem import tolerance
 
 @triton.jit
 def _k(x_ptr):

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.isolation import WorkerLimits
-from aka_tui.bench.problem import load_problem, load_suite
-from aka_tui.bench.score import score_op
-from aka_tui.bench.suite_run import run_bench
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.evaluator.isolation import WorkerLimits
+from aka_tui.bench.problem.lookup import load_problem, load_suite
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.score import score_op
+from aka_tui.executors.suite import run_bench
 from tests.conftest import CANDIDATES, DATA, PROBLEMS
 from tests.prefetch import Prefetch, prefetch, selected
 
@@ -128,6 +128,7 @@ def test_eager_baseline_is_a_fallback(evaluations: Prefetch) -> None:
     assert op.correct and not op.real and op.s_op == 0.0 and op.s_raw_op > 0
 
 
+@pytest.mark.slow
 def test_crash_on_one_shape_leaves_the_other_shape_evaluated(evaluations: Prefetch) -> None:
     result, _ = evaluations.result(("rms_norm", CANDIDATES / "rms_norm_crash_on_large.py"))
     by_id = {s.shape_id: s for s in result.shapes}

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions
-from aka_tui.bench.executor import EvalJob, LocalExecutor, make_executor
-from aka_tui.bench.gpu_lock import exclusive_gpu
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions
+from aka_tui.bench.evaluator.gpu_lock import exclusive_gpu
+from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.errors import EvaluationError
+from aka_tui.executors.base import EvalJob, make_executor
+from aka_tui.executors.local import LocalExecutor
 from tests.conftest import PROBLEMS
 
 

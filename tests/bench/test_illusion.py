@@ -5,13 +5,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from aka_tui.bench.evaluate import EvalOptions
-from aka_tui.bench.illusion import render_illusion, run_illusion
-from aka_tui.bench.isolation import WorkerLimits
-from aka_tui.bench.problem import load_suite
+import pytest
+
+from aka_tui.bench.compare.illusion import render_illusion, run_illusion
+from aka_tui.bench.evaluator.evaluate import EvalOptions
+from aka_tui.bench.evaluator.isolation import WorkerLimits
+from aka_tui.bench.problem.lookup import load_suite
 from tests.conftest import PROBLEMS, REPO
 
 
+@pytest.mark.slow
 def test_illusion_rates(tmp_path: Path) -> None:
     folder = tmp_path / "rms_norm"
     folder.mkdir()

@@ -7,14 +7,14 @@ import time
 
 import torch
 
-from aka_tui.bench.attribution import DeviceKernel, attribute
-from aka_tui.bench.fuzz import fuzz_shapes, is_fuzz_id, resolve_shape
-from aka_tui.bench.integrity import IntegritySnapshot, ThreadStartCounter
-from aka_tui.bench.poison import poisoned_allocations
-from aka_tui.bench.problem import load_problem
-from aka_tui.bench.results import TimingStats
-from aka_tui.bench.static_scan import scan_source
-from aka_tui.bench.timing import escaped_work
+from aka_tui.bench.measure.attribution import DeviceKernel, attribute
+from aka_tui.bench.measure.integrity import IntegritySnapshot, ThreadStartCounter
+from aka_tui.bench.measure.poison import poisoned_allocations
+from aka_tui.bench.measure.results import TimingStats
+from aka_tui.bench.measure.static_scan import scan_source
+from aka_tui.bench.measure.timing import escaped_work
+from aka_tui.bench.problem.fuzz import fuzz_shapes, is_fuzz_id, resolve_shape
+from aka_tui.bench.problem.lookup import load_problem
 from tests.conftest import PROBLEMS
 
 

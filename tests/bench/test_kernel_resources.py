@@ -8,8 +8,8 @@ import os
 import pytest
 import torch
 
-from aka_tui.bench.audit import AtenAuditMode, TritonLaunchRecorder, build_report
-from aka_tui.bench.kernel_resources import SmLimits, theoretical_occupancy
+from aka_tui.bench.measure.audit import AtenAuditMode, TritonLaunchRecorder, build_report
+from aka_tui.bench.measure.kernel_resources import SmLimits, theoretical_occupancy
 from tests.bench.kernels.copy_kernel import copy_kernel
 from tests.conftest import PROBLEMS
 
@@ -49,8 +49,8 @@ def test_an_interpreted_launch_records_no_compiled_resources() -> None:
 
 @pytest.mark.gpu
 def test_a_gpu_evaluation_records_registers_spills_and_occupancy() -> None:
-    from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+    from aka_tui.bench.problem.lookup import load_problem
 
     problem = load_problem(PROBLEMS / "rms_norm")
     candidate = CandidateSpec.file(PROBLEMS / "rms_norm/solutions/correct/triton_rms_norm.py")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from aka_tui.bench import library_compare as lc
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.compare.library import forms, plans, results, run
+from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.cli import main
 from aka_tui.errors import EvaluationError
 from tests.conftest import PROBLEMS, REPO
@@ -23,7 +23,7 @@ CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU paths: 
 def test_scaled_mm_form_falls_back_from_blockwise_to_rowwise() -> None:
     probed = []
 
-    def probe(form: lc.ScaledMMForm) -> tuple[bool, str]:
+    def probe(form: forms.ScaledMMForm) -> tuple[bool, str]:
         probed.append(form)
         if form.kind == "blockwise":
             if form.layout:
@@ -31,33 +31,33 @@ def test_scaled_mm_form_falls_back_from_blockwise_to_rowwise() -> None:
             return False, "runs but disagrees with the dequantised product"
         return True, "ok"
 
-    choice = lc.select_scaled_mm_form(probe)
-    assert choice.form == lc.ScaledMMForm("rowwise")
+    choice = forms.select_scaled_mm_form(probe)
+    assert choice.form == forms.ScaledMMForm("rowwise")
     assert [a["ok"] for a in choice.attempts] == [False, False, False, False, True]
     assert choice.attempts[1]["reason"] == "RuntimeError: Invalid scaling configuration."  # first line only
     assert all(f.kind != "tensorwise" for f in probed)  # stops at the first form that works
 
 
 def test_scaled_mm_form_tensorwise_last_and_none_when_nothing_runs() -> None:
-    assert lc.select_scaled_mm_form(lambda f: (f.kind == "tensorwise", "no")).form == lc.ScaledMMForm("tensorwise")
-    nothing = lc.select_scaled_mm_form(lambda f: (False, "unsupported"))
-    assert nothing.form is None and len(nothing.attempts) == len(lc.FP8_FORMS)
-    assert lc.select_scaled_mm_form(lambda f: (True, "ok")).form == lc.FP8_FORMS[0]  # block-wise first
+    assert forms.select_scaled_mm_form(lambda f: (f.kind == "tensorwise", "no")).form == forms.ScaledMMForm("tensorwise")
+    nothing = forms.select_scaled_mm_form(lambda f: (False, "unsupported"))
+    assert nothing.form is None and len(nothing.attempts) == len(forms.FP8_FORMS)
+    assert forms.select_scaled_mm_form(lambda f: (True, "ok")).form == forms.FP8_FORMS[0]  # block-wise first
 
 
 @pytest.mark.parametrize("blockwise_runs", [True, False])
 def test_blockwise_scaled_mm_is_the_fp8_bar_when_it_runs(blockwise_runs: bool) -> None:
     """The problem's own (block-wise) scaling is the bar; row-wise is context then, and the bar without it."""
     attempts = [{"form": f.label, "ok": f.kind != "blockwise" or (blockwise_runs and not f.layout and f.api != "F.scaled_mm"),
-                 "reason": "ok"} for f in lc.FP8_FORMS]
+                 "reason": "ok"} for f in forms.FP8_FORMS]
 
     class Ctx:
-        def fp8_probe(self) -> lc.FormChoice:
-            return lc.FormChoice(None, attempts)
+        def fp8_probe(self) -> forms.FormChoice:
+            return forms.FormChoice(None, attempts)
 
     shape = load_problem(PROBLEMS / "gemm_fp8_blockscale").shapes_for("full")[0]
     inputs = {"a": torch.empty(256, 512), "b": torch.empty(384, 512)}
-    groups = lc._gemm_fp8_groups(shape, inputs, Ctx())  # type: ignore[arg-type]
+    groups = plans.gemm_fp8_groups(shape, inputs, Ctx())  # type: ignore[arg-type]
     if blockwise_runs:
         assert [g.role for g in groups] == ["bar", "context"]
         assert {p.details["form"] for p in groups[0].alternatives} == {"blockwise"}
@@ -70,10 +70,10 @@ def test_blockwise_scaled_mm_is_the_fp8_bar_when_it_runs(blockwise_runs: bool) -
 
 def test_blockwise_scales_have_the_strides_pytorch_checks_for() -> None:
     a_scale, b_scale = torch.rand(64, 3), torch.rand(5, 3)  # M = 64, K = 384, N = 600
-    sa, sb = lc.scaled_mm_scales(lc.ScaledMMForm("blockwise"), a_scale, b_scale, n=600)
+    sa, sb = forms.scaled_mm_scales(forms.ScaledMMForm("blockwise"), a_scale, b_scale, n=600)
     assert sa.shape == (64, 3) and sa.stride() == (1, 64) and torch.equal(sa, a_scale)  # outer-dim-major
     assert sb.t().shape == (5, 3) and sb.t().stride() == (3, 1) and torch.equal(sb.t(), b_scale)
-    _, padded = lc.scaled_mm_scales(lc.ScaledMMForm("blockwise", layout="padded-stride"), a_scale, b_scale, n=600)
+    _, padded = forms.scaled_mm_scales(forms.ScaledMMForm("blockwise", layout="padded-stride"), a_scale, b_scale, n=600)
     assert padded.t().stride() == (4, 1) and torch.equal(padded, sb)
 
 
@@ -82,22 +82,22 @@ def test_coarser_fp8_scales_are_the_problem_on_coarser_scales() -> None:
     a = torch.randn(8, 256).to(torch.float8_e4m3fn)
     b = torch.randn(200, 256).to(torch.float8_e4m3fn)
     a_scale, b_scale = torch.rand(8, 2) + 0.5, torch.rand(2, 2) + 0.5
-    form = lc.ScaledMMForm("rowwise")
-    sa, sb = lc.scaled_mm_scales(form, a_scale, b_scale, n=200)
+    form = forms.ScaledMMForm("rowwise")
+    sa, sb = forms.scaled_mm_scales(form, a_scale, b_scale, n=200)
     direct = (a.float() * sa) @ (b.float() * sb.t()).t()
-    applied_a, applied_b = lc.problem_scales_for(form, a_scale, b_scale)
-    via_problem = lc._dequant_matmul(a, applied_a, b, applied_b)
+    applied_a, applied_b = forms.problem_scales_for(form, a_scale, b_scale)
+    via_problem = forms.dequant_matmul(a, applied_a, b, applied_b)
     torch.testing.assert_close(direct, via_problem)
 
 
 def test_select_shapes_largest_by_flops_and_weighted() -> None:
     problem = load_problem(PROBLEMS / "gemm_bf16_linear_epilogue")
-    chosen = lc.select_shapes(problem, "full", ["largest", "weighted"], lambda s: problem.roofline[s.shape_id].flops)
+    chosen = run.select_shapes(problem, "full", ["largest", "weighted"], lambda s: problem.roofline[s.shape_id].flops)
     assert {s.shape_id: why for s, why in chosen} == {
         "qwen2.5_7b_qkv_bias_prefill_m8192": ["weighted"], "llama3_8b_down_residual_prefill_m8192": ["weighted"],
         "starcoder2_15b_fc_gelu_bias_prefill_m4096": ["largest"]}
     with pytest.raises(EvaluationError):
-        lc.parse_shape_sets("largest,biggest")
+        run.parse_shape_sets("largest,biggest")
 
 
 @CPU_ONLY
@@ -111,6 +111,7 @@ def test_without_a_gpu_it_says_so_in_one_line(argv: list[str], tmp_path: Path, c
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 @CPU_ONLY
 def test_dry_run_on_the_interpreter_exercises_all_three_ops(tmp_path: Path) -> None:
     """The CLI in a fresh process without TRITON_INTERPRET in its environment (it must switch the interpreter on
@@ -125,9 +126,9 @@ def test_dry_run_on_the_interpreter_exercises_all_three_ops(tmp_path: Path) -> N
     data = json.loads((tmp_path / "lc.json").read_text())
     assert data["dry_run"] and "meaningless" in (tmp_path / "lc.md").read_text()
     comps = {c["op"]: c for c in data["comparisons"]}
-    assert set(comps) == set(lc.TARGETS) and not data["errors"]
+    assert set(comps) == set(results.TARGETS) and not data["errors"]
     for op, comp in comps.items():
-        assert comp["selected_as"] == ["largest"] and comp["target"] == lc.TARGETS[op]
+        assert comp["selected_as"] == ["largest"] and comp["target"] == results.TARGETS[op]
         assert comp["ours"]["check"] == "ok" and len(comp["ours"]["round_ms"]) == 2, comp["ours"]
         assert comp["ours"]["status"] == "passed"  # checked and timed (timed calls verified) by the engine
         for side in comp["library"]:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from aka_tui.bench.inputs import make_inputs
-from aka_tui.bench.module_loading import import_file
-from aka_tui.bench.problem import FAMILIES, load_problem, load_suite
+from aka_tui.bench.problem.inputs import make_inputs
+from aka_tui.bench.problem.lookup import load_problem, load_suite
+from aka_tui.bench.problem.model import FAMILIES
+from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.errors import ProblemFormatError
 from tests.conftest import DATA, PROBLEMS
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterator
 
-from aka_tui.bench.evaluate import EvalOptions, evaluate_candidate
-from aka_tui.bench.executor import EvalJob, JobOutcome, ShapeCallback
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.problem import load_suite
-from aka_tui.bench.report import render_text
-from aka_tui.bench.suite_run import run_bench
+from aka_tui.bench.evaluator.evaluate import EvalOptions, evaluate_candidate
+from aka_tui.bench.problem.lookup import load_suite
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.report import render_text
+from aka_tui.executors.base import EvalJob, JobOutcome, ShapeCallback
+from aka_tui.executors.suite import run_bench
 from tests.conftest import PROBLEMS
 
 

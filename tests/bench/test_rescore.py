@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.problem import load_suite
-from aka_tui.bench.suite_run import rescore_report
+from aka_tui.bench.problem.lookup import load_suite
+from aka_tui.bench.scoring.bench_report import rescore_report
 from aka_tui.cli import main
 from aka_tui.errors import EvaluationError
 from tests.conftest import PROBLEMS, REPO

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.problem import RooflineEntry, load_problem
-from aka_tui.bench.roofline import bound
-from aka_tui.bench.roofline_refresh import refresh
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.problem.model import RooflineEntry
+from aka_tui.bench.roofline.bound import bound
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.roofline.refresh import refresh
 from tests.conftest import PROBLEMS
 
 
@@ -106,7 +107,7 @@ def test_shipped_hooks_override_generic_counts() -> None:
 
 
 def test_rooflines_import_from_a_bench_report_only_for_matching_problems(tmp_path: Path) -> None:
-    from aka_tui.bench.roofline_refresh import import_from_report
+    from aka_tui.bench.roofline.refresh import import_from_report
 
     d = _problem(tmp_path, "mm2", (
         "import torch\nclass Model(torch.nn.Module):\n    def forward(self, a):\n        return a * 2\n"), (

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from aka_tui.bench.hardware import get_profile
 from aka_tui.bench.measure.acceptance import accept, apply_cli, pending
-from aka_tui.bench.problem import Problem, RooflineEntry, Shape
-from aka_tui.bench.results import AuditReport, CandidateResult, ShapeResult, StageError, TimingStats
-from aka_tui.bench.score import aggregate, score_op, score_shape
+from aka_tui.bench.measure.results import AuditReport, CandidateResult, ShapeResult, StageError, TimingStats
+from aka_tui.bench.problem.model import Problem, RooflineEntry, Shape
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.score import aggregate, score_op, score_shape
 from aka_tui.errors import EvaluationError
 
 H200 = get_profile("h200")

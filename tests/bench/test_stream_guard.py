@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 import torch
 
-from aka_tui.bench.audit import TritonLaunchRecorder
+from aka_tui.bench.measure.audit import TritonLaunchRecorder
 from tests.bench.kernels.copy_kernel import copy_kernel
 
 

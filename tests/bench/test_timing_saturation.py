@@ -9,10 +9,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from aka_tui.bench import timing
-from aka_tui.bench.results import CandidateResult, ShapeResult, TimingStats
-from aka_tui.bench.timing import (
-    SATURATED_MAX_REPS, SATURATED_MAX_SLEEP_MS, SLEEP_MARGIN, Timers, escaped_work, plan_saturated_pass,
+from aka_tui.bench.measure import timing
+from aka_tui.bench.measure.results import CandidateResult, ShapeResult, TimingStats
+from aka_tui.bench.measure.timing import (
+    SATURATED_MAX_REPS,
+    SATURATED_MAX_SLEEP_MS,
+    SLEEP_MARGIN,
+    Timers,
+    escaped_work,
+    plan_saturated_pass,
 )
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aka_tui.bench.tolerance import Tolerance, compare_outputs, default_tolerance
+from aka_tui.bench.problem.tolerance import Tolerance, compare_outputs, default_tolerance
 
 
-def _cmp(cand, ref, tol=Tolerance(1e-3, 1e-3), frac=0.0):  # type: ignore[no-untyped-def]
+def _cmp(cand, ref, tol=Tolerance(1e-3, 1e-3), frac=0.0):  # type: ignore[no-untyped-def]  # noqa: B008 (a frozen value)
     return compare_outputs(cand, ref, ref, lambda d: tol, frac)
 
 
@@ -89,7 +89,7 @@ def test_tuple_outputs_checked_leaf_by_leaf() -> None:
 
 def test_chunked_comparison_counts_and_locates_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Large outputs are compared chunk by chunk; the verdict and the first wrong index do not change."""
-    import aka_tui.bench.tolerance as tolerance
+    import aka_tui.bench.problem.tolerance as tolerance
 
     ref = torch.linspace(1, 2, 1000, dtype=torch.float32).reshape(10, 100)
     cand = ref.clone()

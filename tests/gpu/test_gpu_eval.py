@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-from aka_tui.bench.hardware import detect_profile
-from aka_tui.bench.problem import load_problem
-from aka_tui.bench.score import score_op
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.roofline.hardware import detect_profile
+from aka_tui.bench.scoring.score import score_op
 from tests.conftest import CANDIDATES, PROBLEMS
 
 pytestmark = pytest.mark.gpu
@@ -50,7 +50,8 @@ def test_torch_fallback_is_caught_on_the_gpu() -> None:
 def test_local_executor_pins_one_evaluation_per_gpu() -> None:
     import torch
 
-    from aka_tui.bench.executor import EvalJob, LocalExecutor
+    from aka_tui.executors.base import EvalJob
+    from aka_tui.executors.local import LocalExecutor
 
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two GPUs")

@@ -11,11 +11,11 @@ import torch
 import triton
 import triton.language as tl
 
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.problem import load_problem
-from aka_tui.bench.score import score_op
-from aka_tui.bench.timing import Timers, escaped_work, time_cuda
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.measure.timing import Timers, escaped_work, time_cuda
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.score import score_op
 from tests.conftest import PROBLEMS
 
 pytestmark = pytest.mark.gpu

@@ -13,10 +13,10 @@ from aka_tui.agent.probe import load_modules, make_probes
 from aka_tui.agent.seed_source import build_seed
 from aka_tui.agent.starting_point import matching_probes
 from aka_tui.agent.transfer import find_transfers
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-from aka_tui.bench.hardware import detect_profile
-from aka_tui.bench.problem import default_suite_dir, load_problem
-from aka_tui.bench.score import score_op
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.problem.lookup import default_suite_dir, load_problem
+from aka_tui.bench.roofline.hardware import detect_profile
+from aka_tui.bench.scoring.score import score_op
 from aka_tui.knowledge.reference_kernels import reference_kernels
 from aka_tui.knowledge.store import default_kb_dir, load_kb
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.isolation import WorkerLimits
-from aka_tui.bench.problem import load_problem, load_suite
-from aka_tui.bench.score import score_op
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.evaluator.isolation import WorkerLimits
+from aka_tui.bench.problem.lookup import load_problem, load_suite
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.score import score_op
 from aka_tui.errors import KbEntryError
 from aka_tui.knowledge.reference_kernels import read_tunables, reference_kernels, with_tunables
 from aka_tui.knowledge.store import default_kb_dir, load_kb
@@ -73,7 +73,7 @@ def test_tunables_rewrite_only_the_literal(tmp_path: Path) -> None:
 
 
 def test_bench_finds_a_kb_kernel_for_every_problem() -> None:
-    from aka_tui.bench.suite_run import find_candidate
+    from aka_tui.bench.scoring.bench_report import find_candidate
 
     suite = load_suite(PROBLEMS)
     missing = [p.name for p in suite.problems.values() if find_candidate(KB.root / "family", p) is None]
@@ -106,7 +106,7 @@ def test_mla_decode_balanced_spans_any_program_count(programs: int, monkeypatch:
     blocks, 16-token tiles over a ramp of contexts up to 100)."""
     import torch
 
-    from aka_tui.bench.module_loading import import_file
+    from aka_tui.bench.problem.module_loading import import_file
 
     kernel = next(k for k, op in CASES if op == "attention_mla_decode")
     module = import_file(kernel.path, "mla_balanced_test")
@@ -129,7 +129,7 @@ def test_fp8_gemm_tma_variant_matches_the_pointer_kernel() -> None:
     bit, on shapes with M, N and K edges."""
     import torch
 
-    from aka_tui.bench.module_loading import import_file
+    from aka_tui.bench.problem.module_loading import import_file
 
     kernel = next(k for k, op in CASES if op == "gemm_fp8_blockscale")
     module = import_file(kernel.path, "fp8_tma_test")

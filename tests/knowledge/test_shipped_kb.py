@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.hardware import datasheet_profiles
-from aka_tui.bench.problem import load_suite
+from aka_tui.bench.problem.lookup import load_suite
+from aka_tui.bench.roofline.hardware import datasheet_profiles
 from aka_tui.knowledge.entry import LAYERS
 from aka_tui.knowledge.evaluation import evaluate_retrieval, leak_check
 from aka_tui.knowledge.index import KbIndex
@@ -48,6 +48,7 @@ def shipped_index(tmp_path_factory: pytest.TempPathFactory) -> KbIndex:
     return index
 
 
+@pytest.mark.slow
 def test_no_scoped_entry_leaks_into_another_scope(shipped_index: KbIndex) -> None:
     report = leak_check(KB, shipped_index)
     assert report.queries >= 100 and report.leaks == []

@@ -20,7 +20,7 @@ def ray_cluster() -> Iterator[object]:
     """Head + worker node as separate raylets (own processes, own node ids); torn down with every process."""
     from ray.cluster_utils import Cluster
 
-    from aka_tui.bench.ray_executor import wait_for_nodes
+    from aka_tui.executors.ray_cluster import wait_for_nodes
 
     ray.shutdown()
     # Ray puts the driver's working directory on the workers' sys.path; away from the checkout, a worker

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from aka_tui.bench.executor import make_executor
 from aka_tui.cli import main
 from aka_tui.errors import EvaluationError
+from aka_tui.executors.base import make_executor
 
 
 def _free_port() -> int:

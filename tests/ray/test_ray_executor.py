@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions
-from aka_tui.bench.executor import EvalJob, LocalExecutor
-from aka_tui.bench.problem import load_problem, load_suite
-from aka_tui.bench.ray_executor import RayExecutor
-from aka_tui.bench.results import CandidateResult
-from aka_tui.bench.suite_run import run_bench
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions
+from aka_tui.bench.measure.results import CandidateResult
+from aka_tui.bench.problem.lookup import load_problem, load_suite
+from aka_tui.executors.base import EvalJob
+from aka_tui.executors.local import LocalExecutor
+from aka_tui.executors.ray_cluster import RayExecutor
+from aka_tui.executors.suite import run_bench
 from tests.conftest import PROBLEMS
 
 pytestmark = pytest.mark.slow
@@ -110,7 +111,6 @@ def test_cancel_submits_nothing_more(ray_cluster: Any) -> None:
 
 def test_killing_the_worker_node_loses_no_result(ray_cluster: Any) -> None:
     """The worker node is SIGKILLed while it evaluates; Ray re-runs that task on the head node."""
-    import ray
 
     executor = RayExecutor(address=ray_cluster.address, device="cpu")
     worker = ray_cluster.list_all_nodes()[-1]

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.isolation import WorkerLimits
-from aka_tui.bench.problem import load_problem
-from aka_tui.bench.score import score_op
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.evaluator.isolation import WorkerLimits
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.scoring.score import score_op
 from tests.conftest import PROBLEMS
 from tests.prefetch import Prefetch, prefetch, selected
 

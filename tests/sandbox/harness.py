@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from aka_tui.bench.isolation import WorkerLimits
+from aka_tui.bench.evaluator.isolation import WorkerLimits
 from aka_tui.secrets import encoded_forms
 from tests.conftest import PROBLEMS, REPO
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-from aka_tui.bench.isolation import WorkerLimits
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.evaluator.isolation import WorkerLimits
+from aka_tui.bench.problem.lookup import load_problem
 from tests.conftest import PROBLEMS, REPO
 from tests.sandbox.harness import CASES
 from tests.sandbox.test_hostile_corpus import MECHANISM, WHY_NOT, check, hostile_environment, run_case

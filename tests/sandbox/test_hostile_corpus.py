@@ -26,14 +26,26 @@ from typing import Any
 
 import pytest
 
-from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
-from aka_tui.bench.problem import load_problem
-from aka_tui.bench.results import CandidateResult
-from aka_tui.bench.sandbox import resolve_mode
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.measure.results import CandidateResult
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.sandbox.bwrap import resolve_mode
 from tests.conftest import REPO
 from tests.prefetch import prefetch, selected
-from tests.sandbox.harness import (CASES, HAVE_GIT, SHAPE, Canary, changed, expected, files_text, leaks,
-                                   limits_of, repo_snapshot, snapshot, survivors)
+from tests.sandbox.harness import (
+    CASES,
+    HAVE_GIT,
+    SHAPE,
+    Canary,
+    changed,
+    expected,
+    files_text,
+    leaks,
+    limits_of,
+    repo_snapshot,
+    snapshot,
+    survivors,
+)
 
 MECHANISM, WHY_NOT = resolve_mode("auto")
 needs_bwrap = pytest.mark.skipif(MECHANISM != "bwrap", reason=f"bubblewrap cannot run here: {WHY_NOT}")

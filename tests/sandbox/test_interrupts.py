@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.containment import tree_of
-from aka_tui.bench.sandbox import resolve_mode
+from aka_tui.bench.sandbox.bwrap import resolve_mode
+from aka_tui.bench.sandbox.containment import tree_of
 from tests.conftest import PROBLEMS, REPO
 from tests.prefetch import Prefetch, prefetch, selected
 from tests.sandbox.harness import SHAPE, survivors

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench import sandbox
-from aka_tui.bench.containment import GiB, MiB, ResourceLimits
+from aka_tui.bench.sandbox import bwrap
+from aka_tui.bench.sandbox.containment import GiB, MiB, ResourceLimits
 from aka_tui.errors import EvaluationError
 from aka_tui.secrets import REDACTED, contains_secret, scrub
 from tests.conftest import REPO
 
-MECHANISM, WHY_NOT = sandbox.resolve_mode("auto")
+MECHANISM, WHY_NOT = bwrap.resolve_mode("auto")
 KEY = "sk-ant-api03-Zx9_unit-test-key-0123456789abcdefghij"
 
 
@@ -27,7 +27,7 @@ def test_environment_keeps_the_allow_list_and_drops_every_credential(tmp_path: P
               "TORCH_API_KEY": "t" * 20, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
               "NVSHMEM_DISABLE_NVLS": "1", "NVIDIA_DRIVER_CAPABILITIES": "compute", "HOME": "/root",
               "SSH_AUTH_SOCK": "/tmp/agent", "PYTHONPATH": "/opt/libs", "TRITON_CACHE_DIR": "/root/.triton"}
-    env = sandbox.worker_environment(sandbox.View(tmp_path, env={"TRITON_INTERPRET": "1"}), source)
+    env = bwrap.worker_environment(bwrap.View(tmp_path, env={"TRITON_INTERPRET": "1"}), source)
     for dropped in ("ANTHROPIC_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "TORCH_API_KEY",
                     "SSH_AUTH_SOCK"):
         assert dropped not in env
@@ -44,9 +44,9 @@ def test_bwrap_command_line_shows_the_package_but_not_the_project_or_home(tmp_pa
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     fake_gpu = tmp_path / "nvidia0"
     fake_gpu.write_text("")
-    monkeypatch.setattr(sandbox, "GPU_DEVICES", (str(tmp_path / "nvidia*"),))
-    view = sandbox.View(tmp_path / "work", (REPO / "problems" / "silu_and_mul",), (), gpu=True)
-    argv = sandbox.bwrap_argv("/usr/bin/bwrap", view, ["python", "-c", "pass"])
+    monkeypatch.setattr(bwrap, "GPU_DEVICES", (str(tmp_path / "nvidia*"),))
+    view = bwrap.View(tmp_path / "work", (REPO / "problems" / "silu_and_mul",), (), gpu=True)
+    argv = bwrap.bwrap_argv("/usr/bin/bwrap", view, ["python", "-c", "pass"])
     for flag in ("--die-with-parent", "--unshare-net", "--unshare-pid", "--new-session"):
         assert flag in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
@@ -61,18 +61,18 @@ def test_bwrap_command_line_shows_the_package_but_not_the_project_or_home(tmp_pa
 
 
 def test_mode_resolution_says_why_there_is_no_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert sandbox.resolve_mode("none") == ("none", "turned off (--sandbox none)")
+    assert bwrap.resolve_mode("none") == ("none", "turned off (--sandbox none)")
     monkeypatch.setenv("AKA_BWRAP", str(tmp_path / "missing-bwrap"))
-    mechanism, note = sandbox.resolve_mode("auto")
+    mechanism, note = bwrap.resolve_mode("auto")
     assert mechanism == "none" and "bubblewrap not found" in note and "AKA_BWRAP" in note
     with pytest.raises(EvaluationError, match="--sandbox bwrap asked for"):
-        sandbox.resolve_mode("bwrap")
+        bwrap.resolve_mode("bwrap")
     with pytest.raises(EvaluationError, match="--unsafe-no-sandbox"):
-        sandbox.require_sandbox_for_model(None, allow_unsafe=False)
-    sandbox.require_sandbox_for_model(None, allow_unsafe=True)
+        bwrap.require_sandbox_for_model(None, allow_unsafe=False)
+    bwrap.require_sandbox_for_model(None, allow_unsafe=True)
     monkeypatch.setenv("AKA_SANDBOX", "none")
     monkeypatch.delenv("AKA_BWRAP")
-    assert sandbox.resolve_mode(None)[0] == "none"
+    assert bwrap.resolve_mode(None)[0] == "none"
 
 
 def test_anthropic_proposer_refuses_to_run_unsandboxed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -87,9 +87,9 @@ def test_anthropic_proposer_refuses_to_run_unsandboxed(tmp_path: Path, capsys: p
 
 
 def _run(code: str, limits: ResourceLimits, tmp_path: Path, mode: str) -> tuple[int, str | None, str]:
-    view = sandbox.View(tmp_path / "work", gpu=False)
+    view = bwrap.View(tmp_path / "work", gpu=False)
     view.work_dir.mkdir(exist_ok=True)
-    process, report = sandbox.spawn([sys.executable, "-c", code], view, limits, mode)
+    process, report = bwrap.spawn([sys.executable, "-c", code], view, limits, mode)
     code_ = process.wait(timeout=120)
     process.close()
     return code_, process.limit_reached(code_), report.line()
@@ -147,12 +147,12 @@ def test_scrub_uses_every_credential_like_variable(monkeypatch: pytest.MonkeyPat
 
 
 def test_default_memory_limit_fits_the_machine() -> None:
-    assert 0 < sandbox.default_memory_bytes() <= 16 * GiB
+    assert 0 < bwrap.default_memory_bytes() <= 16 * GiB
 
 
 def test_the_apps_anthropic_proposer_refuses_too_unless_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from aka_tui.bench.hardware import get_profile
-    from aka_tui.bench.problem import load_problem
+    from aka_tui.bench.problem.lookup import load_problem
+    from aka_tui.bench.roofline.hardware import get_profile
     from aka_tui.tui.agent_runner import RunSettings, make_proposer
     from tests.conftest import PROBLEMS
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.problem import load_suite
+from aka_tui.bench.problem.lookup import load_suite
 from aka_tui.cli import main
 from aka_tui.errors import TraceError
 from aka_tui.trace.apply import apply_weights, render_apply

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import gzip
-import re
 import json
+import re
 from pathlib import Path
 
 import pytest

@@ -1,4 +1,4 @@
-"""The shipped H200 trace reproduces the suite's weights (issue 7): import → the applied problem weights."""
+"""The shipped H200 trace reproduces the suite's weights: import → the applied problem weights."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.problem import load_suite
+from aka_tui.bench.problem.lookup import load_suite
 from aka_tui.trace.rules import load_rules
 from aka_tui.trace.weights import ImportOptions, import_trace
 from tests.conftest import PROBLEMS, REPO

@@ -83,6 +83,7 @@ class CrashingProposer:
         return self.first()
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_a_crashing_candidate_leaves_the_app_running(make_app: Any) -> None:
     app = make_app(iterations=1)

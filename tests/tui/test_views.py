@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.tui.decision import Margins, Recorded, explain
 from aka_tui.tui.iteration_view import IterationFacts, build_views, make_view
 from aka_tui.tui.widgets.metrics import PanelContext, fitting_columns, metrics_renderable, panel_context
@@ -58,7 +58,7 @@ def test_every_verdict_has_a_reason(recorded: Recorded, short: str) -> None:
 
 def test_recorded_views_carry_reasons_microseconds_and_the_interpreter_note() -> None:
     problem = load_problem(PROBLEMS / "rms_norm")
-    from aka_tui.bench.hardware import get_profile
+    from aka_tui.bench.roofline.hardware import get_profile
 
     views, problems = build_views(EXAMPLE, problem, get_profile("cpu"))
     assert not problems and [v.verdict for v in views] == ["accepted", "accepted", "rejected"]
@@ -71,7 +71,7 @@ def test_recorded_views_carry_reasons_microseconds_and_the_interpreter_note() ->
 
 def test_metrics_keep_the_columns_that_fit() -> None:
     problem = load_problem(PROBLEMS / "rms_norm")
-    from aka_tui.bench.hardware import get_profile
+    from aka_tui.bench.roofline.hardware import get_profile
 
     view = build_views(EXAMPLE, problem, get_profile("cpu"))[0][1]
     shown, left_out = fitting_columns(view, PanelContext("cpu"), 64)
@@ -102,7 +102,7 @@ def _gpu_shaped_result() -> dict[str, Any]:
 
 def test_registers_spills_occupancy_and_copy_bandwidth_from_a_stored_result(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from aka_tui.bench.hardware import get_profile, save_measured, with_measurements
+    from aka_tui.bench.roofline.hardware import get_profile, save_measured, with_measurements
 
     monkeypatch.setenv("AKA_HOME", str(tmp_path))
     h200 = get_profile("h200")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.hardware import get_profile
-from aka_tui.bench.module_loading import import_file
-from aka_tui.bench.problem import load_problem
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.roofline.hardware import get_profile
 from aka_tui.cli import main
 from aka_tui.knowledge.reference_kernels import kernels_for_op, reference_kernels
 from aka_tui.knowledge.store import default_kb_dir, load_kb
@@ -117,7 +117,7 @@ def test_sweep_imports_no_app_packages() -> None:
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["no_such_op"], "sweep error: unknown op 'no_such_op'"),
+    (["no_such_op"], "unknown problem: no problem named 'no_such_op'"),
     (["rms_norm", "--shapes", "nope"], "sweep error: rms_norm has no shape 'nope'"),
     (["rms_norm", "--max-configs", "0"], "sweep error: --max-configs must be a positive integer, not 0"),
     (["rms_norm", "--space", "BLOCK_N=3"], "sweep error: --space 'BLOCK_N=3': 3 is not in SEARCH_SPACE"),

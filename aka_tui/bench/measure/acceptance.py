@@ -15,8 +15,8 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from aka_tui.bench.measure.results import CandidateResult
 from aka_tui.bench.measure.verdicts import HOLDS, OVER_ROOFLINE, SUSPICIOUS
-from aka_tui.bench.results import CandidateResult
 from aka_tui.errors import EvaluationError
 
 

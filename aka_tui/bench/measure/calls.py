@@ -14,7 +14,7 @@ from typing import Any, Callable, Generator, TypeVar
 
 import torch
 
-from aka_tui.bench.results import StageError
+from aka_tui.bench.measure.results import StageError
 
 CUDA_FATAL_MARKERS = ("illegal memory access", "device-side assert", "unspecified launch failure",
                       "misaligned address", "illegal instruction", "CUDA error: an illegal")

@@ -12,11 +12,11 @@ from typing import Any, Callable
 
 import torch
 
-from aka_tui.bench.inputs import clone_inputs, make_inputs, seed_everything, upcast_inputs
 from aka_tui.bench.measure.calls import MeasureFailure, trace_of
 from aka_tui.bench.measure.samples import Sampler, parent_sampler, timed_sampler
-from aka_tui.bench.problem import Problem, Shape
-from aka_tui.bench.seeds import derive_seed
+from aka_tui.bench.problem.inputs import clone_inputs, make_inputs, seed_everything, upcast_inputs
+from aka_tui.bench.problem.model import Problem, Shape
+from aka_tui.bench.problem.seeds import derive_seed
 from aka_tui.errors import AkaError
 
 
@@ -134,7 +134,7 @@ class ShapeCases:
 
 def _take_exact(sampler: Sampler, exact: Any) -> list[torch.Tensor]:
     """The float64 reference at the sampler's positions (its dtypes differ from the native leaves'). """
-    from aka_tui.bench.tolerance import flatten_outputs
+    from aka_tui.bench.problem.tolerance import flatten_outputs
 
     return [tensor.detach().reshape(-1).index_select(0, leaf.index.to(tensor.device))
             for leaf, (_, tensor) in zip(sampler.leaves, flatten_outputs(exact))]

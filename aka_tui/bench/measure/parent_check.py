@@ -18,14 +18,14 @@ from typing import Any
 
 import torch
 
-from aka_tui.bench.fuzz import resolve_shape
-from aka_tui.bench.inputs import make_inputs
 from aka_tui.bench.measure.cases import case_seeds, reference_model
 from aka_tui.bench.measure.job import MeasureJob
+from aka_tui.bench.measure.results import ShapeResult, StageError
 from aka_tui.bench.measure.samples import bad_elements, decode, parent_sampler
-from aka_tui.bench.module_loading import import_file
-from aka_tui.bench.problem import Problem
-from aka_tui.bench.results import ShapeResult, StageError
+from aka_tui.bench.problem.fuzz import resolve_shape
+from aka_tui.bench.problem.inputs import make_inputs
+from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.problem.module_loading import import_file
 
 TOLERANCE_SCALE = 4.0
 STRAY_FRACTION = 0.01

@@ -13,22 +13,31 @@ What ties the timed calls to the checked ones:
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator
 
 import torch
 
-from aka_tui.bench import poison
-from aka_tui.bench.audit import AtenAuditMode, TritonLaunchRecorder, build_report, launch_difference
-from aka_tui.bench.inputs import clone_inputs
-from aka_tui.bench.integrity import ThreadStartCounter, new_threads, thread_census
+from aka_tui.bench.measure import poison
+from aka_tui.bench.measure.audit import AtenAuditMode, TritonLaunchRecorder, build_report, launch_difference
 from aka_tui.bench.measure.calls import Call, MeasureFailure
 from aka_tui.bench.measure.cases import Case, ShapeCases
+from aka_tui.bench.measure.integrity import ThreadStartCounter, new_threads, thread_census
+from aka_tui.bench.measure.results import AuditReport, TimingStats
 from aka_tui.bench.measure.samples import SampleMismatch, encode, failing_calls
-from aka_tui.bench.problem import Problem
-from aka_tui.bench.results import AuditReport, TimingStats
-from aka_tui.bench.timing import TimedCall, Timers, TimingHooks, TimingRun, cpu_protocol, cuda_protocol, escaped_work
-from aka_tui.bench.tolerance import compare_outputs, naive_allclose
+from aka_tui.bench.measure.timing import (
+    TimedCall,
+    Timers,
+    TimingHooks,
+    TimingRun,
+    cpu_protocol,
+    cuda_protocol,
+    escaped_work,
+)
+from aka_tui.bench.problem.inputs import clone_inputs
+from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.problem.tolerance import compare_outputs, naive_allclose
 
 TIMED_PHASES = ("host-bound", "saturated", "cpu")
 DEVICE_TIME_RATIO = 0.5  # a timed median below this fraction of the profiled device time is less work
@@ -223,7 +232,7 @@ class ShapePlan:
         verify = self.opts.verify_timed and self.opts.hardened
         pristine = {i: {k: sets[i][k].clone() for k in self.problem.mutates_inputs if isinstance(sets[i].get(k),
                         torch.Tensor)} for i in range(n_sets)}
-        read_only = [_checksums(s, self.problem.mutates_inputs) for s in sets]
+        read_only = [input_checksums(s, self.problem.mutates_inputs) for s in sets]
         observed: list[_Observed] = []
         hooks = self._hooks(sets, pristine, observed) if verify else \
             TimingHooks(prepare=lambda i: _restore(sets[i], pristine[i]))
@@ -232,16 +241,16 @@ class ShapePlan:
         if self.opts.cuda:
             protocol = cuda_protocol(n_sets, self.timers, self.opts.l2_bytes, hooks)
             with self.recorder.guarding_stream(torch.cuda.current_stream().cuda_stream):
-                run = yield from _drive(protocol, sets)
+                run = yield from drive_protocol(protocol, sets)
             off_stream = dict(self.recorder.off_stream)
         else:
-            run = yield from _drive(cpu_protocol(n_sets, self.timers, self.opts.cpu_reps, hooks), sets)
+            run = yield from drive_protocol(cpu_protocol(n_sets, self.timers, self.opts.cpu_reps, hooks), sets)
             off_stream = {}
         _sync(self.opts.device)
         if watch and self.thread_starts is not None:
             self._threads_after_timing(before, mark, off_stream, run.stats)
         for i, s in enumerate(sets):
-            if _checksums(s, self.problem.mutates_inputs) != read_only[i]:
+            if input_checksums(s, self.problem.mutates_inputs) != read_only[i]:
                 raise MeasureFailure("wrong_output", "timing", f"seed {self.cases.seeds[i]}: a read-only input "
                                      "was modified during timing")
         self.recorder.end_call()  # nothing is captured past the protocol
@@ -344,7 +353,7 @@ class ShapePlan:
         self.result.verification["launches_compared"] = len(self.later_launches)
 
 
-def _drive(protocol: Generator[Any, Any, TimingRun], sets: list[dict[str, Any]]) -> Generator[Call, Any, TimingRun]:
+def drive_protocol(protocol: Generator[Any, Any, TimingRun], sets: list[dict[str, Any]]) -> Generator[Call, Any, TimingRun]:
     """Make the calls a timing protocol asks for (its interleaved checks pass through as they are)."""
     out: Any = None
     while True:
@@ -363,9 +372,9 @@ def _restore(inputs: dict[str, Any], pristine: dict[str, torch.Tensor]) -> None:
         inputs[name].copy_(value)
 
 
-def _checksums(inputs: dict[str, Any], mutated: list[str], chunk: int = 1 << 24) -> list[int]:
+def input_checksums(inputs: dict[str, Any], mutated: Sequence[str], chunk: int = 1 << 24) -> list[int]:
     """Bit-level checksums of the read-only tensor inputs (sum and sum of squares of their bits, chunked)."""
-    sums = []
+    sums: list[int] = []
     for name, value in inputs.items():
         if name in mutated or not isinstance(value, torch.Tensor) or value.numel() == 0:
             continue

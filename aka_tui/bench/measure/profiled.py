@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, Generator
 
 import torch
 
-from aka_tui.bench import attribution
-from aka_tui.bench.inputs import clone_inputs
+from aka_tui.bench.measure import attribution
 from aka_tui.bench.measure.calls import Call, MeasureFailure
+from aka_tui.bench.measure.results import AuditReport
 from aka_tui.bench.measure.samples import failing_calls
-from aka_tui.bench.results import AuditReport
+from aka_tui.bench.problem.inputs import clone_inputs
 
 if TYPE_CHECKING:
     from aka_tui.bench.measure.plan import ShapePlan
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def profiled_calls(plan: ShapePlan, report: AuditReport) -> Generator[Call, Any, AuditReport]:
     from torch.profiler import ProfilerActivity, profile
 
-    from aka_tui.bench.empty_kernel import CALL_MARKER, CLOCK_WARMUP, launch_call_marker
+    from aka_tui.bench.roofline.empty_kernel import CALL_MARKER, CLOCK_WARMUP, launch_call_marker
 
     # One call per timing set when the timed calls are verified (each set's device time); else one, for attribution.
     n_sets = plan.cases.timing_sets(plan.opts.n_sets) if plan.opts.timing and plan.opts.verify_timed else 1

@@ -15,8 +15,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from aka_tui.bench.seeds import derive_seed
-from aka_tui.bench.tolerance import Tolerance, check_plain_tensor, flatten_outputs, structure_of
+from aka_tui.bench.problem.seeds import derive_seed
+from aka_tui.bench.problem.tolerance import Tolerance, check_plain_tensor, flatten_outputs, structure_of
 
 TIMED_SAMPLE = 4096  # elements per output leaf read from every timed call
 PARENT_SAMPLE = 1024  # elements per output leaf sent to the parent per checked case

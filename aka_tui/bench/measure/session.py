@@ -9,17 +9,17 @@ from typing import Any
 
 import torch
 
-from aka_tui.bench.audit import TritonLaunchRecorder
-from aka_tui.bench.inputs import make_inputs
-from aka_tui.bench.integrity import IntegritySnapshot, ThreadStartCounter
+from aka_tui.bench.measure.audit import TritonLaunchRecorder
 from aka_tui.bench.measure.calls import Call, MeasureFailure, run_calls, trace_of
 from aka_tui.bench.measure.cases import ShapeCases, case_seeds, problem_call, reference_model
+from aka_tui.bench.measure.integrity import IntegritySnapshot, ThreadStartCounter
 from aka_tui.bench.measure.job import MeasureJob
-from aka_tui.bench.measure.plan import PlanOptions, ShapePlan, _drive
-from aka_tui.bench.problem import Problem, Shape
-from aka_tui.bench.results import PASSED, AuditReport, ShapeResult, TimingStats
-from aka_tui.bench.seeds import derive_seed
-from aka_tui.bench.timing import Timers, cpu_protocol, cuda_protocol
+from aka_tui.bench.measure.plan import PlanOptions, ShapePlan, drive_protocol
+from aka_tui.bench.measure.results import PASSED, AuditReport, ShapeResult, TimingStats
+from aka_tui.bench.measure.timing import Timers, cpu_protocol, cuda_protocol
+from aka_tui.bench.problem.inputs import make_inputs
+from aka_tui.bench.problem.model import Problem, Shape
+from aka_tui.bench.problem.seeds import derive_seed
 
 
 @dataclass
@@ -70,7 +70,9 @@ def roofline_entry(session: Session, shape: Shape) -> dict[str, Any]:
     cached = session.problem.roofline.get(shape.shape_id)
     if cached is not None:
         return cached.to_json()
-    from aka_tui.bench.roofline import measure_entry  # imports triton.language: never before the interpreter is set
+    from aka_tui.bench.roofline.bound import (
+        measure_entry,  # imports triton.language: never before the interpreter is set
+    )
 
     problem, device = session.problem, session.device
     seed = derive_seed(problem.name, shape.shape_id, 0, "roofline")
@@ -151,7 +153,7 @@ def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
     seeds = case_seeds(problem, shape, max(1, min(job.cases, job.input_sets)), job.seeds)
     timings: dict[str, TimingStats] = {}
     try:
-        sets = [problem_call(lambda s=s: make_inputs(problem, session.input_module, shape, session.device, s), "inputs")
+        sets = [problem_call(lambda s=s: make_inputs(problem, session.input_module, shape, session.device, s), "inputs")  # type: ignore[misc]  # mypy cannot infer a lambda with default arguments
                 for s in seeds]
         ref_model = reference_model(problem, shape, session.ref_module, session.device)
         for kind in job.baselines:
@@ -166,7 +168,7 @@ def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
 
 
 def _timing_only(protocol: Any, sets: list[dict[str, Any]]) -> Any:
-    return (yield from _drive(protocol, sets))
+    return (yield from drive_protocol(protocol, sets))
 
 
 __all__ = ["Call", "Session", "build_candidate", "build_candidate_model", "measure_baselines", "measure_shape",

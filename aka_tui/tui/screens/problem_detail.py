@@ -16,7 +16,7 @@ SHAPE_COLUMNS = ("shape", "tier", "weight", "W FLOP", "Q bytes", "FLOP/B", "T_SO
 
 def shape_rows(problem: Any, profile: Any) -> list[tuple[str, ...]]:
     """Per shape: tier, weight, W, Q, arithmetic intensity, T_SOL on the profile and the ceiling that sets it."""
-    from aka_tui.bench.roofline import bound
+    from aka_tui.bench.roofline.bound import bound
 
     rows = []
     for shape in problem.shapes.values():

@@ -134,7 +134,7 @@ class ReplayScreen(Screen[None]):
                                       "is not in the loaded suite", "replay")
             return
         problem = data.problems[name]
-        from aka_tui.bench.hardware import get_profile
+        from aka_tui.bench.roofline.hardware import get_profile
 
         try:
             profile = get_profile(str(meta.get("hardware_profile", data.profile.name)))
@@ -229,7 +229,7 @@ class ReplayScreen(Screen[None]):
                         exit_on_error=False, name="replay-remeasure")
 
     def _remeasure(self, view: IterationView) -> None:
-        from aka_tui.bench.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+        from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
 
         app = self._app
         profile = app.data.profile

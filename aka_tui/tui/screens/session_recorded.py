@@ -56,9 +56,8 @@ class RecordedSessions:
         self._update_status()
 
     def _load_recorded(self, session_dir: Path) -> None:
-        from aka_tui.tui.iteration_view import build_views
-
         from aka_tui.record.session_repo import read_meta
+        from aka_tui.tui.iteration_view import build_views
 
         data = self._app.data
         problem = data.problems[self.problem_name]

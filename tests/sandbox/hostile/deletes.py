@@ -18,7 +18,7 @@ for target in ("{{PROBLEM}}/roofline.json", "{{PROBLEM}}/shapes.json",
 for tree in ("{{CANARY}}/session", "{{CANARY}}/home"):
     shutil.rmtree(tree, ignore_errors=True)
 try:
-    os.rename("{{REPO}}/aka_tui/bench/worker.py", "{{REPO}}/aka_tui/bench/worker.bak")
+    os.rename("{{REPO}}/aka_tui/bench/evaluator/worker.py", "{{REPO}}/aka_tui/bench/worker.bak")
 except OSError:
     pass
 

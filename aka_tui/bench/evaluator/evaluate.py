@@ -1,0 +1,249 @@
+"""Evaluate one candidate on one problem: the public API of the evaluator."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import platform
+import secrets
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from aka_tui.bench.evaluator.isolation import WorkerLimits, WorkerOutcome, run_job
+from aka_tui.bench.measure.job import CandidateRef, MeasureJob
+from aka_tui.bench.measure.parent_check import check_outcome
+from aka_tui.bench.measure.results import SCHEMA_VERSION, CandidateResult, ShapeResult
+from aka_tui.bench.measure.static_scan import scan_source
+from aka_tui.bench.problem.fuzz import domain_error, fuzz_shapes, resolve_shape
+from aka_tui.bench.problem.model import Problem, RooflineEntry
+from aka_tui.bench.roofline.bound import write_cache
+from aka_tui.bench.roofline.hardware import HardwareProfile, detect_profile, get_profile
+from aka_tui.errors import EvaluationError
+from aka_tui.secrets import scrub
+
+
+@dataclass(frozen=True)
+class CandidateSpec:
+    """What to evaluate: a candidate file, or the reference itself as a baseline (eager / torch.compile)."""
+
+    kind: str  # "file" | "eager" | "compile"
+    path: Path | None = None
+
+    @property
+    def label(self) -> str:
+        return str(self.path) if self.kind == "file" else self.kind
+
+    @staticmethod
+    def file(path: str | Path) -> CandidateSpec:
+        resolved = Path(path).resolve()
+        if not resolved.is_file():
+            raise EvaluationError(f"candidate file {path} does not exist")
+        return CandidateSpec("file", resolved)
+
+
+@dataclass
+class EvalOptions:
+    """How to evaluate (device, tier, cases, timing, baselines to time alongside)."""
+
+    device: str = "auto"
+    tier: str | None = None  # None: smoke on the CPU, full on a GPU
+    cases: int = 3
+    input_sets: int = 3
+    timing: bool = True
+    compare_eager: bool = False
+    compare_compile: bool = False
+    hardware: str | None = None
+    measured: bool = False
+    shape_ids: list[str] | None = None
+    fp64_flop_limit: float = 5e11
+    cpu_reps: int = 3
+    fuzz: int | None = None  # fuzzed shapes per candidate (None: 4 for candidate files, 0 for baselines)
+    replay_seed: int | None = None  # run exactly this seed as the only correctness case
+    own_share_threshold: float = 0.9
+    visible_devices: str | None = None  # set by an executor: the physical GPU the worker is pinned to
+    hardening: bool = True  # False: the naive check (one case, allclose, no poison/audit/fuzz/tamper checks)
+    verify_timed: bool = True  # False: timed calls unchecked (outputs, launches, device time): to measure the cost
+    limits: WorkerLimits = field(default_factory=WorkerLimits)
+
+
+def resolve_device(device: str) -> str:
+    """'auto' → 'cuda' when torch sees a GPU, else 'cpu'; a CUDA request without a GPU is an error."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise EvaluationError("--device cuda asked for, but torch sees no CUDA device (use --device cpu)")
+    if device not in ("cpu",) and not device.startswith("cuda"):
+        raise EvaluationError(f"unknown device {device!r}: use cpu, cuda or cuda:N")
+    return device
+
+
+def resolve_profile(options: EvalOptions, device: str) -> HardwareProfile:
+    if options.hardware:
+        return get_profile(options.hardware)
+    return detect_profile(device, prefer_measured=options.measured)
+
+
+def resolve_tier(options: EvalOptions, device: str) -> str:
+    return options.tier or ("full" if device.startswith("cuda") else "smoke")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def library_versions() -> dict[str, str]:
+    import torch
+
+    versions = {"python": platform.python_version(), "torch": torch.__version__}
+    try:
+        import triton
+
+        versions["triton"] = triton.__version__
+    except ImportError:
+        versions["triton"] = "missing"
+    return versions
+
+
+def parent_index(device: str) -> int:
+    import torch
+
+    return torch.device(device).index if ":" in device else torch.cuda.current_device()
+
+
+def device_name(device: str) -> str:
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    return platform.processor() or platform.machine()
+
+
+def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: EvalOptions,
+                       on_shape: Callable[[ShapeResult], None] | None = None,
+                       on_shape_start: Callable[[str], None] | None = None) -> CandidateResult:
+    """Compile → correctness → audit → timing per shape, each candidate in its own worker process."""
+    device = resolve_device(options.device)
+    profile = resolve_profile(options, device)
+    tier = resolve_tier(options, device)
+    shapes = problem.shapes_for(tier)
+    if options.shape_ids:
+        for shape_id in options.shape_ids:
+            if domain_error(problem, shape_id):
+                raise EvaluationError(f"--shape {shape_id}: {domain_error(problem, shape_id)}")
+        resolved = {s: resolve_shape(problem, s) for s in options.shape_ids}
+        unknown = [s for s, shape in resolved.items() if shape is None]
+        if unknown:
+            raise EvaluationError(f"{problem.name} has no shape(s) {', '.join(unknown)}; "
+                                  f"known: {', '.join(problem.shapes)}")
+        shapes = [shape for shape in resolved.values() if shape is not None]
+    if not shapes:
+        raise EvaluationError(f"{problem.name} has no {tier!r} shapes (tiers: "
+                              f"{', '.join(sorted({s.tier for s in problem.shapes.values()}))})")
+    fuzz_count = options.fuzz if options.fuzz is not None else (4 if candidate.kind == "file" else 0)
+    if not options.hardening:
+        fuzz_count = 0
+    fuzzed = [] if options.shape_ids else fuzz_shapes(problem, shapes[:2], fuzz_count, cpu=device == "cpu")
+    job = build_job(problem, candidate, options, device, profile, [s.shape_id for s in shapes],
+                    [s.shape_id for s in fuzzed])
+    started = time.time()
+    outcome = _run(job, options, device, on_shape, on_shape_start, problem)
+    cache_new_rooflines(problem, outcome.shapes)
+    provenance = {
+        "schema_version": SCHEMA_VERSION, "problem_hash": problem.content_hash, "tier": tier, "device": device,
+        "device_name": device_name(device), "hardware_profile": profile.name, "timer":
+        "cuda_events" if device.startswith("cuda") else "perf_counter", "versions": library_versions(),
+        "candidate_sha256": _sha256(candidate.path) if candidate.path else None,
+        "started_unix": started, "wall_s": round(time.time() - started, 3),
+        "empty_launch_ms": outcome.empty_launch_ms,
+        "checks": {"timed_calls_verified": job.verify_timed and job.hardening, "parent_check": job.hardening,
+                   "baselines_in_own_worker": bool(_baselines_wanted(job, options)), "seconds": outcome.seconds},
+        "sandbox": outcome.sandbox.get("mechanism", "none"), "sandbox_detail": outcome.sandbox,
+    }
+    findings = scan_source(candidate.path.read_text(errors="replace")) if candidate.path else []
+    result = CandidateResult(problem.name, candidate.label, outcome.compiled, outcome.shapes, provenance,
+                             outcome.compile_error, [str(f) for f in findings],
+                             [str(f) for f in findings if f.suspicious])
+    return scrubbed(result)
+
+
+def scrubbed(result: CandidateResult) -> CandidateResult:
+    """The result with every secret (plain or encoded) replaced: candidates' messages and logs are in it."""
+    text = json.dumps(result.to_json())
+    clean = scrub(text)
+    return result if clean == text else CandidateResult.from_json(json.loads(clean))
+
+
+def build_job(problem: Problem, candidate: CandidateSpec, options: EvalOptions, device: str,
+              profile: HardwareProfile, shape_ids: list[str], fuzz_ids: list[str]) -> MeasureJob:
+    """The one place a worker's job is made from the options."""
+    return MeasureJob(
+        problem_dir=str(problem.directory.resolve()),
+        candidate=CandidateRef(candidate.kind, str(candidate.path) if candidate.path else None),
+        shape_ids=shape_ids + fuzz_ids, fuzz_shape_ids=fuzz_ids,
+        # A pinned worker sees one GPU (its own cuda:0); the parent knows it as `device`.
+        device="cuda" if options.visible_devices is not None and device.startswith("cuda") else device,
+        visible_devices=options.visible_devices, cases=options.cases,
+        seeds=[options.replay_seed] if options.replay_seed is not None else None,
+        input_sets=options.input_sets, timing=options.timing, hardening=options.hardening,
+        verify_timed=options.verify_timed, own_share_threshold=options.own_share_threshold, l2_bytes=profile.l2_bytes,
+        fp64_flop_limit=options.fp64_flop_limit, cpu_reps=options.cpu_reps, sample_seed=secrets.randbits(62))
+
+
+def _baselines_wanted(job: MeasureJob, options: EvalOptions) -> list[str]:
+    if not options.timing:
+        return []
+    return [kind for kind, wanted in (("eager", options.compare_eager), ("compile", options.compare_compile))
+            if wanted and job.candidate.kind != kind]
+
+
+def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[[ShapeResult], None] | None,
+         on_shape_start: Callable[[str], None] | None, problem: Problem) -> WorkerOutcome:
+    """The candidate's worker, the parent's check of its report, then the baselines in a worker of their own
+    (nothing a baseline starts, such as inductor's threads, can be blamed on the candidate); all under the
+    GPU's lock on CUDA."""
+    lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if device.startswith("cuda"):
+        from aka_tui.bench.evaluator.gpu_lock import exclusive_gpu, gpu_identity
+
+        lock = exclusive_gpu(gpu_identity(parent_index(device)))
+    with lock:
+        outcome = run_job(job, options.limits, on_shape, on_shape_start)
+        started = time.perf_counter()
+        outcome.shapes = check_outcome(problem, job, device, outcome.shapes, outcome.evidence)
+        outcome.seconds["parent_check"] = round(time.perf_counter() - started, 3)
+        baselines = _baselines_wanted(job, options)
+        timed = [s.shape_id for s in outcome.shapes if s.passed and not s.fuzz]
+        if baselines and timed:
+            started = time.perf_counter()
+            extra = replace(job, candidate=CandidateRef("baselines"), shape_ids=timed, fuzz_shape_ids=[],
+                            baselines=baselines)
+            by_id = {s.shape_id: s for s in run_job(extra, options.limits).shapes}
+            outcome.shapes = [_with_baselines(s, by_id.get(s.shape_id)) for s in outcome.shapes]
+            outcome.seconds["baselines_worker"] = round(time.perf_counter() - started, 3)
+    return outcome
+
+
+def _with_baselines(result: ShapeResult, baseline: ShapeResult | None) -> ShapeResult:
+    if baseline is None or not baseline.passed:
+        return result
+    return replace(result, eager_timing=baseline.eager_timing, compile_timing=baseline.compile_timing)
+
+
+def cache_new_rooflines(problem: Problem, shapes: list[ShapeResult]) -> None:
+    """Rooflines the worker had to compute are kept in the problem's cache file."""
+    added = False
+    for result in shapes:
+        r = result.roofline
+        if r and r.get("computed_now") and result.shape_id not in problem.roofline:
+            problem.roofline[result.shape_id] = RooflineEntry.from_json(r)
+            added = True
+    if added:
+        try:
+            write_cache(problem)
+        except OSError:
+            pass  # a read-only suite still evaluates; the roofline is recomputed next time

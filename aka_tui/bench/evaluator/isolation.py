@@ -1,0 +1,291 @@
+"""Run a candidate's evaluation in child processes: timeouts, crash containment, restart for the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from aka_tui.bench.evaluator.worker_entry import EXIT_RESTART
+from aka_tui.bench.measure import channel
+from aka_tui.bench.measure.job import MeasureJob
+from aka_tui.bench.measure.results import ShapeResult, StageError
+from aka_tui.bench.sandbox import bwrap
+from aka_tui.bench.sandbox.containment import ContainedProcess, GiB, ResourceLimits
+from aka_tui.secrets import scrub
+
+LIMIT_EXCEEDED = "limit_exceeded"
+
+
+@dataclass
+class WorkerLimits:
+    """Wall-clock limits of one worker (seconds), its resource limits and its sandbox (docs/evaluator.md)."""
+
+    startup_s: float = 180.0  # importing torch, loading the problem and compiling the candidate
+    per_shape_s: float = 300.0
+    max_restarts: int = 8
+    memory_bytes: int = field(default_factory=bwrap.default_memory_bytes)  # resident, whole process tree
+    cpu_s: float | None = None  # CPU time per process; None: the wall-clock budget of the job
+    tasks: int = 4096  # processes and threads
+    file_bytes: int = 1 * GiB  # any one file
+    disk_bytes: int = 4 * GiB  # the work directory and the candidate's compiler cache together
+    sandbox: str | None = None  # auto | bwrap | none; None: $AKA_SANDBOX, else auto
+    cgroups: bool = True  # False: memory and tasks bounded by the watchdog only
+
+    def resources(self, shapes: int) -> ResourceLimits:
+        cpu = self.cpu_s if self.cpu_s is not None else self.startup_s + self.per_shape_s * max(shapes, 1)
+        return ResourceLimits(self.memory_bytes, cpu, self.tasks, self.file_bytes, self.disk_bytes, self.cgroups)
+
+
+@dataclass
+class WorkerOutcome:
+    """What the worker processes of one evaluation reported, shape by shape, and how they were contained."""
+
+    compiled: bool
+    compile_error: StageError | None
+    shapes: list[ShapeResult] = field(default_factory=list)
+    empty_launch_ms: float | None = None
+    sandbox: dict[str, str] = field(default_factory=dict)  # SandboxReport.to_json() of the (last) worker
+    evidence: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # per shape, for the parent's check
+    seconds: dict[str, float] = field(default_factory=dict)  # what the parent's own steps took (provenance)
+
+
+def exit_description(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _log_tail(path: Path, limit: int = 1500) -> str:
+    try:
+        data = path.read_bytes()[-limit:]
+    except OSError:
+        return ""
+    return data.decode(errors="replace").strip()
+
+
+def _view(job: dict[str, Any], work_dir: Path) -> bwrap.View:
+    """What the worker sees: the problem and the candidate read-only, its compiler cache and work dir writable."""
+    read_only = [Path(job["problem_dir"])]
+    candidate = job["candidate"].get("path")
+    if candidate:
+        read_only.append(Path(candidate))
+    cache = bwrap.cache_dir(job["candidate"].get("kind", "file"), candidate)
+    env = {"TRITON_CACHE_DIR": str(cache / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor")}
+    if job.get("visible_devices") is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(job["visible_devices"])
+    gpu = str(job["device"]).startswith("cuda")
+    if not gpu:
+        env["TRITON_INTERPRET"] = "1"
+    return bwrap.View(work_dir, tuple(read_only), (cache,), gpu, env)
+
+
+class _Worker:
+    """One sandboxed child process and the authenticated message channel from it (`measure/channel.py`)."""
+
+    def __init__(self, job: dict[str, Any], log_path: Path, limits: WorkerLimits | None = None) -> None:
+        limits = limits or WorkerLimits()
+        self.log_path = log_path
+        read_fd, write_fd = os.pipe()
+        key = channel.new_key()
+        try:
+            self.proc, self.report = bwrap.spawn(
+                [sys.executable, "-m", "aka_tui.bench.evaluator.worker_entry", str(log_path)],
+                _view(job, log_path.parent), limits.resources(len(job["shape_ids"])), limits.sandbox,
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write_fd,))
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        self.channel = channel.Reader(read_fd, key)
+        self.closed = False
+        stdin = self.proc.proc.stdin
+        assert stdin is not None
+        try:
+            # The channel's fd and key travel on stdin, never in argv or the environment.
+            stdin.write(json.dumps({**job, "channel": {"fd": write_fd, "key": key.hex()}}).encode())
+            stdin.close()
+        except BrokenPipeError:
+            pass  # it died at once: the channel's EOF and the exit status say why
+
+    @property
+    def eof(self) -> bool:
+        return self.channel.eof
+
+    def next_message(self, timeout_s: float) -> dict[str, Any] | None:
+        """The next message, or None on timeout or when the channel closed (check `eof`); raises
+        `channel.ChannelTampered` when a line fails authentication."""
+        return self.channel.next_message(timeout_s)
+
+    @property
+    def work_dir(self) -> Path:
+        return self.log_path.parent
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process tree."""
+        self.proc.kill()
+
+    def close(self) -> int:
+        if self.closed:
+            return self.proc.proc.returncode
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.proc.returncode
+        self.proc.close()  # whatever it left running dies with it
+        self.channel.close()
+        self.closed = True
+        return code
+
+
+def _exit_failure(process: ContainedProcess, code: int, log_path: Path) -> tuple[str, str]:
+    """(status, message) of a worker that ended without finishing: a limit it hit, or a crash."""
+    tail = scrub(_log_tail(log_path))
+    limit = process.limit_reached(code)
+    if limit:
+        return LIMIT_EXCEEDED, limit
+    return "crashed", f"worker {process.exit_description(code)}" + (f"; log tail: {tail}" if tail else "")
+
+
+def _explained_error(worker: _Worker, error: StageError) -> StageError:
+    """An error the worker reported, secrets scrubbed; one caused by a limit (a refused fork or thread, a file
+    cut short) says so and becomes `limit_exceeded`."""
+    message, trace = scrub(error.message), scrub(error.traceback_text)
+    verdict = worker.proc.explain_error(message + trace)
+    if verdict is None:
+        return replace(error, message=message, traceback_text=trace)
+    return StageError(error.stage, LIMIT_EXCEEDED, f"{verdict}; {message}"[:2000], trace)
+
+
+def _explained(worker: _Worker, result: ShapeResult) -> ShapeResult:
+    if result.error is None or result.status in ("passed", "skipped"):
+        return result
+    error = _explained_error(worker, result.error)
+    return replace(result, status=error.kind, error=error)
+
+
+def run_job(job: MeasureJob | dict[str, Any], limits: WorkerLimits,
+            on_shape: Callable[[ShapeResult], None] | None = None,
+            on_shape_start: Callable[[str], None] | None = None) -> WorkerOutcome:
+    """Evaluate `job['shape_ids']` in sandboxed worker processes; every shape gets a result, whatever happens.
+    An interruption (Ctrl-C, SIGTERM, an exception in a callback) kills the running worker's whole tree."""
+    job = job.to_json() if isinstance(job, MeasureJob) else job
+    live: list[_Worker] = []
+    try:
+        return _run_workers(job, limits, on_shape, on_shape_start, live)
+    finally:
+        for worker in live:
+            if not worker.closed:  # still running: interrupted
+                worker.kill()
+                worker.close()
+                shutil.rmtree(worker.work_dir, ignore_errors=True)
+
+
+def _run_workers(job: dict[str, Any], limits: WorkerLimits, on_shape: Callable[[ShapeResult], None] | None,
+                 on_shape_start: Callable[[str], None] | None, live: list[_Worker]) -> WorkerOutcome:
+    remaining = list(job["shape_ids"])
+    evidence: dict[str, list[dict[str, Any]]] = {}
+    results: dict[str, ShapeResult] = {}
+    restarts = 0
+    compiled, compile_error = True, None
+    empty_launch_ms: float | None = None
+
+    def record(result: ShapeResult) -> None:
+        results[result.shape_id] = result
+        if result.shape_id in remaining:
+            remaining.remove(result.shape_id)
+        if on_shape:
+            on_shape(result)
+
+    with tempfile.TemporaryDirectory(prefix="aka-worker-", ignore_cleanup_errors=True) as tmp:
+        while remaining:
+            log_path = Path(tmp) / f"worker-{restarts}.log"
+            worker = _Worker({**job, "shape_ids": remaining}, log_path, limits)
+            live.append(worker)
+            current: str | None = None
+            startup = True
+            failure: tuple[str, str] | None = None
+            while True:
+                try:
+                    message = worker.next_message(limits.startup_s if startup else limits.per_shape_s)
+                except channel.ChannelTampered as exc:
+                    worker.kill()
+                    worker.close()
+                    error = StageError("worker", "tampered", f"{exc}: something in the worker (the candidate?) wrote "
+                                       "into the evaluator's message channel; the worker was killed")
+                    if startup and current is None:
+                        compiled, compile_error = False, error
+                    for shape_id in list(remaining):
+                        record(ShapeResult(shape_id, "tampered", [], error))
+                    break
+                if message is None:
+                    if worker.eof:
+                        code = worker.close()
+                        if code == EXIT_RESTART and current is None:
+                            restarts += 1  # a CUDA error was reported; the rest needs a fresh context
+                            break
+                        failure = _exit_failure(worker.proc, code, log_path)
+                    else:
+                        worker.kill()
+                        worker.close()
+                        limit = limits.startup_s if startup else limits.per_shape_s
+                        what = "compiling/starting" if startup else f"shape {current}"
+                        failure = ("timeout", f"{what} exceeded {limit:.0f} s; worker killed")
+                    break
+                event = message["event"]
+                if event == "compiled":
+                    if not message["ok"]:
+                        error = _explained_error(worker, StageError(**message["error"]))
+                        compiled, compile_error = False, error
+                        for shape_id in list(remaining):
+                            record(ShapeResult(shape_id, error.kind, [], error))
+                        worker.close()
+                        break
+                    startup = False
+                    if message.get("empty_launch_ms") is not None:
+                        empty_launch_ms = float(message["empty_launch_ms"])
+                elif event == "shape_start":
+                    current = message["shape_id"]
+                    if on_shape_start:
+                        on_shape_start(current)
+                elif event == "shape_result":
+                    result = _explained(worker, ShapeResult.from_json(message["result"]))
+                    evidence[result.shape_id] = list(message.get("evidence") or [])
+                    record(result)
+                    current = None
+                elif event == "done":
+                    worker.close()
+                    break
+            if failure is None:
+                continue
+            status, text = failure
+            victim = current if current is not None else (remaining[0] if remaining else None)
+            if startup and current is None:
+                # Died or hung before any shape: the candidate cannot be loaded.
+                error = StageError("compile", status, text)
+                compiled, compile_error = False, error
+                for shape_id in list(remaining):
+                    record(ShapeResult(shape_id, status, [], error))
+                break
+            if victim is not None:
+                record(ShapeResult(victim, status, [], StageError("worker", status, text)))
+            restarts += 1
+            if restarts > limits.max_restarts and remaining:
+                error = StageError("worker", "skipped", f"worker restarted {restarts} times; remaining shapes skipped")
+                for shape_id in list(remaining):
+                    record(ShapeResult(shape_id, "skipped", [], error))
+    ordered = [results[s] for s in job["shape_ids"] if s in results]
+    return WorkerOutcome(compiled, compile_error, ordered, empty_launch_ms, live[-1].report.to_json() if live else {},
+                      evidence)

@@ -1,0 +1,134 @@
+"""Inside the worker process: set up the harness, compile the candidate, then measure each shape with the
+engine (`aka_tui.bench.measure`) and report it over the authenticated channel.
+
+Every failure of the candidate becomes a ShapeResult; the parent (`isolation.py`) handles crashes and
+hangs that kill or stall this process, and checks what it can itself (`measure/parent_check.py`).
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from aka_tui.bench.evaluator.worker_entry import EXIT_RESTART
+from aka_tui.bench.measure import poison
+from aka_tui.bench.measure.audit import TritonLaunchRecorder
+from aka_tui.bench.measure.calls import MeasureFailure
+from aka_tui.bench.measure.integrity import IntegritySnapshot, ThreadStartCounter
+from aka_tui.bench.measure.job import MeasureJob
+from aka_tui.bench.measure.plan import input_checksums
+from aka_tui.bench.measure.results import ShapeResult, StageError
+from aka_tui.bench.measure.samples import timed_sampler
+from aka_tui.bench.measure.session import Session, measure_baselines, measure_shape
+from aka_tui.bench.measure.timing import Timers
+from aka_tui.bench.problem.fuzz import is_fuzz_id, resolve_shape
+from aka_tui.bench.problem.inputs import clone_inputs, make_inputs
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.problem.tolerance import compare_outputs
+
+
+def _trace(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
+
+
+def _warm_up_harness(problem: Problem, ref_module: Any, input_module: Any, job: MeasureJob) -> None:
+    """Run the harness's own paths once so functions torch rewraps lazily (e.g. on first call) settle
+    before the integrity snapshot; failures here surface later as problem errors."""
+    shape = resolve_shape(problem, job.shape_ids[0]) if job.shape_ids else None
+    if shape is None:
+        return
+    try:
+        import torch._dynamo  # noqa: F401  (importing it rewraps torch.manual_seed and friends)
+
+        inputs = make_inputs(problem, input_module, shape, job.device, 0)
+        with torch.no_grad():
+            out = ref_module.Model(**shape.init_kwargs).to(job.device).eval()(**clone_inputs(inputs))
+        with poison.poisoned_allocations(job.device):
+            torch.empty(1, device=job.device)
+        compare_outputs(out, out, out, problem.tolerance_for, 0.0)
+        timed_sampler(out, 0, 0).take(out)
+        input_checksums(inputs, [])
+        if job.device.startswith("cuda"):
+            torch.cuda.synchronize()
+    except Exception:
+        pass
+
+
+def _compile_candidate(job: MeasureJob) -> tuple[Any, str]:
+    path = str(job.candidate.path)
+    module = import_file(Path(path), "cand")
+    model_cls = getattr(module, "Model", None)
+    if model_cls is None:
+        raise MeasureFailure("compile_error", "compile", f"{path} does not define class Model")
+    return model_cls, module.__name__
+
+
+def _compile_error(exc: BaseException) -> dict[str, Any]:
+    return asdict(StageError("compile", "compile_error", f"{type(exc).__name__}: {str(exc)[:500]}", _trace(exc)))
+
+
+def run(job_data: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
+    """Evaluate the job's shapes in order, emitting one message per event; returns the exit code."""
+    job = MeasureJob.from_json(job_data)
+    timers = Timers.capture()
+    recorder = TritonLaunchRecorder()
+    recorder.install()
+    try:
+        problem = load_problem(job.problem_dir)
+        ref_module = import_file(problem.reference_path, "ref")
+        input_module = import_file(problem.input_path, "inp")
+    except Exception as exc:
+        emit({"event": "compiled", "ok": False, "error": asdict(StageError(
+            "compile", "problem_error", f"problem {job.problem_dir} cannot be loaded: {exc}", _trace(exc)))})
+        return 0
+    if job.device.startswith("cuda") and torch.device(job.device).index is not None:
+        torch.cuda.set_device(torch.device(job.device))
+    launch_ms = None
+    if job.device.startswith("cuda") and job.candidate.kind != "baselines":
+        from aka_tui.bench.roofline.empty_kernel import measure_empty_launch_ms  # defines a Triton kernel: CUDA only
+
+        launch_ms = measure_empty_launch_ms(timers, job.l2_bytes)
+    _warm_up_harness(problem, ref_module, input_module, job)
+    thread_starts = ThreadStartCounter()
+    snapshot = IntegritySnapshot()  # after our own patches and lazy rewraps, before the candidate's code runs
+    model_cls, module_name = ref_module.Model, ref_module.__name__
+    if job.candidate.is_file:
+        try:
+            model_cls, module_name = _compile_candidate(job)
+        except MeasureFailure as failure:
+            emit({"event": "compiled", "ok": False, "error": asdict(failure.error)})
+            return 0
+        except BaseException as exc:  # SyntaxError, ImportError, SystemExit at import time...
+            emit({"event": "compiled", "ok": False, "error": _compile_error(exc)})
+            return 0
+    emit({"event": "compiled", "ok": True, "empty_launch_ms": launch_ms})
+    session = Session(job, problem, ref_module, input_module, model_cls, module_name, timers, recorder, snapshot,
+                      thread_starts)
+    return _measure_shapes(session, emit)
+
+
+def _measure_shapes(session: Session, emit: Callable[[dict[str, Any]], None]) -> int:
+    job = session.job
+    fuzz_ids = set(job.fuzz_shape_ids)
+    for shape_id in job.shape_ids:
+        emit({"event": "shape_start", "shape_id": shape_id})
+        shape = resolve_shape(session.problem, shape_id)
+        evidence: list[dict[str, Any]] = []
+        if shape is None:
+            result = ShapeResult(shape_id, "problem_error", [], StageError("inputs", "problem_error",
+                                                                           f"unknown shape {shape_id}"))
+        elif job.candidate.kind == "baselines":
+            result = measure_baselines(session, shape)
+        else:
+            result, evidence = measure_shape(session, shape, fuzz=shape_id in fuzz_ids or is_fuzz_id(shape_id))
+        emit({"event": "shape_result", "result": asdict(result), "evidence": evidence})
+        if result.status == "cuda_error":
+            return EXIT_RESTART
+    emit({"event": "done"})
+    return 0

@@ -1,0 +1,168 @@
+"""Tamper detection: snapshot the functions the harness relies on before the candidate is imported.
+
+Timers (time.*, CUDA events, synchronize, triton.testing.do_bench), the torch functions the comparison
+uses, our own bench modules, the methods and properties of the classes they define, and the code objects of
+all of these are recorded by identity; any replacement afterwards (or a name added to one of our classes) is
+`tampered`.
+Background threads left running by a forward are detected the same way (a thread census).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import ModuleType
+from typing import Any
+
+
+def _watched_namespaces() -> list[tuple[str, Any]]:
+    import torch
+    import torch.nn.functional as functional
+
+    spaces: list[tuple[str, Any]] = [
+        ("time", time), ("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.nn.functional", functional),
+        ("torch.cuda", torch.cuda), ("torch.cuda.Event", torch.cuda.Event), ("torch.cuda.Stream", torch.cuda.Stream),
+        ("threading", threading),
+    ]
+    try:
+        import triton.testing
+        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.jit import JITFunction
+
+        spaces += [("triton.testing", triton.testing), ("triton.runtime.jit.JITFunction", JITFunction),
+                   ("triton.runtime.interpreter.InterpretedFunction", InterpretedFunction)]  # the launch recorder
+    except ImportError:
+        pass
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("aka_tui.bench") and isinstance(module, ModuleType):
+            spaces.append((name, module))
+    return spaces
+
+
+def _underlying(value: Any) -> Any:
+    """Bound methods (classmethods) are new objects on every access: compare their function."""
+    return getattr(value, "__func__", value)
+
+
+def _identity(value: Any) -> tuple[int, ...]:
+    """The object's id, and its code's when it has one (replacing `f.__code__` keeps the function object)."""
+    value = _underlying(value)
+    code = getattr(value, "__code__", None)
+    return (id(value), id(code)) if code is not None else (id(value),)
+
+
+def _class_members(cls: type) -> dict[str, Any]:
+    """The callables and descriptors a class defines itself (methods, properties, static/class methods)."""
+    members: dict[str, Any] = {}
+    for name, value in vars(cls).items():
+        if isinstance(value, property):
+            for part in ("fget", "fset", "fdel"):
+                if getattr(value, part) is not None:
+                    members[f"{name}.{part}"] = getattr(value, part)
+            members[name] = value
+        elif isinstance(value, (staticmethod, classmethod)) or callable(value):
+            members[name] = value
+    return members
+
+
+class IntegritySnapshot:
+    """Identity of every callable of the watched namespaces at capture time, of the methods and properties of
+    the classes our bench modules define (and the names each class defines), and of their functions' code."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, str], tuple[int, ...]] = {}
+        self.objects: dict[tuple[str, str], Any] = {}
+        self.class_names: dict[str, frozenset[str]] = {}
+        for key, value in _watched_items():
+            self.entries[key] = _identity(value)
+            self.objects[key] = (_underlying(value), getattr(_underlying(value), "__code__", None))  # keep alive
+        for qualname, cls in _harness_classes():
+            self.class_names[qualname] = frozenset(vars(cls))
+
+    def changed(self) -> list[str]:
+        """`namespace.attr` names whose object (or code) is no longer the captured one; classes with new names."""
+        now = dict(_watched_items())
+        changed = []
+        for key, ident in self.entries.items():
+            value = now.get(key)
+            if value is None:
+                if key[0] in _present_spaces():
+                    changed.append(f"{key[0]}.{key[1]}")
+                continue
+            if _identity(value) != ident:
+                changed.append(f"{key[0]}.{key[1]}")
+        for qualname, cls in _harness_classes():
+            added = frozenset(vars(cls)) - self.class_names.get(qualname, frozenset(vars(cls)))
+            changed.extend(f"{qualname}.{name}" for name in sorted(added))
+        return sorted(set(changed))
+
+
+def _present_spaces() -> set[str]:
+    return {name for name, _ in _watched_namespaces()}
+
+
+def _harness_classes() -> list[tuple[str, type]]:
+    """Classes defined in our bench modules (the evaluator's own code)."""
+    import sys
+
+    found = []
+    for name, module in list(sys.modules.items()):
+        if not (name.startswith("aka_tui.bench") and isinstance(module, ModuleType)):
+            continue
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, type) and value.__module__ == name:
+                found.append((f"{name}.{attr}", value))
+    return found
+
+
+def _watched_items() -> list[tuple[tuple[str, str], Any]]:
+    items: list[tuple[tuple[str, str], Any]] = []
+    for space_name, space in _watched_namespaces():
+        for attr in dir(space):
+            if attr.startswith("__") and attr not in ("__eq__", "__getitem__", "__torch_function__"):
+                continue
+            try:
+                value = getattr(space, attr)
+            except Exception:  # lazy attributes that fail to resolve are not watched
+                continue
+            if callable(value):
+                items.append(((space_name, attr), value))
+    for qualname, cls in _harness_classes():
+        for member, value in _class_members(cls).items():
+            items.append(((qualname, member), value))
+    return items
+
+
+class ThreadStartCounter:
+    """Counts `threading.Thread.start` calls (installed by the worker before any candidate code runs).
+
+    A thread that starts and finishes inside forward is invisible to a census; its start is not.
+    """
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        original = threading.Thread.start
+        counter = self
+
+        def start(thread: threading.Thread) -> None:
+            counter.started.append(thread.name)
+            original(thread)
+
+        threading.Thread.start = start  # type: ignore[method-assign,assignment]
+
+    def mark(self) -> int:
+        return len(self.started)
+
+    def since(self, mark: int) -> list[str]:
+        return self.started[mark:]
+
+
+def thread_census() -> set[int]:
+    return {t.ident for t in threading.enumerate() if t.ident is not None}
+
+
+def new_threads(before: set[int]) -> list[str]:
+    """Names of live threads that did not exist in `before`."""
+    return sorted(t.name for t in threading.enumerate() if t.ident not in before and t.is_alive())

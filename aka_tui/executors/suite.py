@@ -1,0 +1,149 @@
+"""Evaluate a candidate set (or a baseline) over a whole suite on an executor, and score it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, resolve_device, resolve_profile, resolve_tier
+from aka_tui.bench.measure.results import CandidateResult, ShapeResult, StageError
+from aka_tui.bench.problem.model import Suite
+from aka_tui.bench.roofline.hardware import HardwareProfile, get_profile
+from aka_tui.bench.scoring.bench_report import BenchReport, find_candidate, launch_floor_s
+from aka_tui.bench.scoring.score import OpScore, aggregate, score_op
+from aka_tui.errors import EvaluationError
+from aka_tui.executors.base import EvalJob, Executor
+from aka_tui.executors.local import LocalExecutor
+
+
+def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, candidates_dir: Path | None = None,
+              ops: list[str] | None = None,
+              progress: Callable[[str, str, ShapeResult | None], None] | None = None,
+              checkpoint: Callable[[BenchReport], None] | None = None,
+              precompile_workers: int = 0, executor: Executor | None = None, naive: bool = False) -> BenchReport:
+    """Evaluate every selected problem; missing candidates score 0 with status `no_candidate`. `naive`: also
+    run the naive check on every candidate (recorded per shape, never scored)."""
+    if (baseline is None) == (candidates_dir is None):
+        raise EvaluationError("give exactly one of --baseline eager|compile or --candidates DIR")
+    if baseline not in (None, "eager", "compile"):
+        raise EvaluationError(f"unknown baseline {baseline!r}: use eager or compile")
+    if candidates_dir is not None and not candidates_dir.is_dir():
+        raise EvaluationError(f"candidates directory {candidates_dir} does not exist")
+    problems = list(suite.problems.values())
+    if ops:
+        unknown = [o for o in ops if o not in suite.problems]
+        if unknown:
+            raise EvaluationError(f"unknown problem(s) {', '.join(unknown)}; known: {', '.join(suite.problems)}")
+        problems = [suite.problems[o] for o in ops]
+    executor = executor or LocalExecutor(options.device)
+    # A remote executor's GPUs are not this machine's: its device and profiles come from the results.
+    device = executor.device if executor.remote else resolve_device(options.device)
+    profile: HardwareProfile | None = (
+        resolve_profile(options, device) if not executor.remote or options.hardware else None)
+    tier = resolve_tier(options, device)
+    started = time.time()
+    if baseline == "compile" and precompile_workers > 0 and not executor.remote:
+        from aka_tui.bench.evaluator.precompile import precompile
+
+        pairs = [(str(p.directory.resolve()), s.shape_id) for p in problems for s in p.shapes_for(tier)]
+        precompile(pairs, device, precompile_workers,
+                   progress=(lambda op, shape, err: progress(op, "precompiled", None)) if progress else None)
+    jobs: list[EvalJob] = []
+    missing: dict[str, CandidateResult] = {}
+    selected = [p for p in problems if p.shapes_for(tier)]
+    for problem in selected:
+        if baseline is not None:
+            spec: CandidateSpec | None = CandidateSpec(baseline)
+        else:
+            path = find_candidate(candidates_dir, problem)  # type: ignore[arg-type]
+            spec = CandidateSpec.file(path) if path else None
+        if spec is None:
+            shapes = problem.shapes_for(tier)
+            error = StageError("compile", "no_candidate", f"no candidate for {problem.name} in {candidates_dir}")
+            missing[problem.name] = CandidateResult(
+                problem.name, "none", False, [ShapeResult(s.shape_id, "no_candidate", [], error) for s in shapes],
+                {}, error)
+        else:
+            jobs.append(EvalJob(problem.name, problem, spec, options))
+    lock = threading.Lock()
+    label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
+
+    def on_shape(job: EvalJob, result: ShapeResult) -> None:
+        if progress:
+            with lock:
+                progress(job.key, "shape", result)
+
+    finished: dict[str, CandidateResult] = dict(missing)
+    # Each result is scored against the profile of the GPU that measured it (recorded by name in its
+    # provenance; a remote executor also ships the profile itself, which may be a node's measured one).
+    profiles: dict[str, HardwareProfile] = {profile.name: profile} if profile else {}
+    used: list[str] = []
+
+    def headline() -> HardwareProfile:
+        if profile is not None:
+            return profile
+        if used:
+            return profiles[max(set(used), key=used.count)]  # the model that measured most ops
+        return get_profile("cpu")  # nothing ran yet
+
+    def profile_of(result: CandidateResult) -> HardwareProfile:
+        name = result.provenance.get("hardware_profile")
+        if not name:
+            return headline()
+        if name not in profiles:
+            profiles[name] = get_profile(str(name))
+        return profiles[name]
+
+    def scored() -> tuple[list[CandidateResult], list[OpScore]]:
+        done = [finished[p.name] for p in selected if p.name in finished]
+        by_name = {p.name: p for p in selected}
+        return done, [score_op(by_name[r.problem], r, profile_of(r), launch_floor_s(profile_of(r))) for r in done]
+
+    for outcome in executor.run(jobs, on_shape=on_shape):
+        name = outcome.result.provenance.get("hardware_profile")
+        if name:
+            if outcome.profile is not None:
+                profiles.setdefault(str(name), outcome.profile)
+            used.append(str(name))
+        finished[outcome.job.key] = outcome.result
+        if progress:
+            with lock:
+                progress(outcome.job.key, "op_done", None)
+        if checkpoint:
+            done, partial_scores = scored()
+            checkpoint(BenchReport(f"{label} (partial)", str(suite.directory), device, tier, headline(), done, partial_scores,
+                                   aggregate(partial_scores), round(time.time() - started, 1)))
+    if naive and jobs:
+        _attach_naive_verdicts(executor, jobs, finished, progress, lock)
+    results, scores = scored()
+    names = sorted(set(used) | ({profile.name} if profile else set()))
+    mixed = len(names) > 1
+    label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
+    from aka_tui.bench.scoring.weights import weight_summary
+
+    return BenchReport(label, str(suite.directory), device, tier, headline(), results, scores, aggregate(scores),
+                       round(time.time() - started, 1), {k: str(v) for k, v in suite.errors.items()},
+                       executor=executor.name, slots=executor.describe(),
+                       mixed_hardware=names if mixed else [],
+                       weights=weight_summary(selected, suite.directory, tier))
+
+
+def _attach_naive_verdicts(executor: Executor, jobs: list[EvalJob], finished: dict[str, CandidateResult],
+                           progress: Callable[[str, str, ShapeResult | None], None] | None,
+                           lock: threading.Lock) -> None:
+    """The naive check (what many harnesses stop at: one input, allclose 1e-2, no poisoning, fuzzing, attribution
+    or timing) over the same shapes, each verdict recorded beside the hardened one as `naive_passed`."""
+    from dataclasses import replace
+
+    naive_jobs = [EvalJob(j.key, j.problem, j.spec, replace(j.options, hardening=False, cases=1, timing=False,
+                                                             fuzz=0, compare_eager=False, compare_compile=False)) for j in jobs]
+    for outcome in executor.run(naive_jobs):
+        verdicts = {s.shape_id: s.passed for s in outcome.result.shapes}
+        hardened = finished[outcome.job.key]
+        hardened.shapes = [replace(s, naive_passed=verdicts[s.shape_id]) if not s.fuzz and s.shape_id in verdicts
+                           else s for s in hardened.shapes]
+        if progress:
+            with lock:
+                progress(outcome.job.key, "naive_done", None)
