@@ -1,5 +1,6 @@
 """Compare `aka bench` reports run without (`none`) and with (`bwrap`) the sandbox: wall time, S_agg, per-shape
-candidate times. Usage: python3 scripts/sandbox_cost.py REPORT.json [REPORT.json ...] (the last of each mode)."""
+candidate times. Usage: python3 scripts/sandbox_cost.py REPORT.json [REPORT.json ...] (every run's wall is
+listed; the detailed comparison uses the last report of each mode)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,17 @@ import sys
 
 def main(paths: list[str]) -> int:
     last: dict[str, dict] = {}
+    walls_by_mode: dict[str, list[float]] = {}
     for path in paths:
         report = json.loads(open(path).read())
         modes = {r["provenance"].get("sandbox", "none") for r in report["results"]}
         if len(modes) == 1:
-            last[modes.pop()] = {"path": path, **report}
+            mode = modes.pop()
+            last[mode] = {"path": path, **report}
+            walls_by_mode.setdefault(mode, []).append(report["wall_s"])
+    for mode, walls in sorted(walls_by_mode.items()):
+        print(f"{mode}: {len(walls)} run(s), wall {', '.join(f'{w:.1f}' for w in walls)} s, "
+              f"mean {statistics.mean(walls):.1f} s")
     if set(last) != {"none", "bwrap"}:
         print(f"need one report of each mode; have {sorted(last)}")
         return 1

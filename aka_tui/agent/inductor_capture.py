@@ -67,13 +67,18 @@ def _placeholders(gm: Any) -> list[Placeholder]:
 
 @contextlib.contextmanager
 def _inductor_settings(device_type: str) -> Iterator[None]:
-    """Inductor configured for a capture: Triton on every device, no caches (a cache hit skips codegen)."""
+    """Inductor configured for a capture: Triton on every device, no caches (a cache hit skips codegen), one
+    symbol per traced size."""
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
+    import torch.fx.experimental._config as symbolic_config
 
     settings = [(inductor_config, "cpu_backend", "triton"), (inductor_config, "fx_graph_cache", False),
                 (inductor_config, "compile_threads", 1),  # nothing is compiled: no pool of compile workers
-                (dynamo_config, "specialize_float", True)]
+                (dynamo_config, "specialize_float", True),
+                # Without this, sizes that happen to be equal in the traced inputs (4096 rows × 4096 columns)
+                # become one symbol, and the program is wrong for every other shape.
+                (symbolic_config, "use_duck_shape", False)]
     saved = [(module, name, getattr(module, name)) for module, name, _ in settings if hasattr(module, name)]
     for module, name, value in settings:
         if hasattr(module, name):

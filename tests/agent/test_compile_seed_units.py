@@ -95,3 +95,20 @@ def test_unknown_launch_forms_are_refused() -> None:
     template = _wrapper().replace("triton_heuristics.pointwise", "triton_heuristics.template")
     with pytest.raises(SeedError, match="template"):
         parse_program("key", _graph(template), {})
+
+
+def test_equal_sizes_in_the_traced_inputs_stay_separate_symbols() -> None:
+    """Traced on a square input, rows and columns must still be two arguments of the program: one shared
+    symbol made the seed return (rows, rows) for every non-square input."""
+    import torch
+
+    from aka_tui.agent.inductor_capture import capture
+
+    class Centered(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x.float()
+            return y - y.mean(dim=-1, keepdim=True)
+
+    graph = capture(Centered(), {"x": torch.randn(8, 8)})
+    sizes = {(p.input_name, p.index) for p in graph.placeholders if p.prop == "size"}
+    assert {("x", 0), ("x", 1)} <= sizes, graph.placeholders

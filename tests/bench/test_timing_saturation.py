@@ -136,3 +136,15 @@ def test_stored_reports_still_load() -> None:
     results = [CandidateResult.from_json(r) for r in report["results"]]
     timed = [s.timing for r in results for s in r.shapes if s.timing]
     assert timed and all(not t.saturated and t.host_bound_median_ms is None for t in timed)
+
+
+def test_a_host_bound_honest_call_is_not_escaped_work() -> None:
+    # Measured on the H200 (sampling_top_k_top_p, dsv3_b64_v129280, a cold run): 0.536 ms by events, 0.033 ms
+    # flush, 1.332 ms wall per call, all of it the host issuing calls; once per call is issued, nothing waits.
+    host_bound = TimingStats(0.2, 0.2, 0.2, 0.21, 60, 3, "cuda_events", 1 << 27, wall_ms_per_call=1.332,
+                             flush_ms=0.033, saturated=True, host_bound_median_ms=0.536, host_enqueue_ms=1.3317)
+    assert not escaped_work(host_bound)
+    # The same host time with side-stream work still pending after the host is done: 2 ms a call.
+    side_stream = TimingStats(0.2, 0.2, 0.2, 0.21, 60, 3, "cuda_events", 1 << 27, wall_ms_per_call=3.3,
+                              flush_ms=0.033, saturated=True, host_bound_median_ms=0.536, host_enqueue_ms=1.33)
+    assert escaped_work(side_stream)

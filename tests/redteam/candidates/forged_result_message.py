@@ -1,7 +1,7 @@
 """expected: tampered
 Forges its results: at import it writes "passed" shape results (with tiny times) and "done" straight into the
-worker's message pipe (its fd number from argv, or the first pipe among the open fds), and its forward returns
-None. Before authentication this scored S_agg 0.95 with "correct-and-real 100%" over all 22 operators. Caught:
+worker's message pipe (its fd number from argv, and every pipe among the open fds: on a GPU the CUDA driver
+holds pipes of its own, so the first one found is not always the channel), and its forward returns None. Before authentication this scored S_agg 0.95 with "correct-and-real 100%" over all 22 operators. Caught:
 the lines carry no valid MAC, so the parent marks every shape `tampered`. (Also `suspicious`: fd access.)
 """
 
@@ -46,7 +46,6 @@ def _forge() -> None:
     for fd in _pipes():
         try:
             os.write(fd, data)
-            return
         except OSError:
             continue
 
