@@ -53,7 +53,25 @@ def main(argv: list[str]) -> int:
           f"timed-call verification: +{(wall_with - wall_without) / wall_without:.1%}; the parent check {parent:.1f} s "
           f"({parent / wall_with:.1%} of the run with checks; it runs in both)")
     print(f"bench wall: {with_data['wall_s']} s with, {without_data['wall_s']} s without")
+    stages_with, stages_without = _stage_seconds(with_data), _stage_seconds(without_data)
+    if stages_with or stages_without:
+        names = sorted(set(stages_with) | set(stages_without))
+        print("seconds per stage, summed over shapes (with / without): " + ", ".join(
+            f"{n} {stages_with.get(n, 0.0):.1f} / {stages_without.get(n, 0.0):.1f}" for n in names))
     return 0
+
+
+def _stage_seconds(data: dict) -> dict[str, float]:
+    """Wall seconds per measurement stage over every shape (reports written since the engine records them)."""
+    totals: dict[str, float] = {}
+    for result in data.get("results", []):
+        for shape in result.get("shapes", []):
+            verification = shape.get("verification") or {}
+            for stage, seconds in (verification.get("seconds") or {}).items():
+                totals[stage] = totals.get(stage, 0.0) + seconds
+            if "verify_timed_s" in verification:
+                totals["verify_timed"] = totals.get("verify_timed", 0.0) + verification["verify_timed_s"]
+    return totals
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ What ties the timed calls to the checked ones:
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator
@@ -113,22 +114,38 @@ class ShapePlan:
     # -- the plan -----------------------------------------------------------------------------------------
 
     def run(self) -> Generator[Call, Any, Measurement]:
+        seconds: dict[str, float] = {}  # wall seconds per stage, calls included: where an evaluation's time goes
+        began = time.perf_counter()
+
+        def lap(stage: str) -> None:
+            nonlocal began
+            now = time.perf_counter()
+            seconds[stage] = round(seconds.get(stage, 0.0) + now - began, 4)
+            began = now
+
         for index in range(len(self.cases)):
             yield from self.check_case(index, "correctness")
         self.integrity("correctness")
+        lap("correctness")
         if self.opts.fuzz:
             return self.result
         if self.opts.audit:
             self.result.audit = yield from self.audit_call()
+            lap("audit")
             if self.opts.cuda:
                 self.result.audit = yield from self.profiled_calls(self.result.audit)
+                lap("profiled")
         if self.opts.timing:
             self.result.timing = yield from self.timed_calls()
             self.integrity("timing")
+            lap("timing")
             if self.opts.recheck and self.opts.hardened:
                 # A candidate must stay correct after warm-up, caching and autotuning.
                 yield from self.check_case(0, "recheck after timing", compare_launches=True)
+                lap("recheck")
         self.compare_launches()
+        lap("launches")
+        self.result.verification["seconds"] = seconds
         return self.result
 
     # -- single calls -------------------------------------------------------------------------------------
@@ -257,7 +274,9 @@ class ShapePlan:
         for i, s in enumerate(sets):  # the cases stay pristine for what follows (the recheck copies case 0)
             _restore(s, pristine[i])
         if verify:
+            began = time.perf_counter()
             self._verify_timed(observed, run)
+            self.result.verification["verify_timed_s"] = round(time.perf_counter() - began, 4)
         return run.stats
 
     def _hooks(self, sets: list[dict[str, Any]], pristine: dict[int, dict[str, torch.Tensor]],
