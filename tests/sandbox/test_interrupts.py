@@ -45,6 +45,7 @@ def _interrupt(tmp: Path, name: str, mode: str) -> tuple[int | None, list[int], 
         time.sleep(0.2)
     assert survivors(marker, wait_s=0), "the candidate never started its child"
     tree = [p for p in tree_of(aka.pid) if p != aka.pid]
+    masks = _signal_masks(aka.pid)
     aka.send_signal(getattr(signal, name))
     try:
         # above the 30 s a worker's close may wait after its kill: under load (CI on 2 busy cores) the tree's
@@ -53,7 +54,7 @@ def _interrupt(tmp: Path, name: str, mode: str) -> tuple[int | None, list[int], 
     except subprocess.TimeoutExpired:
         aka.kill()
         _, err = aka.communicate()
-        return None, survivors(marker), [], err
+        return None, survivors(marker), [], f"{err}\nno exit within 75 s of {name}; aka's signal masks then: {masks}"
     time.sleep(1.0)
     alive = []
     for pid in tree:
@@ -64,6 +65,15 @@ def _interrupt(tmp: Path, name: str, mode: str) -> tuple[int | None, list[int], 
         except OSError:
             pass
     return aka.returncode, survivors(marker), alive, err
+
+
+def _signal_masks(pid: int) -> str:
+    """aka's blocked, ignored and caught signal sets (/proc), to tell an inherited mask from a slow unwind."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return " ".join(line.strip() for line in handle if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+    except OSError as exc:
+        return f"unreadable ({exc})"
 
 
 @pytest.fixture(scope="module")
