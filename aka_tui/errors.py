@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Callable
+
 
 class AkaError(Exception):
     """An error the CLI/TUI shows as `title: message` without a traceback."""
@@ -64,3 +67,12 @@ class TraceError(AkaError):
     """A profiler trace, a kernel-mapping rules file or a trace-weights file is unreadable or malformed."""
 
     title = "trace error"
+
+
+def run_main(main: Callable[[list[str]], int], argv: list[str]) -> int:
+    """Run a module's `main(argv)` as `python -m` does: an AkaError is its one line on stderr, exit status 2."""
+    try:
+        return main(argv)
+    except AkaError as exc:
+        print(f"{exc.title}: {exc.message}", file=sys.stderr)
+        return 2

@@ -1,19 +1,23 @@
-"""Knock-out probes for the two kernels issue 8 leaves short of its bars: what bounds them, measured.
+"""Knock-out probes: what bounds a KB kernel, measured, for the fp8 block-scale GEMM and MLA decode.
 
 Each probe times variants of one KB kernel that drop or change one part of the work, side by side with the
 evaluator's timer (`time_cuda`: L2 flushed before every call, GPU-saturated pass) on the problem's own
-timing inputs. A variant's output is wrong by design; only its time is used.
+timing inputs. A variant's output is wrong by design; only its time is used. The difference between the
+kernel and a variant is the cost of the part the variant drops.
 
 fp8   gemm_fp8_blockscale (largest and weighted full shapes): the KB kernel (per-K-step promotion with a
       per-row a scale); the same tiles promoting with one scalar per step (isolates the per-row scale);
       the same tiles chaining the fp32 accumulator through `tl.dot(a, b, acc)` with no per-step promotion
       (what Triton pipelines as async wgmma: the cost of promotion); cuBLAS block-wise (`torch._scaled_mm`,
-      issue 8's bar) and row-wise. TFLOP/s of each.
+      the library this kernel is compared with) and row-wise. TFLOP/s of each.
 mla   attention_mla_decode (every full shape): the KB kernel; the same kernel without the P @ V dot; without
       any math (the tile loads only); a copy of the roofline's bytes. Each at PARTITION 256, 512 and 1024
       (how the context is split over programs). T_SOL / T of each.
 
-    PYTHONPATH=. python3 scripts/bound_probes.py OUT.json [fp8] [mla]
+MLA decode's knock-outs are the KB kernel's own `KNOCKOUT` constexpr / `knockout=` argument (the evaluator never
+sets it); the fp8 variants are kernels here that share the KB kernel's tile order.
+
+    PYTHONPATH=. python3 scripts/bound_probes.py OUT.json [fp8] [mla]      (on a CUDA GPU, from the checkout)
 """
 
 from __future__ import annotations
@@ -22,21 +26,21 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
+import triton
+import triton.language as tl
 
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
+from aka_tui.bench.measure.timing import Timers, time_cuda
+from aka_tui.bench.problem.inputs import timing_input_sets
+from aka_tui.bench.problem.lookup import default_suite_dir, load_suite
+from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.roofline.bound import bound
+from aka_tui.bench.roofline.calibrate import time_copy
+from aka_tui.bench.roofline.hardware import detect_profile
+from aka_tui.knowledge.store import default_kb_dir
 
-from aka_tui.bench.measure.timing import Timers, time_cuda  # noqa: E402
-from aka_tui.bench.problem.inputs import timing_input_sets  # noqa: E402
-from aka_tui.bench.problem.lookup import load_suite  # noqa: E402
-from aka_tui.bench.problem.module_loading import import_file  # noqa: E402
-from aka_tui.bench.roofline.bound import bound  # noqa: E402
-from aka_tui.bench.roofline.hardware import detect_profile  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-FP8_KB = import_file(REPO / "kb/family/gemm/gemm_fp8_blockscale.py", "probe_kb")
+KB_FAMILY = default_kb_dir() / "family"
+FP8_KB = import_file(KB_FAMILY / "gemm" / "gemm_fp8_blockscale.py", "probe_kb")
 _tile_of = FP8_KB._tile_of  # the KB kernel's tile order, so the probe kernels differ from it only where named
 
 
@@ -134,7 +138,7 @@ def probe_fp8(suite, timers, l2) -> list[dict]:
 
 def probe_mla(suite, timers, l2) -> list[dict]:
     problem = suite.problems["attention_mla_decode"]
-    kb = import_file(REPO / "kb/family/attention/attention_mla_decode.py", "probe_kb_mla")
+    kb = import_file(KB_FAMILY / "attention" / "attention_mla_decode.py", "probe_kb_mla")
     inputs_mod = import_file(problem.input_path, "probe_inputs_mla")
     profile = detect_profile("cuda")
     default_partition = kb.TUNABLES["PARTITION"]
@@ -150,11 +154,7 @@ def probe_mla(suite, timers, l2) -> list[dict]:
             return kb.launch_attention_mla_decode(i["q"], i["kv_cache"], i["block_tables"], i["seq_lens"],
                                                   kw["num_heads"], kw["kv_lora_rank"], kw["rope_dim"],
                                                   kw["block_size"], scale, knockout=knockout)
-        half = int(entry.bytes_total // 2) // 16 * 16
-        copy_sets = [{"src": torch.randint(0, 255, (half,), dtype=torch.uint8, device="cuda"),
-                      "dst": torch.empty(half, dtype=torch.uint8, device="cuda")} for _ in range(2)]
-        copy_ms = _timed(lambda s: s["dst"].copy_(s["src"]), copy_sets, timers, l2)
-        del copy_sets
+        copy_ms = time_copy(entry.bytes_total, timers, l2, sets=2).median_ms
         rows.append({"probe": "mla", "shape": shape.shape_id, "variant": "copy of the roofline bytes",
                      "ms": copy_ms, "t_sol_over_t": t_sol_ms / copy_ms})
         for partition in (256, 512, 1024):
@@ -181,7 +181,7 @@ def main(argv: list[str]) -> int:
     out, which = Path(argv[0]), argv[1:] or ["fp8", "mla"]
     timers = Timers.capture()
     l2 = detect_profile("cuda").l2_bytes
-    suite = load_suite(REPO / "problems")
+    suite = load_suite(default_suite_dir())
     rows: list[dict] = []
     for name in which:
         rows += {"fp8": probe_fp8, "mla": probe_mla}[name](suite, timers, l2)

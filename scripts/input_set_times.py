@@ -16,23 +16,19 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
 
-import torch  # noqa: E402
-
-from aka_tui.bench.measure.audit import TritonLaunchRecorder  # noqa: E402
-from aka_tui.bench.measure.calls import run_calls  # noqa: E402
-from aka_tui.bench.measure.cases import ShapeCases, case_seeds  # noqa: E402
-from aka_tui.bench.measure.plan import PlanOptions, ShapePlan  # noqa: E402
-from aka_tui.bench.measure.session import build_candidate_model  # noqa: E402
-from aka_tui.bench.measure.timing import Timers, time_cuda  # noqa: E402
-from aka_tui.bench.problem.lookup import load_suite  # noqa: E402
-from aka_tui.bench.problem.module_loading import import_file  # noqa: E402
-from aka_tui.bench.roofline.hardware import detect_profile  # noqa: E402
-from aka_tui.knowledge.reference_kernels import kernels_for_op  # noqa: E402
-from aka_tui.knowledge.store import default_kb_dir, load_kb  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+from aka_tui.bench.measure.audit import TritonLaunchRecorder
+from aka_tui.bench.measure.calls import run_calls
+from aka_tui.bench.measure.cases import ShapeCases, case_seeds
+from aka_tui.bench.measure.plan import PlanOptions, ShapePlan
+from aka_tui.bench.measure.session import build_candidate_model
+from aka_tui.bench.measure.timing import Timers, time_cuda
+from aka_tui.bench.problem.lookup import find_problem
+from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.roofline.hardware import detect_profile
+from aka_tui.knowledge.store import default_kb_dir, load_kb
+from aka_tui.tuning.runner import resolve_kernel
 
 
 def _row(inputs: dict, r: int) -> dict:
@@ -62,9 +58,9 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     timers = Timers.capture()
     l2 = detect_profile("cuda").l2_bytes
-    problem = load_suite(REPO / "problems").problems[args.op]
+    problem = find_problem(args.op)
     shape = problem.shapes[args.shape]
-    module = import_file(kernels_for_op(load_kb(default_kb_dir()), args.op)[0].path, "input_set_times")
+    module = import_file(resolve_kernel(problem, load_kb(default_kb_dir())).path, "input_set_times")
     for item in args.set:
         name, _, value = item.partition("=")
         if name not in module.TUNABLES:

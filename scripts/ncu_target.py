@@ -1,10 +1,15 @@
 """Run one KB kernel on one full-tier shape a few times, for a profiler to attach to (Nsight Compute).
 
     PYTHONPATH=. python3 scripts/ncu_target.py OP SHAPE_ID [KERNEL_FILE] [--calls N]
-    ncu --clock-control none -k regex:NAME --launch-skip 2 --launch-count 1 --section ... \\
-        python3 scripts/ncu_target.py attention_mla_decode dsv3_tp8_b64_ctx4096
 
 The inputs are the evaluator's (first timing set); the kernel file defaults to the op's KB reference kernel.
+Under Nsight Compute (`ncu` on the PATH, or /opt/nvidia/nsight-compute/*/ncu, /usr/local/cuda/bin/ncu), with the
+clocks left alone and one launch of the kernel named by the regex after two warm-up launches:
+
+    PYTHONPATH=. ncu --clock-control none -k regex:_attention_mla_decode_kernel --launch-skip 2 --launch-count 1 \\
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \\
+        --section WarpStateStats --section SchedulerStats \\
+        python3 scripts/ncu_target.py attention_mla_decode dsv3_tp8_b64_ctx4096 > ncu.txt
 """
 
 from __future__ import annotations
@@ -13,17 +18,13 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
 
-import torch  # noqa: E402
-
-from aka_tui.bench.problem.inputs import timing_input_sets  # noqa: E402
-from aka_tui.bench.problem.lookup import load_suite  # noqa: E402
-from aka_tui.bench.problem.module_loading import import_file  # noqa: E402
-from aka_tui.knowledge.reference_kernels import kernels_for_op  # noqa: E402
-from aka_tui.knowledge.store import default_kb_dir, load_kb  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+from aka_tui.bench.problem.inputs import timing_input_sets
+from aka_tui.bench.problem.lookup import find_problem
+from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.knowledge.store import default_kb_dir, load_kb
+from aka_tui.tuning.runner import resolve_kernel
 
 
 def main(argv: list[str]) -> int:
@@ -33,9 +34,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("kernel_file", nargs="?")
     ap.add_argument("--calls", type=int, default=4)
     args = ap.parse_args(argv)
-    problem = load_suite(REPO / "problems").problems[args.op]
+    problem = find_problem(args.op)
     shape = problem.shapes[args.shape]
-    path = Path(args.kernel_file) if args.kernel_file else kernels_for_op(load_kb(default_kb_dir()), args.op)[0].path
+    path = Path(args.kernel_file) if args.kernel_file else resolve_kernel(problem, load_kb(default_kb_dir())).path
     module = import_file(path, "ncu_target")
     inputs = timing_input_sets(problem, import_file(problem.input_path, "ncu_inputs"), shape, "cuda", 1)[0]
     model = module.Model(**shape.init_kwargs).cuda().eval()

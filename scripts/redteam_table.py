@@ -15,9 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.redteam.test_redteam import CHEATS, HONEST, _check, _evaluate, expected_verdict  # noqa: E402
+from tests.redteam.test_redteam import CHEATS, HONEST, _check, _evaluate, expected_verdict
 
 
 def main(argv: list[str]) -> int:

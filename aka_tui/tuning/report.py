@@ -1,14 +1,20 @@
 """The sweep's report: one JSON document (every configuration tried, with its errors), a compact table and
-Markdown for the benchmark record."""
+Markdown for the benchmark record. Sweeps run side by side (one `aka kb sweep` per GPU, each over some of the
+ops) are merged into one report with
+
+    python -m aka_tui.tuning.report OUT_DIR NAME PART.json [PART.json ...]
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from aka_tui.bench.scoring.report import text_table
+from aka_tui.errors import run_main
 from aka_tui.secrets import scrub
 from aka_tui.tuning import describe_changes, fmt_us
 from aka_tui.tuning.sweep import SWEEP_VERSION
@@ -166,3 +172,23 @@ def merge_reports(paths: list[str | Path]) -> dict[str, Any]:
     merged["merged_from"] = [str(p) for p in paths]
     merged["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return merged
+
+
+def main(argv: list[str]) -> int:
+    """Merge the sweep reports `argv[2:]` into `argv[0]/argv[1].{json,md}` and print the merged table."""
+    from aka_tui.tuning import SweepError
+
+    if len(argv) < 3:
+        print("usage: python -m aka_tui.tuning.report OUT_DIR NAME PART.json [PART.json ...]", file=sys.stderr)
+        return 2
+    try:
+        report = merge_reports(sorted(argv[2:]))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SweepError(f"cannot read a sweep report: {exc}") from None
+    write_report(report, argv[0], argv[1])
+    print(render_text(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main, sys.argv[1:]))

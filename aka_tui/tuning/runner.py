@@ -49,6 +49,12 @@ def parse_space(items: list[str] | None, kernel: ReferenceKernel) -> dict[str, l
     return space
 
 
+def pinned_space(kernel: ReferenceKernel, varied: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """Every tunable at its default except the varied ones: a grid sweep over this space is an A/B (or a small
+    factorial) measurement of just the varied tunables."""
+    return {name: list(varied.get(name, [value])) for name, value in kernel.tunables.items()}
+
+
 @contextlib.contextmanager
 def gpu_lock(device: str) -> Iterator[None]:
     """The evaluator's per-GPU lock on CUDA (a sweep never times beside an evaluation); nothing on the CPU."""

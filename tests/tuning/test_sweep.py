@@ -203,3 +203,15 @@ def test_tuning_imports_only_the_core_the_knowledge_base_and_itself() -> None:
             match = re.match(r"\s*(?:from|import)\s+(aka_tui[\w.]*)", line)
             if match:
                 assert match.group(1).startswith(allowed), f"{path.name}: {line.strip()}"
+
+
+def test_sweep_reports_of_several_gpus_merge_into_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aka_tui.tuning.report import main as merge_main
+
+    stored = REPO / "docs/benchmarks/2026-11-30-h200-s4-sweeps"
+    parts = [stored / "grid-gemm_fp8_blockscale.json", stored / "grid-attention_mla_decode.json"]
+    assert merge_main([str(tmp_path), "merged", *map(str, parts)]) == 0
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert [r["op"] for r in merged["ops"]] == ["attention_mla_decode", "gemm_fp8_blockscale"]
+    assert (tmp_path / "merged.md").is_file() and "gemm_fp8_blockscale" in capsys.readouterr().out
+    assert merge_main([str(tmp_path), "merged"]) == 2

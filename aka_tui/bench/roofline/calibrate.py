@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import triton
 
 from aka_tui.bench.roofline.hardware import HardwareProfile, detect_profile, with_measurements
 from aka_tui.errors import HardwareProfileError
+
+if TYPE_CHECKING:
+    from aka_tui.bench.measure.results import TimingStats
+    from aka_tui.bench.measure.timing import Timers
 
 
 def _median_event_ms(fn: Callable[[], Any], reps: int, warmup: int = 3) -> float:
@@ -33,6 +37,18 @@ def measure_copy_tbps(size_bytes: int = 4 << 30) -> float:
     dst = torch.empty_like(src)
     ms = _median_event_ms(lambda: dst.copy_(src), reps=20)
     return 2 * size_bytes / (ms * 1e-3) / 1e12
+
+
+def time_copy(total_bytes: float, timers: Timers, l2_bytes: int, sets: int = 3) -> TimingStats:
+    """A device copy moving `total_bytes` (half read, half written, as the roofline counts bytes), timed like a
+    candidate (`time_cuda`: L2 flushed before every call, `sets` rotating buffer pairs): the ceiling a
+    memory-bound kernel of that size can reach, which below ~200 MB is well under the 4 GiB figure."""
+    from aka_tui.bench.measure.timing import time_cuda
+
+    half = int(total_bytes // 2) // 16 * 16
+    pairs = [{"src": torch.randint(0, 255, (half,), dtype=torch.uint8, device="cuda"),
+              "dst": torch.empty(half, dtype=torch.uint8, device="cuda")} for _ in range(sets)]
+    return time_cuda(lambda s: s["dst"].copy_(s["src"]), pairs, timers, l2_bytes)
 
 
 def measure_matmul_tflops(dtype: str, n: int = 8192) -> float:

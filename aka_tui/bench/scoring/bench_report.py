@@ -1,7 +1,9 @@
-"""A scored suite run (`aka bench`'s report): its record, rescoring a stored one, merging partial ones."""
+"""A scored suite run (`aka bench`'s report): its record, rescoring a stored one, merging partial ones (whole ops,
+or the parts of one op's shapes)."""
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -112,4 +114,26 @@ def merge_reports(reports: list[BenchReport]) -> BenchReport:
         from aka_tui.bench.scoring.weights import merged_weights
 
         merged.weights = merged_weights([r.weights for r in reports], [o.problem for o in merged.ops])
+    return merged
+
+
+def merge_shape_parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Stored reports that each measured part of an op's shapes, as one stored report (rescore it to score it).
+
+    Unlike `merge_reports`, where the first report that measured an op keeps it whole, an op here gets the shapes
+    of every part: each part ran a suite copy holding some of its shapes (`aka_tui.executors.shape_split`), so
+    no part measured the op alone. The parts ran side by side: the wall time is the longest part's.
+    """
+    if not parts:
+        raise EvaluationError("no part report to merge")
+    merged = copy.deepcopy(parts[0])
+    by_op = {r["problem"]: r for r in merged["results"]}
+    for extra in parts[1:]:
+        for result in extra["results"]:
+            if result["problem"] in by_op:
+                by_op[result["problem"]]["shapes"].extend(copy.deepcopy(result["shapes"]))
+            else:
+                by_op[result["problem"]] = copy.deepcopy(result)
+                merged["results"].append(by_op[result["problem"]])
+    merged["wall_s"] = max(float(p.get("wall_s", 0)) for p in parts)
     return merged

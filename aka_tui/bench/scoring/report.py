@@ -91,12 +91,15 @@ def shape_rows(op: OpScore) -> list[list[str]]:
             for s in op.shapes]
 
 
-def render_markdown(report: BenchReport) -> str:
-    def md(rows: list[list[str]], headers: list[str]) -> str:
-        lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-        return "\n".join(lines)
+def markdown_table(rows: list[list[str]], headers: list[str]) -> str:
+    """A Markdown table (a `|` inside a cell is escaped)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(lines)
 
+
+def render_markdown(report: BenchReport) -> str:
+    md = markdown_table
     parts = [f"# {report.label}", "",
              f"- device: {report.device} ({report.hardware.display_name}); roofline profile `{report.hardware.name}`",
              f"- tier: {report.tier}; wall time {report.wall_s:.1f} s", ""]

@@ -1,30 +1,38 @@
 """Compile one Triton kernel for sm_90 on a machine without a GPU and report what its code does per loop.
 
-Session 4 found two H200 bottlenecks this way before any GPU run (BENCHMARKS.md): the fp8 GEMM converting
-its scale vector to the MMA layout through shared memory every K step, and MLA decode keeping a pointer per
-latent row (246-255 registers, spills). The report: registers, spill bytes and shared memory (ptxas), the
-MMA instructions, the wgmma waits and their pending counts, cp.async copies, global load widths, and the
-layout conversions inside loops.
+A tuning aid that needs no H200: it found the fp8 GEMM converting its scale vector to the MMA layout through
+shared memory every K step, and MLA decode keeping a pointer per latent row (246-255 registers, spills), before
+either was measured (BENCHMARKS.md). The report: registers, spill bytes and shared memory (ptxas), the MMA
+instructions, the wgmma waits and their pending counts, cp.async copies, global load widths, and the layout
+conversions inside loops.
 
-    python3 scripts/sm90_report.py FILE KERNEL --sig NAME=TYPE ... [--const NAME=VALUE ...]
+    python -m aka_tui.tuning.sm90_report FILE KERNEL --sig NAME=TYPE ... [--const NAME=VALUE ...]
         [--num-warps 4] [--num-stages 3] [--div16 NAME,...]
 
 TYPE is a Triton signature type (*bf16, *fp8e4nv, *fp32, *i32, i32, fp32, ...). Integer arguments whose
 value is 1 at run time (a contiguous stride) must be given with --const NAME=1: Triton specializes them,
 and leaving them as i32 makes every load look scalar. --div16 lists the integer and pointer arguments that
-are multiples of 16 at run time (Triton specializes those too); by default every pointer is.
+are multiples of 16 at run time (Triton specializes those too); by default every pointer is. Run it without
+TRITON_INTERPRET (the interpreter's kernels cannot be compiled).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from aka_tui.errors import AkaError, run_main
+
+
+class Sm90ReportError(AkaError):
+    """The kernel cannot be compiled for sm_90 as asked: unknown file or kernel, a missing argument type."""
+
+    title = "sm_90 report"
 
 
 def _value(text: str) -> Any:
@@ -82,14 +90,13 @@ def compile_for_sm90(path: Path, kernel: str, sig: dict[str, str], consts: dict[
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    fn = getattr(module, kernel, None)
+    from aka_tui.bench.problem.module_loading import import_file
+
+    if not path.is_file():
+        raise Sm90ReportError(f"no file {path}")
+    fn = getattr(import_file(path, "sm90_report"), kernel, None)
     if fn is None or not hasattr(fn, "arg_names"):
-        raise SystemExit(f"{path} has no Triton kernel {kernel!r}")
+        raise Sm90ReportError(f"{path} has no Triton kernel {kernel!r}")
     full: dict[str, str] = {}
     for name in fn.arg_names:
         if name in consts:
@@ -97,7 +104,7 @@ def compile_for_sm90(path: Path, kernel: str, sig: dict[str, str], consts: dict[
         elif name in sig:
             full[name] = sig[name]
         else:
-            raise SystemExit(f"{kernel}: give --sig {name}=TYPE or --const {name}=VALUE")
+            raise Sm90ReportError(f"{kernel}: give --sig {name}=TYPE or --const {name}=VALUE")
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
              if full[name] != "constexpr" and (name in div16 or full[name].startswith("*"))}
     compiled = triton.compile(ASTSource(fn=fn, signature=full, constexprs=consts, attrs=attrs),
@@ -121,36 +128,48 @@ def ptxas_info(ptx: str) -> str:
 def _pair(text: str, flag: str, form: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name:
-        raise SystemExit(f"{flag} takes {form}, not {text!r}")
+        raise Sm90ReportError(f"{flag} takes {form}, not {text!r}")
     return name, value
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("file", type=Path)
-    ap.add_argument("kernel")
-    ap.add_argument("--sig", action="append", default=[], metavar="NAME=TYPE")
-    ap.add_argument("--const", action="append", default=[], metavar="NAME=VALUE")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The report's arguments (`main`'s parser; a CLI subcommand can take them as they are)."""
+    ap.add_argument("file", type=Path, help="the Python file that defines the kernel")
+    ap.add_argument("kernel", help="the @triton.jit function's name")
+    ap.add_argument("--sig", action="append", default=[], metavar="NAME=TYPE",
+                    help="a run-time argument's Triton type (*bf16, *fp8e4nv, i32, fp32, ...)")
+    ap.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
+                    help="a constexpr (or an integer that is 1 at run time) and its value")
     ap.add_argument("--div16", default="", help="comma-separated integer arguments that are multiples of 16")
     ap.add_argument("--num-warps", type=int, default=4)
     ap.add_argument("--num-stages", type=int, default=3)
-    args = ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compile as `args` say and print one line per figure of `report`."""
     sig = dict(_pair(s, "--sig", "NAME=TYPE") for s in args.sig)
     consts = {k: _value(v) for k, v in (_pair(c, "--const", "NAME=VALUE") for c in args.const)}
     div16 = set(filter(None, args.div16.split(",")))
     try:
         ptx, ttgir, smem = compile_for_sm90(args.file, args.kernel, sig, consts, div16, args.num_warps,
                                             args.num_stages)
-    except SystemExit:
+    except Sm90ReportError:
         raise
     except Exception as exc:  # a kernel that does not compile for sm_90: say why in a few lines
         first = str(exc).strip().splitlines()
-        raise SystemExit(f"{args.kernel} does not compile for sm_90: {type(exc).__name__}: "
-                         + " / ".join(first[-3:])) from None
+        raise Sm90ReportError(f"{args.kernel} does not compile for sm_90: {type(exc).__name__}: "
+                              + " / ".join(first[-3:])) from None
     for key, value in report(ptx, ttgir, ptxas_info(ptx), smem).items():
         print(f"{key:26s} {value}")
     return 0
 
 
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m aka_tui.tuning.sm90_report",
+                                 description=(__doc__ or "").split("\n\n")[0])
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run_main(main, sys.argv[1:]))
