@@ -16,7 +16,7 @@ run: setup
 
 ## Secondary: score the eager baseline over the suite (smoke tier on CPU, full tier on a GPU).
 bench: setup
-	$(PY) -m aka_tui bench --baseline eager
+	$(PY) -m aka_tui bench run --baseline eager
 
 ## Set up with test dependencies and run the test suite (GPU tests skip without a GPU).
 test: setup-test

@@ -13,7 +13,8 @@ import pytest
 from tests.conftest import CANDIDATES, DATA, REPO
 from tests.prefetch import Prefetch, prefetch, selected
 
-COMMANDS = [[], ["problems"], ["eval"], ["bench"], ["roofline"], ["hw"], ["hw", "calibrate"], ["hw", "list"],
+COMMANDS = [[], ["problems"], ["eval"], ["bench"], ["bench", "run"], ["bench", "rescore"], ["bench", "libraries"],
+            ["bench", "illusion"], ["roofline"], ["hw"], ["hw", "calibrate"], ["hw", "list"],
             ["kb"], ["kb", "search"], ["kb", "eval"], ["kb", "bench"], ["optimize"]]
 
 

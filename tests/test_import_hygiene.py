@@ -14,8 +14,8 @@ import pytest
 from tests.conftest import REPO
 
 FORBIDDEN = ("textual", "chromadb", "anthropic", "git", "sentence_transformers", "rich", "ray")
-# Every module of the core, the executors and the CLI's parser (whose commands import the rest lazily).
-ROOTS = ("aka_tui.bench", "aka_tui.executors")
+# Every module of the core, the executors and the CLI (whose commands import the rest lazily).
+ROOTS = ("aka_tui.bench", "aka_tui.executors", "aka_tui.cli")
 EXTRA = ("aka_tui.cli",)
 
 

@@ -97,7 +97,7 @@ class ShapeResult:
     # What tied the timed calls to the checked ones (timed_calls, sampled_calls, launches_compared,
     # timed_over_profiled) and whether the parent's own reference agreed (parent_check)
     verification: dict[str, Any] = field(default_factory=dict)
-    # The naive check's verdict for this shape (`aka bench --naive`: one input, allclose 1e-2, nothing else);
+    # The naive check's verdict for this shape (`aka bench run --naive`: one input, allclose 1e-2, nothing else);
     # None when it was not run
     naive_passed: bool | None = None
 

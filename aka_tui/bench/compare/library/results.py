@@ -15,7 +15,7 @@ SHAPE_SETS = ("largest", "weighted", "all")
 EXACT_FLOP_LIMIT = 5e10  # float64 reference up to this many FLOPs per shape, the native reference above it
 DRY_RUN_NOTE = ("dry-run on the CPU with the Triton interpreter: the plumbing is exercised, the timings and "
                 "ratios are meaningless")
-GPU_REQUIRED = ("aka bench --library-compare needs a CUDA GPU (torch sees none); `--device cpu --tier smoke` runs "
+GPU_REQUIRED = ("aka bench libraries needs a CUDA GPU (torch sees none); `--device cpu --tier smoke` runs "
                 "a plumbing dry-run on the Triton interpreter (timings meaningless)")
 
 

@@ -1,7 +1,7 @@
 """Our kernels against the vendor library on the same problem, side by side in one run.
 
 For each compared op and selected shape: our side is the candidate's `Model` (the KB reference kernel, loaded
-as `aka bench --candidates kb/family` loads it) on the problem's inputs; the library side is the same logical
+as `aka bench run --candidates kb/family` loads it) on the problem's inputs; the library side is the same logical
 problem through PyTorch's library path:
 
 - gemm_bf16_linear_epilogue: `torch.matmul(x, w.t())` alone (cuBLAS: the bar) and `F.linear` plus the

@@ -1,0 +1,55 @@
+"""What the commands print besides their tables: progress on stderr, the sandbox line, scrubbed report text."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+
+def scrub(text: str) -> str:
+    """The text with secrets replaced by [REDACTED] (aka_tui.secrets), before it goes into a report file."""
+    from aka_tui.secrets import scrub as scrub_secrets
+
+    return scrub_secrets(text)
+
+
+def sandbox_line(results: list[Any]) -> str:
+    """How the evaluations were contained (one line; `sandbox: none` says why)."""
+    from aka_tui.bench.sandbox.bwrap import SandboxReport
+
+    seen = {json.dumps(r.provenance.get("sandbox_detail") or {}, sort_keys=True) for r in results}
+    lines = []
+    for item in sorted(seen):
+        detail = json.loads(item)
+        lines.append(SandboxReport(**detail).line() if detail else "sandbox: none (not recorded)")
+    return "; ".join(lines) or "sandbox: none (nothing evaluated)"
+
+
+class Progress:
+    """A one-line progress display on stderr (a bar when stderr is a terminal, lines otherwise)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = max(total, 1)
+        self.done = 0
+        self.tty = sys.stderr.isatty()
+        self.started = time.monotonic()
+
+    def __call__(self, op: str, event: str, result: Any) -> None:
+        if event == "shape" and result is not None:
+            self.done += 0 if getattr(result, "fuzz", False) else 1  # fuzzed shapes are extra to the total
+            status = result.status
+            filled = int(30 * self.done / self.total)
+            bar = "#" * filled + "." * (30 - filled)
+            text = (f"[{bar}] {self.done}/{self.total} shapes  {time.monotonic() - self.started:6.1f}s  "
+                    f"{op}:{result.shape_id} {status}")
+            if self.tty:
+                sys.stderr.write("\r" + text[:120].ljust(120))
+            else:
+                sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.tty:
+            sys.stderr.write("\n")
