@@ -100,7 +100,7 @@ def run_isolated(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[s
 
 def _run_children(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[str, Any]], None],
                   limits: WorkerLimits, started: Callable[[ContainedProcess], Any]) -> dict[str, Any]:
-    from aka_tui.tuning.sweep import Trial, config_key
+    from aka_tui.tuning.trials import Trial, config_key
 
     trials: dict[tuple[str, str], dict[str, Any]] = {}
     restarts = 0

@@ -11,7 +11,7 @@ from typing import Any
 from aka_tui.bench.scoring.report import text_table
 from aka_tui.secrets import scrub
 from aka_tui.tuning import describe_changes, fmt_us
-from aka_tui.tuning.sweep import SWEEP_VERSION
+from aka_tui.tuning.trials import SWEEP_VERSION
 
 HEADERS = ["op", "shape", "w", "bound", "default us", "best us", "speed-up", "TB/s def>best", "%BW def>best",
            "TFLOP/s def>best", "T_SOL/T def>best", "best config", "configs"]
