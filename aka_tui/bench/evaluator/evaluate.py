@@ -15,6 +15,7 @@ from typing import Any, Callable
 from aka_tui.bench.evaluator.isolation import WorkerLimits, WorkerOutcome, run_job
 from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
 from aka_tui.bench.measure.job import (
+    DEFAULT_CASES,
     DEFAULT_CPU_REPS,
     DEFAULT_FP64_FLOP_LIMIT,
     DEFAULT_INPUT_SETS,
@@ -57,7 +58,7 @@ class EvalOptions:
 
     device: str = "auto"
     tier: str | None = None  # None: smoke on the CPU, full on a GPU
-    cases: int = 3
+    cases: int = DEFAULT_CASES
     input_sets: int = DEFAULT_INPUT_SETS
     timing: bool = True
     compare_eager: bool = False

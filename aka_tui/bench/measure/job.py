@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+DEFAULT_CASES = 3  # seeded correctness cases per shape
 DEFAULT_INPUT_SETS = 3  # rotating timing input sets (each a correctness case too)
-DEFAULT_CPU_REPS = 3  # timed calls per input set on the CPU
+DEFAULT_CPU_REPS = 3  # timed calls on the CPU (over the input sets in turn)
 DEFAULT_FP64_FLOP_LIMIT = 5e11  # above this many FLOPs a shape's reference runs in its own dtype, not float64
 
 
