@@ -1,6 +1,6 @@
-"""The measure–revise loop: baseline → (retrieve → propose → evaluate → decide) × N.
+"""The measure–revise loop: baseline → (retrieve → propose → evaluate → decide → record) × N.
 
-A library API with an event stream (`on_event`); the CLI prints it, the TUI will post it as messages.
+A library API with an event stream (`on_event`, the kinds in aka_tui/agent/events.py); the CLI prints it, the TUI will post it as messages.
 Accepts only a correct, real candidate whose S_op beats the incumbent by more than the noise margin, confirmed
 by an interleaved re-measurement of both whenever the candidate looks better or close. The evaluations
 themselves (baseline, screening, full, re-measurement) are in aka_tui/agent/measure.py.
@@ -22,11 +22,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Sequence
 
 from aka_tui.agent.attempt import Attempt, LoopOutcome, bottleneck_of, first_error, measurements_text
 from aka_tui.agent.budget import WallBudget
 from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
+from aka_tui.agent.events import AgentEvent, AgentEventKind
 from aka_tui.agent.measure import Measurer
 from aka_tui.agent.offline import Proposal
 from aka_tui.agent.proposers import Proposer
@@ -36,20 +37,7 @@ from aka_tui.bench.roofline.hardware import HardwareProfile
 from aka_tui.bench.scoring.score import OpScore
 from aka_tui.record.session_repo import SessionRepo
 
-AgentEventKind = Literal[
-    "baseline_measured", "baseline_skipped", "iteration_started", "knowledge_retrieved", "candidate_proposed",
-    "candidate_injected", "candidates_screened_in_parallel", "candidate_screened", "candidates_remeasured",
-    "remeasure_skipped", "candidate_evaluated", "session_finished",
-]
-"""Every kind of event the loop (and its measurer) emits; the CLI's progress lines and the app's log read them."""
-
-
-@dataclass(frozen=True)
-class AgentEvent:
-    """Something the loop did (past tense), with its data."""
-
-    kind: AgentEventKind
-    data: dict[str, Any]
+__all__ = ["AgentEvent", "AgentEventKind", "AgentLoop", "Attempt", "Injection", "LoopConfig", "LoopOutcome"]
 
 
 @dataclass
@@ -82,6 +70,25 @@ class Injection:
     author: tuple[str, str]
     rationale: str
     point: dict[str, Any]
+
+
+@dataclass
+class _Proposed:
+    """A step's proposal and what it was proposed from (the dropout mask, the incumbent's bottleneck)."""
+
+    proposal: Proposal
+    masked: dict[str, Any]
+    bottleneck: str | None
+    propose_next: Callable[..., Proposal] | None = None  # another proposal of the same step (best-of-k)
+
+
+@dataclass(frozen=True)
+class _Evaluated:
+    """A step's evaluation: the screening's when it screened the candidate out, else the full one."""
+
+    score: OpScore
+    result: Any
+    screened_out: bool
 
 
 class AgentLoop:
@@ -238,16 +245,10 @@ class AgentLoop:
             self._emit("baseline_skipped", note="the reference is a fallback: S = 0 (not measured)")
         iteration = first_iteration - 1
         for _step in range(self.config.iterations):
-            if self._stop_reason:
-                outcome.stop_reason = self._stop_reason
+            if stop := self._stop_reason or self._budget_spent():
+                outcome.stop_reason = stop
                 break
-            spent = self._budget_spent()
-            if spent:
-                outcome.stop_reason = spent
-                break
-            while (injection := self._take_injection()) is not None:
-                iteration += 1
-                incumbent = self._evaluate_injection(injection, iteration, outcome, incumbent)
+            iteration, incumbent = self._take_injections(iteration, outcome, incumbent)
             predicted_s = self._predict_iteration_s(incumbent)
             if self._budget.limited and (stop := self._wall_time_stop(predicted_s)):
                 outcome.stop_reason = stop
@@ -256,98 +257,137 @@ class AgentLoop:
             self._budget.iteration_started()
             self._emit("iteration_started", iteration=iteration,
                        predicted_s=round(predicted_s, 1) if predicted_s is not None else None)
-            context: dict[str, Any] = {}
-            if self.retrieve is not None:
-                text = f"{self.problem.name} {self.problem.family}: {self.problem.description}"
-                if incumbent is not None:
-                    text += f" ({bottleneck_of(incumbent.score, None)})"
-                ids, knowledge = self.retrieve(text)
-                context["knowledge"] = knowledge
-                self._emit("knowledge_retrieved", iteration=iteration, ids=ids)
-            history = [*earlier, *outcome.attempts]
-            if history and not history[-1].score.correct:
-                context["last_error"] = history[-1].error
-            wants_context = getattr(self.proposer, "wants_context", False)
-            if incumbent is None:
-                proposal = self.proposer.first(context) if wants_context else self.proposer.first()
-                masked = {"masked_iterations": [], "masked_tactics": []}
-                bottleneck = None
-            else:
-                wins = [a for a in history if a.accepted]
-                memory = [MemoryRecord(a.iteration, a.proposal.rationale, a.score.s_op, a.proposal.point,
-                                       incumbent=a is incumbent, latest_win=bool(wins) and a is wins[-1])
-                          for a in history]
-                drop = apply_dropout(memory, self.proposer.tactics(), self.config.dropout_p,
-                                     dropout_rng(self.config.seed, iteration))
-                masked = drop.record()
-                bottleneck = bottleneck_of(incumbent.score, self.profile.empty_launch_us / 1e3
-                                           if self.profile.empty_launch_us else None)
-                if wants_context:
-                    context["incumbent_source"] = incumbent.proposal.source
-                    context["incumbent_measurements"] = measurements_text(incumbent.score)
-                    context["memory"] = "\n".join(f"iteration {r.iteration}: S_op {r.s_op:.4f} — {r.summary}"
-                                                  for r in drop.kept if r.s_op is not None)
-
-                def propose_next(also_seen: Sequence[dict[str, Any]] = (), inc: Attempt = incumbent, drop: Any = drop,
-                                 bottleneck: str | None = bottleneck) -> Proposal:
-                    """The proposer's next step; `also_seen` are points already proposed this step (best-of-k)."""
-                    args = (inc.proposal.point, [r.tactics for r in drop.kept] + list(also_seen), bottleneck,
-                            drop.tactics_kept)
-                    return (self.proposer.propose(*args, context=context) if wants_context
-                            else self.proposer.propose(*args))
-
-                proposal = propose_next()
-            screened: tuple[bool, OpScore, Any] | None = None
-            if incumbent is not None and self.config.best_of > 1 and self.executor is not None:
-                proposal, screened, iteration = self._best_of_k(proposal, propose_next, iteration, incumbent,
-                                                                outcome, masked, bottleneck)
-            self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale, path=proposal.path,
-                       changed={k: list(v) for k, v in proposal.changed.items()}, masked=masked)
-            screened_out = False
-            if incumbent is not None and self.config.screen:
-                promising, score, result = screened or self._measurer.screen(proposal.source, iteration, incumbent,
-                                                                             self.config.close_rel)
-                screened_out = not promising
-            if not screened_out:
-                score, result = self._measurer.full(proposal.source, iteration)
-            better = not screened_out and score.correct and score.real and (
-                incumbent is None or score.s_op > incumbent.score.s_op * (1.0 + self.config.noise_rel))
-            remeasured: dict[str, Any] = {}
-            if (incumbent is not None and not screened_out and score.correct and score.real
-                    and self.config.remeasure_rounds > 0
-                    and score.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel)):
-                better, remeasured = self._measurer.remeasure(iteration, incumbent, proposal.source,
-                                                              self.config.remeasure_rounds, self.config.noise_rel)
-            attempt = Attempt(iteration, proposal, score, better, error=first_error(result))
-            skipped = " (not re-measured: budget)" if remeasured and not remeasured["rounds"] else ""
-            summary = (f"{'accepted' if better else 'rejected'}{' (screened)' if screened_out else ''}{skipped} "
-                       f"S_op={score.s_op:.4f} "
-                       f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")
-            if self.session is not None:
-                attempt.sha = self.session.record_candidate(
-                    iteration, proposal.source, result.to_json(),
-                    self._proposal_record(
-                        proposal, bottleneck, masked, screened_out,
-                        transcript=list(getattr(self.proposer, "transcript", [])[-1:]),
-                        usage=vars(getattr(self.proposer, "usage", None)) if hasattr(self.proposer, "usage") else None,
-                        **({"remeasure": remeasured} if remeasured else {})),
-                    summary)
-            outcome.attempts.append(attempt)
-            self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
-                       correct=score.correct, real=score.real, accepted=better, sha=attempt.sha,
-                       screened_out=screened_out)
+            iteration, incumbent = self._step(iteration, incumbent, [*earlier, *outcome.attempts], outcome)
             self._budget.iteration_finished()
-            if better:
-                incumbent = attempt
             if incumbent and self.config.target_s and incumbent.score.s_op >= self.config.target_s:
                 outcome.stop_reason = f"target S_op {self.config.target_s} reached"
                 break
         else:
             outcome.stop_reason = "iteration budget spent"
-        while (injection := self._take_injection()) is not None:  # queued after the last step: still recorded
-            iteration += 1
-            incumbent = self._evaluate_injection(injection, iteration, outcome, incumbent)
+        iteration, incumbent = self._take_injections(iteration, outcome, incumbent)  # queued after the last step
         self._emit("session_finished", reason=outcome.stop_reason,
                    best_s=incumbent.score.s_op if incumbent else 0.0,
                    best_iteration=incumbent.iteration if incumbent else None)
         return outcome
+
+    def _take_injections(self, iteration: int, outcome: LoopOutcome,
+                         incumbent: Attempt | None) -> tuple[int, Attempt | None]:
+        """Evaluate every queued person's candidate, one iteration each; the iteration and incumbent after them."""
+        while (injection := self._take_injection()) is not None:
+            iteration += 1
+            incumbent = self._evaluate_injection(injection, iteration, outcome, incumbent)
+        return iteration, incumbent
+
+    def _step(self, iteration: int, incumbent: Attempt | None, history: list[Attempt],
+              outcome: LoopOutcome) -> tuple[int, Attempt | None]:
+        """One iteration: propose (best-of-k on an executor), evaluate, decide, record. Returns the iteration
+        number reached (best-of-k records its k-1 others first) and the incumbent from then on."""
+        proposed = self._propose(iteration, incumbent, history, self._context(iteration, incumbent, history))
+        screened: tuple[bool, OpScore, Any] | None = None
+        if incumbent is not None and self.config.best_of > 1 and self.executor is not None:
+            assert proposed.propose_next is not None
+            proposed.proposal, screened, iteration = self._best_of_k(
+                proposed.proposal, proposed.propose_next, iteration, incumbent, outcome, proposed.masked,
+                proposed.bottleneck)
+        proposal = proposed.proposal
+        self._emit("candidate_proposed", iteration=iteration, rationale=proposal.rationale, path=proposal.path,
+                   changed={k: list(v) for k, v in proposal.changed.items()}, masked=proposed.masked)
+        evaluated = self._evaluate(proposal, iteration, incumbent, screened)
+        better, remeasured = self._decide(evaluated, proposal, iteration, incumbent)
+        attempt = self._record(iteration, proposed, evaluated, better, remeasured, outcome)
+        return iteration, attempt if better else incumbent
+
+    def _context(self, iteration: int, incumbent: Attempt | None, history: list[Attempt]) -> dict[str, Any]:
+        """What a proposer that wants context gets: retrieved knowledge and the last attempt's error."""
+        context: dict[str, Any] = {}
+        if self.retrieve is not None:
+            text = f"{self.problem.name} {self.problem.family}: {self.problem.description}"
+            if incumbent is not None:
+                text += f" ({bottleneck_of(incumbent.score, None)})"
+            ids, knowledge = self.retrieve(text)
+            context["knowledge"] = knowledge
+            self._emit("knowledge_retrieved", iteration=iteration, ids=ids)
+        if history and not history[-1].score.correct:
+            context["last_error"] = history[-1].error
+        return context
+
+    def _propose(self, iteration: int, incumbent: Attempt | None, history: list[Attempt],
+                 context: dict[str, Any]) -> _Proposed:
+        """The proposer's first candidate, or its next step from the incumbent with the memory after dropout."""
+        wants_context = getattr(self.proposer, "wants_context", False)
+        if incumbent is None:
+            proposal = self.proposer.first(context) if wants_context else self.proposer.first()
+            return _Proposed(proposal, {"masked_iterations": [], "masked_tactics": []}, None)
+        inc: Attempt = incumbent
+        wins = [a for a in history if a.accepted]
+        memory = [MemoryRecord(a.iteration, a.proposal.rationale, a.score.s_op, a.proposal.point,
+                               incumbent=a is inc, latest_win=bool(wins) and a is wins[-1])
+                  for a in history]
+        drop = apply_dropout(memory, self.proposer.tactics(), self.config.dropout_p,
+                             dropout_rng(self.config.seed, iteration))
+        masked = drop.record()
+        bottleneck = bottleneck_of(inc.score, self.profile.empty_launch_us / 1e3 if self.profile.empty_launch_us else None)
+        if wants_context:
+            context["incumbent_source"] = inc.proposal.source
+            context["incumbent_measurements"] = measurements_text(inc.score)
+            context["memory"] = "\n".join(f"iteration {r.iteration}: S_op {r.s_op:.4f} — {r.summary}"
+                                          for r in drop.kept if r.s_op is not None)
+
+        def propose_next(also_seen: Sequence[dict[str, Any]] = ()) -> Proposal:
+            """The proposer's next step; `also_seen` are points already proposed this step (best-of-k)."""
+            args = (inc.proposal.point, [r.tactics for r in drop.kept] + list(also_seen), bottleneck,
+                    drop.tactics_kept)
+            return (self.proposer.propose(*args, context=context) if wants_context
+                    else self.proposer.propose(*args))
+
+        return _Proposed(propose_next(), masked, bottleneck, propose_next)
+
+    def _evaluate(self, proposal: Proposal, iteration: int, incumbent: Attempt | None,
+                  screened: tuple[bool, OpScore, Any] | None) -> _Evaluated:
+        """Screened first when there is an incumbent (unless best-of-k already did); the full evaluation when
+        there is none, or when the screening found it promising."""
+        if incumbent is not None and self.config.screen:
+            promising, score, result = screened or self._measurer.screen(proposal.source, iteration, incumbent,
+                                                                         self.config.close_rel)
+            if not promising:
+                return _Evaluated(score, result, screened_out=True)
+        score, result = self._measurer.full(proposal.source, iteration)
+        return _Evaluated(score, result, screened_out=False)
+
+    def _decide(self, evaluated: _Evaluated, proposal: Proposal, iteration: int,
+                incumbent: Attempt | None) -> tuple[bool, dict[str, Any]]:
+        """Accepted or not: correct, real and better than the incumbent beyond the noise margin, confirmed by the
+        interleaved re-measurement whenever it looks better or close. Also returns that re-measurement."""
+        score = evaluated.score
+        candidate_ok = not evaluated.screened_out and score.correct and score.real
+        better = candidate_ok and (incumbent is None
+                                   or score.s_op > incumbent.score.s_op * (1.0 + self.config.noise_rel))
+        if (incumbent is not None and candidate_ok and self.config.remeasure_rounds > 0
+                and score.s_op >= incumbent.score.s_op * (1.0 - self.config.close_rel)):
+            return self._measurer.remeasure(iteration, incumbent, proposal.source, self.config.remeasure_rounds,
+                                            self.config.noise_rel)
+        return better, {}
+
+    def _record(self, iteration: int, proposed: _Proposed, evaluated: _Evaluated, better: bool,
+                remeasured: dict[str, Any], outcome: LoopOutcome) -> Attempt:
+        """The attempt, committed to the session (when there is one), added to the outcome and announced."""
+        proposal, score, result, screened_out = proposed.proposal, evaluated.score, evaluated.result, evaluated.screened_out
+        attempt = Attempt(iteration, proposal, score, better, error=first_error(result))
+        skipped = " (not re-measured: budget)" if remeasured and not remeasured["rounds"] else ""
+        summary = (f"{'accepted' if better else 'rejected'}{' (screened)' if screened_out else ''}{skipped} "
+                   f"S_op={score.s_op:.4f} "
+                   f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")
+        if self.session is not None:
+            attempt.sha = self.session.record_candidate(
+                iteration, proposal.source, result.to_json(),
+                self._proposal_record(
+                    proposal, proposed.bottleneck, proposed.masked, screened_out,
+                    transcript=list(getattr(self.proposer, "transcript", [])[-1:]),
+                    usage=vars(getattr(self.proposer, "usage", None)) if hasattr(self.proposer, "usage") else None,
+                    **({"remeasure": remeasured} if remeasured else {})),
+                summary)
+        outcome.attempts.append(attempt)
+        self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
+                   correct=score.correct, real=score.real, accepted=better, sha=attempt.sha,
+                   screened_out=screened_out)
+        return attempt

@@ -9,12 +9,12 @@ from typing import Callable
 
 from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, resolve_device, resolve_profile, resolve_tier
 from aka_tui.bench.measure.results import CandidateResult, ShapeResult, StageError
-from aka_tui.bench.problem.model import Suite
+from aka_tui.bench.problem.model import Problem, Suite
 from aka_tui.bench.roofline.hardware import HardwareProfile, get_profile
 from aka_tui.bench.scoring.bench_report import BenchReport, find_candidate, launch_floor_s
 from aka_tui.bench.scoring.score import OpScore, aggregate, score_op
 from aka_tui.errors import EvaluationError
-from aka_tui.executors.base import EvalJob, Executor
+from aka_tui.executors.base import EvalJob, Executor, JobOutcome
 from aka_tui.executors.local import LocalExecutor
 
 
@@ -25,18 +25,8 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
               precompile_workers: int = 0, executor: Executor | None = None, naive: bool = False) -> BenchReport:
     """Evaluate every selected problem; missing candidates score 0 with status `no_candidate`. `naive`: also
     run the naive check on every candidate (recorded per shape, never scored)."""
-    if (baseline is None) == (candidates_dir is None):
-        raise EvaluationError("give exactly one of --baseline eager|compile or --candidates DIR")
-    if baseline not in (None, "eager", "compile"):
-        raise EvaluationError(f"unknown baseline {baseline!r}: use eager or compile")
-    if candidates_dir is not None and not candidates_dir.is_dir():
-        raise EvaluationError(f"candidates directory {candidates_dir} does not exist")
-    problems = list(suite.problems.values())
-    if ops:
-        unknown = [o for o in ops if o not in suite.problems]
-        if unknown:
-            raise EvaluationError(f"unknown problem(s) {', '.join(unknown)}; known: {', '.join(suite.problems)}")
-        problems = [suite.problems[o] for o in ops]
+    _check_request(baseline, candidates_dir)
+    problems = _problems(suite, ops)
     executor = executor or LocalExecutor(options.device)
     # A remote executor's GPUs are not this machine's: its device and profiles come from the results.
     device = executor.device if executor.remote else resolve_device(options.device)
@@ -50,9 +40,66 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
         pairs = [(str(p.directory.resolve()), s.shape_id) for p in problems for s in p.shapes_for(tier)]
         precompile(pairs, device, precompile_workers,
                    progress=(lambda op, shape, err: progress(op, "precompiled", None)) if progress else None)
+    selected = [p for p in problems if p.shapes_for(tier)]
+    jobs, missing = _jobs(selected, tier, options, baseline, candidates_dir)
+    lock = threading.Lock()
+    label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
+
+    def on_shape(job: EvalJob, result: ShapeResult) -> None:
+        if progress:
+            with lock:
+                progress(job.key, "shape", result)
+
+    finished: dict[str, CandidateResult] = dict(missing)
+    profiles = _Profiles(profile)
+    for outcome in executor.run(jobs, on_shape=on_shape):
+        profiles.saw(outcome)
+        finished[outcome.job.key] = outcome.result
+        if progress:
+            with lock:
+                progress(outcome.job.key, "op_done", None)
+        if checkpoint:
+            done, partial_scores = _scored(selected, finished, profiles)
+            checkpoint(BenchReport(f"{label} (partial)", str(suite.directory), device, tier, profiles.headline(), done,
+                                   partial_scores, aggregate(partial_scores), round(time.time() - started, 1)))
+    if naive and jobs:
+        _attach_naive_verdicts(executor, jobs, finished, progress, lock)
+    results, scores = _scored(selected, finished, profiles)
+    names = profiles.names()
+    from aka_tui.bench.scoring.weights import weight_summary
+
+    return BenchReport(label, str(suite.directory), device, tier, profiles.headline(), results, scores,
+                       aggregate(scores), round(time.time() - started, 1), {k: str(v) for k, v in suite.errors.items()},
+                       executor=executor.name, slots=executor.describe(),
+                       mixed_hardware=names if len(names) > 1 else [],
+                       weights=weight_summary(selected, suite.directory, tier))
+
+
+def _check_request(baseline: str | None, candidates_dir: Path | None) -> None:
+    if (baseline is None) == (candidates_dir is None):
+        raise EvaluationError("give exactly one of --baseline eager|compile or --candidates DIR")
+    if baseline not in (None, "eager", "compile"):
+        raise EvaluationError(f"unknown baseline {baseline!r}: use eager or compile")
+    if candidates_dir is not None and not candidates_dir.is_dir():
+        raise EvaluationError(f"candidates directory {candidates_dir} does not exist")
+
+
+def _problems(suite: Suite, ops: list[str] | None) -> list[Problem]:
+    """The suite's problems, or those named by `ops` in that order."""
+    if not ops:
+        return list(suite.problems.values())
+    unknown = [o for o in ops if o not in suite.problems]
+    if unknown:
+        raise EvaluationError(f"unknown problem(s) {', '.join(unknown)}; known: {', '.join(suite.problems)}")
+    return [suite.problems[o] for o in ops]
+
+
+def _jobs(selected: list[Problem], tier: str, options: EvalOptions, baseline: str | None,
+          candidates_dir: Path | None) -> tuple[list[EvalJob], dict[str, CandidateResult]]:
+    """One job per problem with a candidate (the baseline, or its file in `candidates_dir`); a problem without
+    one gets its result at once: every shape `no_candidate`."""
     jobs: list[EvalJob] = []
     missing: dict[str, CandidateResult] = {}
-    selected = [p for p in problems if p.shapes_for(tier)]
     for problem in selected:
         if baseline is not None:
             spec: CandidateSpec | None = CandidateSpec(baseline)
@@ -67,67 +114,51 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
                 {}, error)
         else:
             jobs.append(EvalJob(problem.name, problem, spec, options))
-    lock = threading.Lock()
-    label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
+    return jobs, missing
 
-    def on_shape(job: EvalJob, result: ShapeResult) -> None:
-        if progress:
-            with lock:
-                progress(job.key, "shape", result)
 
-    finished: dict[str, CandidateResult] = dict(missing)
-    # Each result is scored against the profile of the GPU that measured it (recorded by name in its
-    # provenance; a remote executor also ships the profile itself, which may be a node's measured one).
-    profiles: dict[str, HardwareProfile] = {profile.name: profile} if profile else {}
-    used: list[str] = []
+class _Profiles:
+    """The hardware profile each result is scored against: that of the GPU that measured it (recorded by name in
+    its provenance; a remote executor also ships the profile itself, which may be a node's measured one)."""
 
-    def headline() -> HardwareProfile:
-        if profile is not None:
-            return profile
-        if used:
-            return profiles[max(set(used), key=used.count)]  # the model that measured most ops
-        return get_profile("cpu")  # nothing ran yet
+    def __init__(self, profile: HardwareProfile | None) -> None:
+        self.fixed = profile  # this machine's (or the one asked for); None for a remote executor
+        self.by_name: dict[str, HardwareProfile] = {profile.name: profile} if profile else {}
+        self.used: list[str] = []  # the profile of every result so far, by name
 
-    def profile_of(result: CandidateResult) -> HardwareProfile:
-        name = result.provenance.get("hardware_profile")
-        if not name:
-            return headline()
-        if name not in profiles:
-            profiles[name] = get_profile(str(name))
-        return profiles[name]
-
-    def scored() -> tuple[list[CandidateResult], list[OpScore]]:
-        done = [finished[p.name] for p in selected if p.name in finished]
-        by_name = {p.name: p for p in selected}
-        return done, [score_op(by_name[r.problem], r, profile_of(r), launch_floor_s(profile_of(r))) for r in done]
-
-    for outcome in executor.run(jobs, on_shape=on_shape):
+    def saw(self, outcome: JobOutcome) -> None:
         name = outcome.result.provenance.get("hardware_profile")
         if name:
             if outcome.profile is not None:
-                profiles.setdefault(str(name), outcome.profile)
-            used.append(str(name))
-        finished[outcome.job.key] = outcome.result
-        if progress:
-            with lock:
-                progress(outcome.job.key, "op_done", None)
-        if checkpoint:
-            done, partial_scores = scored()
-            checkpoint(BenchReport(f"{label} (partial)", str(suite.directory), device, tier, headline(), done, partial_scores,
-                                   aggregate(partial_scores), round(time.time() - started, 1)))
-    if naive and jobs:
-        _attach_naive_verdicts(executor, jobs, finished, progress, lock)
-    results, scores = scored()
-    names = sorted(set(used) | ({profile.name} if profile else set()))
-    mixed = len(names) > 1
-    label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
-    from aka_tui.bench.scoring.weights import weight_summary
+                self.by_name.setdefault(str(name), outcome.profile)
+            self.used.append(str(name))
 
-    return BenchReport(label, str(suite.directory), device, tier, headline(), results, scores, aggregate(scores),
-                       round(time.time() - started, 1), {k: str(v) for k, v in suite.errors.items()},
-                       executor=executor.name, slots=executor.describe(),
-                       mixed_hardware=names if mixed else [],
-                       weights=weight_summary(selected, suite.directory, tier))
+    def headline(self) -> HardwareProfile:
+        """The report's profile: the fixed one, else the model that measured most ops."""
+        if self.fixed is not None:
+            return self.fixed
+        if self.used:
+            return self.by_name[max(set(self.used), key=self.used.count)]
+        return get_profile("cpu")  # nothing ran yet
+
+    def of(self, result: CandidateResult) -> HardwareProfile:
+        name = result.provenance.get("hardware_profile")
+        if not name:
+            return self.headline()
+        if name not in self.by_name:
+            self.by_name[name] = get_profile(str(name))
+        return self.by_name[name]
+
+    def names(self) -> list[str]:
+        return sorted(set(self.used) | ({self.fixed.name} if self.fixed else set()))
+
+
+def _scored(selected: list[Problem], finished: dict[str, CandidateResult],
+            profiles: _Profiles) -> tuple[list[CandidateResult], list[OpScore]]:
+    """The finished results in suite order, each scored against its own profile."""
+    done = [finished[p.name] for p in selected if p.name in finished]
+    by_name = {p.name: p for p in selected}
+    return done, [score_op(by_name[r.problem], r, profiles.of(r), launch_floor_s(profiles.of(r))) for r in done]
 
 
 def _attach_naive_verdicts(executor: Executor, jobs: list[EvalJob], finished: dict[str, CandidateResult],

@@ -11,7 +11,7 @@ from typing import Any
 
 from aka_tui import __version__
 from aka_tui.errors import TraceError
-from aka_tui.trace.link import build_index, cpu_spans, link_kernels
+from aka_tui.trace.link import TraceIndex, build_index, cpu_spans, link_kernels
 from aka_tui.trace.load import file_sha256, read_trace
 from aka_tui.trace.rules import RuleSet
 
@@ -53,113 +53,54 @@ def select_shapes(times: dict[str, float], coverage: float, max_shapes: int | No
     return kept
 
 
+@dataclass
+class _Tally:
+    """Linked time per (op, shape), how each op was mapped, the time no rule matched and the kernels' link kinds."""
+
+    per_op: dict[str, dict[str, _Acc]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(_Acc)))
+    via: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    unknown: dict[str, _Acc] = field(default_factory=lambda: defaultdict(_Acc))
+    links: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    def total_us(self) -> float:
+        return sum(a.time_us for shapes in self.per_op.values() for a in shapes.values())
+
+    def unknown_us(self) -> float:
+        return sum(a.time_us for a in self.unknown.values())
+
+
 def import_trace(path: str | Path, rules: RuleSet, options: ImportOptions) -> dict[str, Any]:
     """Read, link and aggregate a trace; returns the weights document (see docs/trace.md)."""
-    if not 0 < options.coverage <= 1:
-        raise TraceError(f"--coverage must be in (0, 1], not {options.coverage}")
-    if options.max_shapes is not None and options.max_shapes < 1:
-        raise TraceError(f"--max-shapes must be at least 1, not {options.max_shapes}")
+    _check_options(options)
     path = Path(path)
     data = read_trace(path)
     index = build_index(data["traceEvents"])
-    source = options.time_source
-    if source == "auto":
-        source = "gpu" if index.kernels else "cpu"
-    if source == "gpu" and not index.kernels:
-        raise TraceError(f"trace {path} has no GPU kernel events (a CPU-only trace?); use --time-source cpu")
-    if source == "cpu" and not index.counts["aka_annotations"]:
-        raise TraceError(f"trace {path} has no GPU kernels and no `aka:<op>:<shape>` annotations to time on the "
-                         "CPU; record on a GPU, or wrap op calls in record_function (see docs/trace.md)")
-
-    per_op: dict[str, dict[str, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
-    via: dict[str, set[str]] = defaultdict(set)
-    unknown: dict[str, _Acc] = defaultdict(_Acc)
-    links_count: dict[str, int] = defaultdict(int)
-    matched: dict[tuple[str, str | None], Any] = {}  # kernel names repeat: match each (name, cpu op) once
-    if source == "gpu":
-        for k in link_kernels(index):
-            links_count[k.link] += 1
-            if k.annotation:
-                op, shape = k.annotation
-                acc, how = per_op[op][shape], "annotation"
-                acc.calls.add(k.annotation_index if k.annotation_index is not None else id(k))
-            else:
-                key = (k.name, k.cpu_op)
-                rule = matched[key] if key in matched else matched.setdefault(key, rules.match(k.name, k.cpu_op))
-                if rule is None:
-                    acc = unknown[k.name]
-                    acc.time_us += k.dur_us
-                    acc.kernels += 1
-                    continue
-                op, shape, how = rule.op, k.cpu_signature or "unknown-shape", "rule"
-                acc = per_op[op][shape]
-                acc.calls.add(id(k))
-            via[op].add(how)
-            acc.time_us += k.dur_us
-            acc.kernels += 1
-            acc.names[k.name] += k.dur_us
-    else:
-        for span in cpu_spans(index):
-            if span.annotation:
-                op, shape = span.annotation
-                acc = per_op[op][shape]
-                acc.time_us += span.dur_us
-                acc.calls.add(id(span))
-                acc.names[span.name] += span.dur_us
-                via[op].add("annotation")
-            else:
-                acc = unknown[f"cpu_op {span.name}"]
-                acc.time_us += span.dur_us
-                acc.kernels += 1
-
-    observed_total = sum(a.time_us for shapes in per_op.values() for a in shapes.values()) + sum(
-        a.time_us for a in unknown.values())
+    source = _time_source(index, options.time_source, path)
+    tally = _tally_kernels(index, rules) if source == "gpu" else _tally_cpu_spans(index)
+    observed_total = tally.total_us() + tally.unknown_us()
     if observed_total <= 0:
         raise TraceError(f"trace {path} has no timed activity to attribute")
-    unknown_share = sum(a.time_us for a in unknown.values()) / observed_total
+    unknown_share = tally.unknown_us() / observed_total
     basis_note: dict[str, Any] = {"basis": options.basis}
     if options.basis == "roofline":
-        basis_note.update(_retime_by_roofline(per_op, index.annotated_calls(), data, options))
-        total = sum(a.time_us for shapes in per_op.values() for a in shapes.values())
+        basis_note.update(_retime_by_roofline(tally.per_op, index.annotated_calls(), data, options))
+        total = tally.total_us()
         if total <= 0:
             raise TraceError(f"trace {path}: no annotated call has a cached roofline to time it by")
     elif options.basis == "observed":
         total = observed_total
     else:
         raise TraceError(f"unknown basis {options.basis!r}: use observed or roofline")
-    ops: dict[str, Any] = {}
-    for op, shapes in sorted(per_op.items(), key=lambda kv: -sum(a.time_us for a in kv[1].values())):
-        op_time = sum(a.time_us for a in shapes.values())
-        times = {s: a.time_us for s, a in shapes.items()}
-        kept = select_shapes(times, options.coverage, options.max_shapes)
-        kept_time = sum(times[s] for s in kept)
-        names: dict[str, float] = defaultdict(float)
-        for a in shapes.values():
-            for n, t in a.names.items():
-                names[n] += t
-        ops[op] = {
-            "importance": round(100.0 * op_time / total, 6),
-            "time_us": round(op_time, 3),
-            "calls": sum(len(a.calls) for a in shapes.values()),
-            "kernels": sum(a.kernels for a in shapes.values()),
-            "mapped_by": sorted(via[op]),
-            "covered_share": round(kept_time / op_time, 6) if op_time > 0 else 1.0,
-            "shapes": {s: {"weight": round(times[s] / op_time, 6) if op_time > 0 else 0.0,
-                           "time_us": round(times[s], 3), "calls": len(shapes[s].calls),
-                           "kernels": shapes[s].kernels} for s in kept},
-            "dropped_shapes": {s: round(times[s] / op_time, 6) if op_time > 0 else 0.0
-                               for s in sorted(times, key=lambda s: -times[s]) if s not in kept},
-            "top_kernels": [{"name": n, "time_us": round(t, 3)}
-                            for n, t in sorted(names.items(), key=lambda kv: -kv[1])[:5]],
-        }
+    ops = {op: _op_entry(shapes, tally.via[op], total, options)
+           for op, shapes in sorted(tally.per_op.items(), key=lambda kv: -sum(a.time_us for a in kv[1].values()))}
     unknown_rows = [{"name": n, "time_us": round(a.time_us, 3), "count": a.kernels,
                      "share": round(a.time_us / observed_total, 6)}
-                    for n, a in sorted(unknown.items(), key=lambda kv: -kv[1].time_us)]
+                    for n, a in sorted(tally.unknown.items(), key=lambda kv: -kv[1].time_us)]
     meta = {k: data[k] for k in ("deviceProperties", "record_shapes", "trace_id") if k in data}
     provenance = {
         "trace": str(path), "trace_sha256": file_sha256(path), "time_source": source,
         **basis_note, "total_time_us": round(total, 3), "events": dict(sorted(index.counts.items())),
-        "kernel_links": dict(sorted(links_count.items())), "rules": list(rules.sources),
+        "kernel_links": dict(sorted(tally.links.items())), "rules": list(rules.sources),
         "rules_sha256": rules.sha256, "coverage": options.coverage, "max_shapes": options.max_shapes,
         "imported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "aka_version": __version__,
         "trace_metadata": meta,
@@ -168,6 +109,99 @@ def import_trace(path: str | Path, rules: RuleSet, options: ImportOptions) -> di
         provenance["workload"] = data["aka_workload"]
     return {"format": WEIGHTS_FORMAT, "provenance": provenance, "ops": ops,
             "unknown_share": round(unknown_share, 6), "unknown": unknown_rows}
+
+
+def _check_options(options: ImportOptions) -> None:
+    if not 0 < options.coverage <= 1:
+        raise TraceError(f"--coverage must be in (0, 1], not {options.coverage}")
+    if options.max_shapes is not None and options.max_shapes < 1:
+        raise TraceError(f"--max-shapes must be at least 1, not {options.max_shapes}")
+
+
+def _time_source(index: TraceIndex, wanted: str, path: Path) -> str:
+    """`gpu` or `cpu`: the one asked for (`auto`: gpu when the trace has kernels), if the trace can give it."""
+    source = wanted
+    if source == "auto":
+        source = "gpu" if index.kernels else "cpu"
+    if source == "gpu" and not index.kernels:
+        raise TraceError(f"trace {path} has no GPU kernel events (a CPU-only trace?); use --time-source cpu")
+    if source == "cpu" and not index.counts["aka_annotations"]:
+        raise TraceError(f"trace {path} has no GPU kernels and no `aka:<op>:<shape>` annotations to time on the "
+                         "CPU; record on a GPU, or wrap op calls in record_function (see docs/trace.md)")
+    return source
+
+
+def _tally_kernels(index: TraceIndex, rules: RuleSet) -> _Tally:
+    """GPU time: each kernel to its `aka:<op>:<shape>` annotation, else to the op of the first rule it matches."""
+    tally = _Tally()
+    matched: dict[tuple[str, str | None], Any] = {}  # kernel names repeat: match each (name, cpu op) once
+    for k in link_kernels(index):
+        tally.links[k.link] += 1
+        if k.annotation:
+            op, shape = k.annotation
+            acc, how = tally.per_op[op][shape], "annotation"
+            acc.calls.add(k.annotation_index if k.annotation_index is not None else id(k))
+        else:
+            key = (k.name, k.cpu_op)
+            rule = matched[key] if key in matched else matched.setdefault(key, rules.match(k.name, k.cpu_op))
+            if rule is None:
+                acc = tally.unknown[k.name]
+                acc.time_us += k.dur_us
+                acc.kernels += 1
+                continue
+            op, shape, how = rule.op, k.cpu_signature or "unknown-shape", "rule"
+            acc = tally.per_op[op][shape]
+            acc.calls.add(id(k))
+        tally.via[op].add(how)
+        acc.time_us += k.dur_us
+        acc.kernels += 1
+        acc.names[k.name] += k.dur_us
+    return tally
+
+
+def _tally_cpu_spans(index: TraceIndex) -> _Tally:
+    """CPU time: each annotated range to its (op, shape); every other CPU op range is unknown."""
+    tally = _Tally()
+    for span in cpu_spans(index):
+        if span.annotation:
+            op, shape = span.annotation
+            acc = tally.per_op[op][shape]
+            acc.time_us += span.dur_us
+            acc.calls.add(id(span))
+            acc.names[span.name] += span.dur_us
+            tally.via[op].add("annotation")
+        else:
+            acc = tally.unknown[f"cpu_op {span.name}"]
+            acc.time_us += span.dur_us
+            acc.kernels += 1
+    return tally
+
+
+def _op_entry(shapes: dict[str, _Acc], via: set[str], total: float, options: ImportOptions) -> dict[str, Any]:
+    """One op's entry: its importance in the total, the shapes the coverage rule keeps and their weights."""
+    op_time = sum(a.time_us for a in shapes.values())
+    times = {s: a.time_us for s, a in shapes.items()}
+    kept = select_shapes(times, options.coverage, options.max_shapes)
+    kept_time = sum(times[s] for s in kept)
+    names: dict[str, float] = defaultdict(float)
+    for a in shapes.values():
+        for n, t in a.names.items():
+            names[n] += t
+    return {
+        "importance": round(100.0 * op_time / total, 6),
+        "time_us": round(op_time, 3),
+        "calls": sum(len(a.calls) for a in shapes.values()),
+        "kernels": sum(a.kernels for a in shapes.values()),
+        "mapped_by": sorted(via),
+        "covered_share": round(kept_time / op_time, 6) if op_time > 0 else 1.0,
+        "shapes": {s: {"weight": round(times[s] / op_time, 6) if op_time > 0 else 0.0,
+                       "time_us": round(times[s], 3), "calls": len(shapes[s].calls),
+                       "kernels": shapes[s].kernels} for s in kept},
+        "dropped_shapes": {s: round(times[s] / op_time, 6) if op_time > 0 else 0.0
+                           for s in sorted(times, key=lambda s: -times[s]) if s not in kept},
+        "top_kernels": [{"name": n, "time_us": round(t, 3)}
+                        for n, t in sorted(names.items(), key=lambda kv: -kv[1])[:5]],
+    }
 
 
 def _retime_by_roofline(per_op: dict[str, dict[str, _Acc]], calls: dict[tuple[str, str], int],

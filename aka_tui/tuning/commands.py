@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aka_tui.bench.measure.job import DEFAULT_CPU_REPS, DEFAULT_INPUT_SETS
 from aka_tui.tuning import DEFAULT_MAX_CONFIGS, STRATEGIES, SweepError, describe_changes, fmt_us
 
 
@@ -145,8 +146,9 @@ def register(actions: Any) -> None:
                    help="seconds one configuration may run before its child process is killed (default 300)")
     s.add_argument("--in-process", action="store_true",
                    help="run in this process instead of one child process per op (a crash then ends the sweep)")
-    s.add_argument("--input-sets", type=int, help="rotating timing input sets (default 3 on CUDA, 1 on CPU)")
-    s.add_argument("--cpu-reps", type=int, default=3, help="timed calls per configuration on the CPU (default 3)")
+    s.add_argument("--input-sets", type=int, help=f"rotating timing input sets (default {DEFAULT_INPUT_SETS} on CUDA, 1 on CPU)")
+    s.add_argument("--cpu-reps", type=int, default=DEFAULT_CPU_REPS,
+                   help=f"timed calls per configuration on the CPU (default {DEFAULT_CPU_REPS})")
     s.add_argument("--suite", help="suite directory (default: the shipped problems/)")
     s.add_argument("--hardware", help="roofline profile name (default: detected)")
     s.add_argument("--measured", action="store_true", help="use the calibrated profile of this GPU")

@@ -22,12 +22,11 @@ from typing import Any, Callable
 from aka_tui.bench.evaluator.isolation import WorkerLimits
 from aka_tui.bench.sandbox import bwrap
 from aka_tui.bench.sandbox.containment import ContainedProcess
+from aka_tui.tuning.trials import Trial, config_key
 
 EXIT_CUDA_ERROR = 3  # as the evaluator's worker (bench/worker_entry.EXIT_RESTART): the context is unusable
 MAX_RESTARTS = 4
 STARTUP_S = 300.0
-
-
 
 
 def _stderr_fd() -> int:
@@ -100,8 +99,7 @@ def run_isolated(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[s
 
 def _run_children(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[str, Any]], None],
                   limits: WorkerLimits, started: Callable[[ContainedProcess], Any]) -> dict[str, Any]:
-    from aka_tui.tuning.sweep import Trial, config_key
-
+    """Children one after the other, each given every trial so far, until one reports the op's result."""
     trials: dict[tuple[str, str], dict[str, Any]] = {}
     restarts = 0
     last_error = ""
@@ -110,78 +108,114 @@ def _run_children(job: dict[str, Any], stall_s: float, on_event: Callable[[dict[
             path = Path(tmp) / f"events-{restarts}.jsonl"
             proc = _spawn(job, Path(tmp), path, limits)
             started(proc)
-            stdin = proc.proc.stdin
-            assert stdin is not None
-            try:
-                stdin.write(json.dumps({**job, "known": list(trials.values())}).encode())
-                stdin.close()
-            except BrokenPipeError:
-                pass
-            events = _Events(path)
-            inflight: dict[str, Any] | None = None
-            result: dict[str, Any] | None = None
-            ready, last, stalled = False, time.monotonic(), False
-            lock_wait: float | None = None  # since when the child waits for the GPU lock (no stall limit then)
-            told = False
-            while True:
-                code = proc.poll()
-                for event in events.read():
-                    last = time.monotonic()
-                    kind = event.get("event")
-                    if kind == "gpu_lock":
-                        lock_wait = last if event.get("state") == "waiting" else None
-                    elif kind == "ready":
-                        ready = True
-                        on_event(event)
-                    elif kind == "start":
-                        inflight = event
-                    elif kind == "trial":
-                        trial = event["trial"]
-                        trials[(config_key(trial["config"]), trial["shape_id"])] = trial
-                        inflight = None
-                        on_event(event)
-                    elif kind == "result":
-                        result = event["result"]
-                if code is not None:
-                    break
-                if lock_wait is not None:
-                    if not told and time.monotonic() - lock_wait > 2.0:
-                        print(f"{job['op']}: waiting for the GPU lock (another aka process is timing on this GPU)",
-                              file=sys.stderr, flush=True)
-                        told = True
-                    last = time.monotonic()
-                limit = stall_s if ready else max(stall_s, STARTUP_S)
-                if time.monotonic() - last > limit:
-                    proc.kill()
-                    code = proc.wait()
-                    stalled = True
-                    for event in events.read():  # anything written before the kill
-                        if event.get("event") == "trial":
-                            trial = event["trial"]
-                            trials[(config_key(trial["config"]), trial["shape_id"])] = trial
-                            inflight = None
-                    break
-                time.sleep(0.1)
+            _send_job(proc, {**job, "known": list(trials.values())})
+            child = _Child(proc, _Events(path), trials, on_event)
+            child.follow(job["op"], stall_s)
             proc.close()  # whatever the child left running dies with it
-            if result is not None:
-                return result
-            if inflight is not None:
-                status = "timeout" if stalled else "crashed"
-                what = f"no progress for {stall_s:.0f} s; child killed" if stalled else f"child {proc.exit_description(code)}"
-                failed = Trial(int(inflight["index"]), inflight["shape_id"], inflight["config"], inflight["changed"],
-                               inflight["phase"], status, f"{what} while running this configuration").to_json()
+            if child.result is not None:
+                return child.result
+            if child.inflight is not None:
+                failed = child.failed_trial(stall_s)
                 trials[(config_key(failed["config"]), failed["shape_id"])] = failed
                 on_event({"event": "trial", "trial": failed, "op": job["op"]})
                 last_error = failed["error"]
-            elif code != EXIT_CUDA_ERROR:
-                last_error = (f"child {proc.exit_description(code)}" + (" (stalled)" if stalled else "") +
+            elif child.code != EXIT_CUDA_ERROR:
+                last_error = (f"child {child.exit_description()}" + (" (stalled)" if child.stalled else "") +
                               " outside any configuration (see its output above)")
-                if not ready:
+                if not child.ready:
                     break  # it cannot even load the op: a restart would do the same
             restarts += 1
     from aka_tui.tuning.sweep import failed_op_record
 
     return failed_op_record(job["op"], None, f"the sweep could not finish: {last_error}", list(trials.values()))
+
+
+def _send_job(proc: ContainedProcess, job: dict[str, Any]) -> None:
+    stdin = proc.proc.stdin
+    assert stdin is not None
+    try:
+        stdin.write(json.dumps(job).encode())
+        stdin.close()
+    except BrokenPipeError:
+        pass
+
+
+class _Child:
+    """One child as the parent follows it: the trials it reports, the configuration in flight, how it ended."""
+
+    def __init__(self, proc: ContainedProcess, events: _Events, trials: dict[tuple[str, str], dict[str, Any]],
+                 on_event: Callable[[dict[str, Any]], None]) -> None:
+        self.proc, self.events, self.trials, self.on_event = proc, events, trials, on_event
+        self.code: int | None = None
+        self.ready = False
+        self.stalled = False
+        self.inflight: dict[str, Any] | None = None
+        self.result: dict[str, Any] | None = None
+        self.lock_wait: float | None = None  # since when the child waits for the GPU lock (no stall limit then)
+        self.last = time.monotonic()  # when the child last wrote an event
+
+    def follow(self, op: str, stall_s: float) -> None:
+        """Read its events until it exits, or kill it once it stays silent past the stall limit."""
+        told = False
+        while True:
+            self.code = self.proc.poll()
+            for event in self.events.read():
+                self.last = time.monotonic()
+                self._handle(event)
+            if self.code is not None:
+                return
+            if self.lock_wait is not None:
+                if not told and time.monotonic() - self.lock_wait > 2.0:
+                    print(f"{op}: waiting for the GPU lock (another aka process is timing on this GPU)",
+                          file=sys.stderr, flush=True)
+                    told = True
+                self.last = time.monotonic()
+            limit = stall_s if self.ready else max(stall_s, STARTUP_S)
+            if time.monotonic() - self.last > limit:
+                self._kill_stalled()
+                return
+            time.sleep(0.1)
+
+    def _handle(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "gpu_lock":
+            self.lock_wait = self.last if event.get("state") == "waiting" else None
+        elif kind == "ready":
+            self.ready = True
+            self.on_event(event)
+        elif kind == "start":
+            self.inflight = event
+        elif kind == "trial":
+            self._keep(event["trial"])
+            self.on_event(event)
+        elif kind == "result":
+            self.result = event["result"]
+
+    def _keep(self, trial: dict[str, Any]) -> None:
+        self.trials[(config_key(trial["config"]), trial["shape_id"])] = trial
+        self.inflight = None
+
+    def _kill_stalled(self) -> None:
+        self.proc.kill()
+        self.code = self.proc.wait()
+        self.stalled = True
+        for event in self.events.read():  # anything written before the kill
+            if event.get("event") == "trial":
+                self._keep(event["trial"])
+
+    def exit_description(self) -> str:
+        assert self.code is not None  # `follow` returns once the child has exited
+        return self.proc.exit_description(self.code)
+
+    def failed_trial(self, stall_s: float) -> dict[str, Any]:
+        """The configuration in flight when the child died or stalled, recorded as `crashed` or `timeout`."""
+        inflight = self.inflight
+        assert inflight is not None
+        status = "timeout" if self.stalled else "crashed"
+        what = (f"no progress for {stall_s:.0f} s; child killed" if self.stalled
+                else f"child {self.exit_description()}")
+        return Trial(int(inflight["index"]), inflight["shape_id"], inflight["config"], inflight["changed"],
+                     inflight["phase"], status, f"{what} while running this configuration").to_json()
 
 
 def child_main(events_path: str) -> int:

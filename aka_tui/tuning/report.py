@@ -17,7 +17,7 @@ from aka_tui.bench.scoring.report import text_table
 from aka_tui.errors import run_main
 from aka_tui.secrets import scrub
 from aka_tui.tuning import describe_changes, fmt_us
-from aka_tui.tuning.sweep import SWEEP_VERSION
+from aka_tui.tuning.trials import SWEEP_VERSION
 
 HEADERS = ["op", "shape", "w", "bound", "default us", "best us", "speed-up", "TB/s def>best", "%BW def>best",
            "TFLOP/s def>best", "T_SOL/T def>best", "best config", "configs"]

@@ -12,7 +12,8 @@ from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.errors import AkaError
 from aka_tui.knowledge.reference_kernels import ReferenceKernel, kernels_for_op
 from aka_tui.knowledge.store import KnowledgeBase, load_kb
-from aka_tui.tuning.sweep import SweepError, SweepOptions, failed_op_record
+from aka_tui.tuning import SweepError
+from aka_tui.tuning.sweep import SweepOptions, failed_op_record
 
 
 def resolve_kernel(problem: Problem, kb: KnowledgeBase, entry_id: str | None = None) -> ReferenceKernel:

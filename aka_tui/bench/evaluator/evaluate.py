@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from aka_tui.bench.evaluator.isolation import WorkerLimits, WorkerOutcome, run_job
-from aka_tui.bench.measure.job import CandidateRef, MeasureJob
+from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
+from aka_tui.bench.measure.job import (
+    DEFAULT_CASES,
+    DEFAULT_CPU_REPS,
+    DEFAULT_FP64_FLOP_LIMIT,
+    DEFAULT_INPUT_SETS,
+    CandidateRef,
+    MeasureJob,
+)
 from aka_tui.bench.measure.parent_check import check_outcome
 from aka_tui.bench.measure.results import SCHEMA_VERSION, CandidateResult, ShapeResult
 from aka_tui.bench.measure.static_scan import scan_source
@@ -50,19 +58,19 @@ class EvalOptions:
 
     device: str = "auto"
     tier: str | None = None  # None: smoke on the CPU, full on a GPU
-    cases: int = 3
-    input_sets: int = 3
+    cases: int = DEFAULT_CASES
+    input_sets: int = DEFAULT_INPUT_SETS
     timing: bool = True
     compare_eager: bool = False
     compare_compile: bool = False
     hardware: str | None = None
     measured: bool = False
     shape_ids: list[str] | None = None
-    fp64_flop_limit: float = 5e11
-    cpu_reps: int = 3
+    fp64_flop_limit: float = DEFAULT_FP64_FLOP_LIMIT
+    cpu_reps: int = DEFAULT_CPU_REPS
     fuzz: int | None = None  # fuzzed shapes per candidate (None: 4 for candidate files, 0 for baselines)
     replay_seed: int | None = None  # run exactly this seed as the only correctness case
-    own_share_threshold: float = 0.9
+    own_share_threshold: float = DEFAULT_OWN_SHARE_THRESHOLD
     visible_devices: str | None = None  # set by an executor: the physical GPU the worker is pinned to
     hardening: bool = True  # False: the naive check (one case, allclose, no poison/audit/fuzz/tamper checks)
     verify_timed: bool = True  # False: timed calls unchecked (outputs, launches, device time): to measure the cost

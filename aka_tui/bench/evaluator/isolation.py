@@ -195,97 +195,135 @@ def run_job(job: MeasureJob | dict[str, Any], limits: WorkerLimits,
 
 def _run_workers(job: dict[str, Any], limits: WorkerLimits, on_shape: Callable[[ShapeResult], None] | None,
                  on_shape_start: Callable[[str], None] | None, live: list[_Worker]) -> WorkerOutcome:
-    remaining = list(job["shape_ids"])
-    evidence: dict[str, list[dict[str, Any]]] = {}
-    results: dict[str, ShapeResult] = {}
-    restarts = 0
-    compiled, compile_error = True, None
-    empty_launch_ms: float | None = None
+    return _Evaluation(job, limits, on_shape, on_shape_start).run(live)
 
-    def record(result: ShapeResult) -> None:
-        results[result.shape_id] = result
-        if result.shape_id in remaining:
-            remaining.remove(result.shape_id)
-        if on_shape:
-            on_shape(result)
 
-    with tempfile.TemporaryDirectory(prefix="aka-worker-", ignore_cleanup_errors=True) as tmp:
-        while remaining:
-            log_path = Path(tmp) / f"worker-{restarts}.log"
-            worker = _Worker({**job, "shape_ids": remaining}, log_path, limits)
-            live.append(worker)
-            current: str | None = None
-            startup = True
-            failure: tuple[str, str] | None = None
-            while True:
-                try:
-                    message = worker.next_message(limits.startup_s if startup else limits.per_shape_s)
-                except channel.ChannelTampered as exc:
-                    worker.kill()
-                    worker.close()
-                    error = StageError("worker", "tampered", f"{exc}: something in the worker (the candidate?) wrote "
-                                       "into the evaluator's message channel; the worker was killed")
-                    if startup and current is None:
-                        compiled, compile_error = False, error
-                    for shape_id in list(remaining):
-                        record(ShapeResult(shape_id, "tampered", [], error))
+@dataclass
+class _WorkerState:
+    """Where one worker is: still starting (compiling), which shape it runs, and how it failed, if it did."""
+
+    startup: bool = True
+    current: str | None = None
+    failure: tuple[str, str] | None = None  # (status, message)
+
+
+class _Evaluation:
+    """The shapes of one job across its workers: a worker that dies or hangs costs the shape it was running, and
+    a fresh one takes the rest, up to `max_restarts`."""
+
+    def __init__(self, job: dict[str, Any], limits: WorkerLimits, on_shape: Callable[[ShapeResult], None] | None,
+                 on_shape_start: Callable[[str], None] | None) -> None:
+        self.job, self.limits, self.on_shape, self.on_shape_start = job, limits, on_shape, on_shape_start
+        self.remaining = list(job["shape_ids"])
+        self.evidence: dict[str, list[dict[str, Any]]] = {}
+        self.results: dict[str, ShapeResult] = {}
+        self.restarts = 0
+        self.compiled = True
+        self.compile_error: StageError | None = None
+        self.empty_launch_ms: float | None = None
+
+    def run(self, live: list[_Worker]) -> WorkerOutcome:
+        with tempfile.TemporaryDirectory(prefix="aka-worker-", ignore_cleanup_errors=True) as tmp:
+            while self.remaining:
+                log_path = Path(tmp) / f"worker-{self.restarts}.log"
+                worker = _Worker({**self.job, "shape_ids": self.remaining}, log_path, self.limits)
+                live.append(worker)
+                state = self._follow(worker, log_path)
+                if state.failure is not None and not self._after_failure(state, state.failure):
                     break
-                if message is None:
-                    if worker.eof:
-                        code = worker.close()
-                        if code == EXIT_RESTART and current is None:
-                            restarts += 1  # a CUDA error was reported; the rest needs a fresh context
-                            break
-                        failure = _exit_failure(worker.proc, code, log_path)
-                    else:
-                        worker.kill()
-                        worker.close()
-                        limit = limits.startup_s if startup else limits.per_shape_s
-                        what = "compiling/starting" if startup else f"shape {current}"
-                        failure = ("timeout", f"{what} exceeded {limit:.0f} s; worker killed")
-                    break
-                event = message["event"]
-                if event == "compiled":
-                    if not message["ok"]:
-                        error = _explained_error(worker, StageError(**message["error"]))
-                        compiled, compile_error = False, error
-                        for shape_id in list(remaining):
-                            record(ShapeResult(shape_id, error.kind, [], error))
-                        worker.close()
-                        break
-                    startup = False
-                    if message.get("empty_launch_ms") is not None:
-                        empty_launch_ms = float(message["empty_launch_ms"])
-                elif event == "shape_start":
-                    current = message["shape_id"]
-                    if on_shape_start:
-                        on_shape_start(current)
-                elif event == "shape_result":
-                    result = _explained(worker, ShapeResult.from_json(message["result"]))
-                    evidence[result.shape_id] = list(message.get("evidence") or [])
-                    record(result)
-                    current = None
-                elif event == "done":
-                    worker.close()
-                    break
-            if failure is None:
-                continue
-            status, text = failure
-            victim = current if current is not None else (remaining[0] if remaining else None)
-            if startup and current is None:
-                # Died or hung before any shape: the candidate cannot be loaded.
-                error = StageError("compile", status, text)
-                compiled, compile_error = False, error
-                for shape_id in list(remaining):
-                    record(ShapeResult(shape_id, status, [], error))
-                break
-            if victim is not None:
-                record(ShapeResult(victim, status, [], StageError("worker", status, text)))
-            restarts += 1
-            if restarts > limits.max_restarts and remaining:
-                error = StageError("worker", "skipped", f"worker restarted {restarts} times; remaining shapes skipped")
-                for shape_id in list(remaining):
-                    record(ShapeResult(shape_id, "skipped", [], error))
-    ordered = [results[s] for s in job["shape_ids"] if s in results]
-    return WorkerOutcome(compiled, compile_error, ordered, empty_launch_ms, live[-1].report.to_json() if live else {},
-                      evidence)
+        ordered = [self.results[s] for s in self.job["shape_ids"] if s in self.results]
+        return WorkerOutcome(self.compiled, self.compile_error, ordered, self.empty_launch_ms,
+                             live[-1].report.to_json() if live else {}, self.evidence)
+
+    def record(self, result: ShapeResult) -> None:
+        self.results[result.shape_id] = result
+        if result.shape_id in self.remaining:
+            self.remaining.remove(result.shape_id)
+        if self.on_shape:
+            self.on_shape(result)
+
+    def _record_remaining(self, status: str, error: StageError) -> None:
+        for shape_id in list(self.remaining):
+            self.record(ShapeResult(shape_id, status, [], error))
+
+    def _follow(self, worker: _Worker, log_path: Path) -> _WorkerState:
+        """The worker's messages until it is done, fails, or must be restarted."""
+        state = _WorkerState()
+        while True:
+            try:
+                message = worker.next_message(self.limits.startup_s if state.startup else self.limits.per_shape_s)
+            except channel.ChannelTampered as exc:
+                worker.kill()
+                worker.close()
+                error = StageError("worker", "tampered", f"{exc}: something in the worker (the candidate?) wrote "
+                                   "into the evaluator's message channel; the worker was killed")
+                if state.startup and state.current is None:
+                    self.compiled, self.compile_error = False, error
+                self._record_remaining("tampered", error)
+                return state
+            if message is None:
+                self._ended(worker, log_path, state)
+                return state
+            if self._handle(worker, message, state):
+                return state
+
+    def _ended(self, worker: _Worker, log_path: Path, state: _WorkerState) -> None:
+        """No message: the worker exited (a CUDA error's restart, or a failure) or timed out (killed)."""
+        if worker.eof:
+            code = worker.close()
+            if code == EXIT_RESTART and state.current is None:
+                self.restarts += 1  # a CUDA error was reported; the rest needs a fresh context
+                return
+            state.failure = _exit_failure(worker.proc, code, log_path)
+            return
+        worker.kill()
+        worker.close()
+        limit = self.limits.startup_s if state.startup else self.limits.per_shape_s
+        what = "compiling/starting" if state.startup else f"shape {state.current}"
+        state.failure = ("timeout", f"{what} exceeded {limit:.0f} s; worker killed")
+
+    def _handle(self, worker: _Worker, message: dict[str, Any], state: _WorkerState) -> bool:
+        """One message of the worker; True when the worker is finished (done, or its candidate did not compile)."""
+        event = message["event"]
+        if event == "compiled":
+            if not message["ok"]:
+                error = _explained_error(worker, StageError(**message["error"]))
+                self.compiled, self.compile_error = False, error
+                self._record_remaining(error.kind, error)
+                worker.close()
+                return True
+            state.startup = False
+            if message.get("empty_launch_ms") is not None:
+                self.empty_launch_ms = float(message["empty_launch_ms"])
+        elif event == "shape_start":
+            state.current = message["shape_id"]
+            if self.on_shape_start:
+                self.on_shape_start(message["shape_id"])
+        elif event == "shape_result":
+            result = _explained(worker, ShapeResult.from_json(message["result"]))
+            self.evidence[result.shape_id] = list(message.get("evidence") or [])
+            self.record(result)
+            state.current = None
+        elif event == "done":
+            worker.close()
+            return True
+        return False
+
+    def _after_failure(self, state: _WorkerState, failure: tuple[str, str]) -> bool:
+        """Record what a failed worker cost; False when no new worker should start (the candidate cannot load)."""
+        status, text = failure
+        victim = state.current if state.current is not None else (self.remaining[0] if self.remaining else None)
+        if state.startup and state.current is None:
+            # Died or hung before any shape: the candidate cannot be loaded.
+            error = StageError("compile", status, text)
+            self.compiled, self.compile_error = False, error
+            self._record_remaining(status, error)
+            return False
+        if victim is not None:
+            self.record(ShapeResult(victim, status, [], StageError("worker", status, text)))
+        self.restarts += 1
+        if self.restarts > self.limits.max_restarts and self.remaining:
+            error = StageError("worker", "skipped",
+                               f"worker restarted {self.restarts} times; remaining shapes skipped")
+            self._record_remaining("skipped", error)
+        return True

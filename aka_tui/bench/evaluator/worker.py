@@ -20,10 +20,10 @@ from aka_tui.bench.measure.audit import TritonLaunchRecorder
 from aka_tui.bench.measure.calls import MeasureFailure
 from aka_tui.bench.measure.integrity import IntegritySnapshot, ThreadStartCounter
 from aka_tui.bench.measure.job import MeasureJob
-from aka_tui.bench.measure.plan import input_checksums
 from aka_tui.bench.measure.results import ShapeResult, StageError
 from aka_tui.bench.measure.samples import timed_sampler
 from aka_tui.bench.measure.session import Session, measure_baselines, measure_shape
+from aka_tui.bench.measure.timed_checks import input_checksums
 from aka_tui.bench.measure.timing import Timers
 from aka_tui.bench.problem.fuzz import is_fuzz_id, resolve_shape
 from aka_tui.bench.problem.inputs import clone_inputs, make_inputs

@@ -1,9 +1,19 @@
-"""The typed job a measurement worker runs, and its JSON form on the worker's stdin."""
+"""The typed job a measurement worker runs, and its JSON form on the worker's stdin.
+
+The defaults of the job's measurement settings are written here once (the own-share threshold in
+`attribution`); the options a job is built from or turned into (`evaluate.EvalOptions`, `plan.PlanOptions`, the
+sweep's `SweepOptions`) take theirs from these constants.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+DEFAULT_CASES = 3  # seeded correctness cases per shape
+DEFAULT_INPUT_SETS = 3  # rotating timing input sets (each a correctness case too)
+DEFAULT_CPU_REPS = 3  # timed calls on the CPU (over the input sets in turn)
+DEFAULT_FP64_FLOP_LIMIT = 5e11  # above this many FLOPs a shape's reference runs in its own dtype, not float64
 
 
 @dataclass(frozen=True)

@@ -8,41 +8,35 @@ What ties the timed calls to the checked ones:
 - on CUDA, one profiled call per input set gives the device time of the same kernels: a timed median far below
   it means the timed calls did less work (`tampered`);
 - the interleaved checks run on the very tensors the timed calls use, unpoisoned, through the same loop.
+
+The timed calls and their checks are in `timed_checks.py`, the profiled calls in `profiled.py`; both work on the
+plan's state (its cases, recorder, reference launches and result).
 """
 
 from __future__ import annotations
 
-import statistics
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator
 
 import torch
 
-from aka_tui.bench.measure import poison
-from aka_tui.bench.measure.audit import AtenAuditMode, TritonLaunchRecorder, build_report, launch_difference
+from aka_tui.bench.measure import poison, timed_checks
+from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
+from aka_tui.bench.measure.audit import AtenAuditMode, TritonLaunchRecorder, build_report
 from aka_tui.bench.measure.calls import Call, MeasureFailure
 from aka_tui.bench.measure.cases import Case, ShapeCases
 from aka_tui.bench.measure.integrity import ThreadStartCounter, new_threads, thread_census
+from aka_tui.bench.measure.job import DEFAULT_CPU_REPS, DEFAULT_INPUT_SETS
 from aka_tui.bench.measure.results import AuditReport, TimingStats
-from aka_tui.bench.measure.samples import SampleMismatch, encode, failing_calls
-from aka_tui.bench.measure.timing import (
-    TimedCall,
-    Timers,
-    TimingHooks,
-    TimingRun,
-    cpu_protocol,
-    cuda_protocol,
-    escaped_work,
-)
+from aka_tui.bench.measure.samples import SampleMismatch, encode
+from aka_tui.bench.measure.timed_checks import drive_protocol, input_checksums
+from aka_tui.bench.measure.timing import Timers
 from aka_tui.bench.problem.inputs import clone_inputs
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.problem.tolerance import compare_outputs, naive_allclose
 
-TIMED_PHASES = ("host-bound", "saturated", "cpu")
-DEVICE_TIME_RATIO = 0.5  # a timed median below this fraction of the profiled device time is less work
-DEVICE_TIME_SLACK_MS = 0.005
+__all__ = ["Measurement", "PlanOptions", "ShapePlan", "drive_protocol", "input_checksums"]
 
 
 @dataclass(frozen=True)
@@ -57,10 +51,10 @@ class PlanOptions:
     watch_threads: bool = True
     recheck: bool = True
     evidence: bool = True  # sample the checked cases' outputs for the parent
-    n_sets: int = 3
-    cpu_reps: int = 3
+    n_sets: int = DEFAULT_INPUT_SETS
+    cpu_reps: int = DEFAULT_CPU_REPS
     l2_bytes: int = 0
-    own_share_threshold: float = 0.9
+    own_share_threshold: float = DEFAULT_OWN_SHARE_THRESHOLD
     fuzz: bool = False  # correctness only
 
     @property
@@ -79,19 +73,6 @@ class Measurement:
     evidence: list[dict[str, Any]] = field(default_factory=list)
     verification: dict[str, Any] = field(default_factory=dict)
     launches: list[tuple[Any, ...]] = field(default_factory=list)  # the post-warm-up launches on set 0
-
-
-@dataclass
-class _Observed:
-    phase: str
-    set_index: int
-    samples: list[torch.Tensor]
-    launches: list[tuple[Any, ...]] | None
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 class ShapePlan:
@@ -150,13 +131,18 @@ class ShapePlan:
 
     # -- single calls -------------------------------------------------------------------------------------
 
+    def sync(self) -> None:
+        """Wait for the work queued on the device (CUDA; on the CPU every call has finished when it returns)."""
+        if self.opts.cuda:
+            torch.cuda.synchronize()
+
     def _call(self, inputs: dict[str, Any], stage: str) -> Generator[Call, Any, Any]:
         """One synchronised call; threads it starts or leaves running are tampering."""
         watch = self.opts.watch_threads and self.thread_starts is not None
         before = thread_census() if watch else set()
         mark = self.thread_starts.mark() if watch and self.thread_starts else 0
         out = yield Call(inputs, stage)
-        _sync(self.opts.device)
+        self.sync()
         if watch and self.thread_starts is not None:
             names = sorted(set(new_threads(before) + self.thread_starts.since(mark)))
             if names:
@@ -244,166 +230,9 @@ class ShapePlan:
     # -- timing -------------------------------------------------------------------------------------------
 
     def timed_calls(self) -> Generator[Call, Any, TimingStats]:
-        n_sets = self.cases.timing_sets(self.opts.n_sets)
-        sets = [self.cases.case(i).inputs for i in range(n_sets)]
-        verify = self.opts.verify_timed and self.opts.hardened
-        pristine = {i: {k: sets[i][k].clone() for k in self.problem.mutates_inputs if isinstance(sets[i].get(k),
-                        torch.Tensor)} for i in range(n_sets)}
-        read_only = [input_checksums(s, self.problem.mutates_inputs) for s in sets]
-        observed: list[_Observed] = []
-        hooks = self._hooks(sets, pristine, observed) if verify else \
-            TimingHooks(prepare=lambda i: _restore(sets[i], pristine[i]))
-        watch = self.opts.watch_threads and self.thread_starts is not None
-        before, mark = (thread_census(), self.thread_starts.mark()) if watch and self.thread_starts else (set(), 0)
-        if self.opts.cuda:
-            protocol = cuda_protocol(n_sets, self.timers, self.opts.l2_bytes, hooks)
-            with self.recorder.guarding_stream(torch.cuda.current_stream().cuda_stream):
-                run = yield from drive_protocol(protocol, sets)
-            off_stream = dict(self.recorder.off_stream)
-        else:
-            run = yield from drive_protocol(cpu_protocol(n_sets, self.timers, self.opts.cpu_reps, hooks), sets)
-            off_stream = {}
-        _sync(self.opts.device)
-        if watch and self.thread_starts is not None:
-            self._threads_after_timing(before, mark, off_stream, run.stats)
-        for i, s in enumerate(sets):
-            if input_checksums(s, self.problem.mutates_inputs) != read_only[i]:
-                raise MeasureFailure("wrong_output", "timing", f"seed {self.cases.seeds[i]}: a read-only input "
-                                     "was modified during timing")
-        self.recorder.end_call()  # nothing is captured past the protocol
-        for i, s in enumerate(sets):  # the cases stay pristine for what follows (the recheck copies case 0)
-            _restore(s, pristine[i])
-        if verify:
-            began = time.perf_counter()
-            self._verify_timed(observed, run)
-            self.result.verification["verify_timed_s"] = round(time.perf_counter() - began, 4)
-        return run.stats
-
-    def _hooks(self, sets: list[dict[str, Any]], pristine: dict[int, dict[str, torch.Tensor]],
-               observed: list[_Observed]) -> TimingHooks:
-        def prepare(i: int) -> None:
-            _restore(sets[i], pristine[i])
-            self.recorder.begin_call()
-
-        def observe(call: TimedCall, out: Any) -> None:
-            launches = self.recorder.end_call()
-            samples = self._sampled(self.cases.case(call.set_index), out, f"timing ({call.phase} call)")
-            observed.append(_Observed(call.phase, call.set_index, samples,
-                                      launches if call.phase in TIMED_PHASES else None))
-
-        def checkpoint(name: str) -> Generator[Call, Any, None]:
-            """After warm-up, a full check of every set on the timed tensors themselves, which fixes the launches
-            every later call on that set must repeat (after timing, the recheck and the samples suffice)."""
-            if name != "after warm-up":
-                return
-            for i in range(len(sets)):
-                prepare(i)
-                out = yield Call(sets[i], "timing")
-                _sync(self.opts.device)
-                self.reference_launches[i] = self.recorder.end_call()
-                self._compare(self.cases.case(i), out, f"check {name} (on the timed inputs)")
-            self.result.launches = self.reference_launches.get(0, [])
-
-        return TimingHooks(prepare, observe, checkpoint)
-
-    def _threads_after_timing(self, before: set[int], mark: int, off_stream: dict[str, int],
-                              stats: TimingStats) -> None:
-        if off_stream:
-            raise MeasureFailure("tampered", "timing", "kernel launches on a stream other than the timed one during "
-                                 "timing: " + ", ".join(f"{k}×{v}" for k, v in sorted(off_stream.items())))
-        assert self.thread_starts is not None
-        left = sorted(set(new_threads(before) + self.thread_starts.since(mark)))
-        if left:
-            raise MeasureFailure("tampered", "timing", "background thread(s) running after timing: " + ", ".join(left))
-        if escaped_work(stats):
-            event_ms = stats.host_bound_median_ms if stats.host_bound_median_ms is not None else stats.median_ms
-            raise MeasureFailure("tampered", "timing",
-                                 f"device work escaped the timed stream: {stats.wall_ms_per_call:.3f} ms synchronised "
-                                 f"wall time per call vs {event_ms:.3f} ms by events (+{stats.flush_ms:.3f} ms flush "
-                                 "and restores, host-bound pass)")
-
-    def _verify_timed(self, observed: list[_Observed], run: TimingRun) -> None:
-        """Outputs of every call of the protocol, launches of the timed ones, device time per set."""
-        for i in sorted({o.set_index for o in observed}):
-            mine = [o for o in observed if o.set_index == i]
-            case = self.cases.case(i)
-            bad = failing_calls([o.samples for o in mine], case.timed_expected, self.problem.tolerance_for,
-                                self.problem.max_mismatch_fraction)
-            if bad:
-                k, why = bad[0]
-                raise MeasureFailure("wrong_output", "timing",
-                                     f"{len(bad)} of {len(mine)} calls on seed {case.seed} returned wrong outputs; "
-                                     f"first: call {k} ({mine[k].phase} pass): {why}")
-            for o in mine:
-                if o.launches is not None:
-                    self.later_launches.append((i, o.launches, f"a timed call ({o.phase} pass)"))
-        self.result.verification.update(timed_calls=sum(o.launches is not None for o in observed),
-                                        sampled_calls=len(observed))
-        self._device_time(run)
-
-    def _device_time(self, run: TimingRun) -> None:
-        if not self.device_ms:
-            return
-        ratios = {}
-        for i, profiled in self.device_ms.items():
-            times = [ms for index, ms in run.per_call if index == i]
-            if not times or profiled <= 0:
-                continue
-            median = statistics.median(times)
-            ratios[i] = median / profiled
-            if median < DEVICE_TIME_RATIO * profiled and profiled - median > DEVICE_TIME_SLACK_MS:
-                raise MeasureFailure("tampered", "timing",
-                                     f"timed calls on seed {self.cases.seeds[i]} took {median:.4f} ms (median), but "
-                                     f"the same call's kernels ran {profiled:.4f} ms under the profiler: the timed "
-                                     "calls did less work than the checked ones")
-        if ratios:
-            self.result.verification["timed_over_profiled"] = round(min(ratios.values()), 3)
+        """The timing protocol with its verification (`timed_checks.py`)."""
+        return (yield from timed_checks.timed_calls(self))
 
     def compare_launches(self) -> None:
         """Every call after the checks must launch what the post-warm-up check on its inputs launched."""
-        if not self.reference_launches:
-            return
-        for index, launches, what in self.later_launches:
-            expected = self.reference_launches.get(index)
-            if expected is not None and launches != expected:
-                raise MeasureFailure("tampered", "timing",
-                                     f"{what} on seed {self.cases.seeds[index]} launched other work than the checked "
-                                     f"call on the same inputs: {launch_difference(expected, launches)}")
-        self.result.verification["launches_compared"] = len(self.later_launches)
-
-
-def drive_protocol(protocol: Generator[Any, Any, TimingRun], sets: list[dict[str, Any]]) -> Generator[Call, Any, TimingRun]:
-    """Make the calls a timing protocol asks for (its interleaved checks pass through as they are)."""
-    out: Any = None
-    while True:
-        try:
-            request = protocol.send(out)
-        except StopIteration as stop:
-            return stop.value
-        call = request if isinstance(request, Call) else Call(sets[request.set_index], "timing")
-        out = None
-        out = yield call
-
-
-def _restore(inputs: dict[str, Any], pristine: dict[str, torch.Tensor]) -> None:
-    """Inputs the problem declares mutated go back to their pristine values before each call."""
-    for name, value in pristine.items():
-        inputs[name].copy_(value)
-
-
-def input_checksums(inputs: dict[str, Any], mutated: Sequence[str], chunk: int = 1 << 24) -> list[int]:
-    """Bit-level checksums of the read-only tensor inputs (sum and sum of squares of their bits, chunked)."""
-    sums: list[int] = []
-    for name, value in inputs.items():
-        if name in mutated or not isinstance(value, torch.Tensor) or value.numel() == 0:
-            continue
-        flat = value.detach().reshape(-1)
-        if flat.is_complex():
-            flat = torch.view_as_real(flat).reshape(-1)
-        as_int = {2: torch.int16, 4: torch.int32, 8: torch.int64}.get(flat.element_size(), torch.uint8)
-        total = torch.zeros(2, dtype=torch.int64, device=flat.device)
-        for part in flat.split(chunk):
-            bits = (part.view(as_int) if flat.dtype != torch.bool else part).to(torch.int64)
-            total += torch.stack([bits.sum(), (bits * bits).sum()])
-        sums.extend(int(v) for v in total.tolist())
-    return sums
+        timed_checks.compare_launches(self)

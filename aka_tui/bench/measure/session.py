@@ -14,8 +14,9 @@ from aka_tui.bench.measure.calls import Call, MeasureFailure, run_calls, trace_o
 from aka_tui.bench.measure.cases import ShapeCases, case_seeds, problem_call, reference_model
 from aka_tui.bench.measure.integrity import IntegritySnapshot, ThreadStartCounter
 from aka_tui.bench.measure.job import MeasureJob
-from aka_tui.bench.measure.plan import PlanOptions, ShapePlan, drive_protocol
+from aka_tui.bench.measure.plan import PlanOptions, ShapePlan
 from aka_tui.bench.measure.results import PASSED, AuditReport, ShapeResult, TimingStats
+from aka_tui.bench.measure.timed_checks import drive_protocol
 from aka_tui.bench.measure.timing import Timers, cpu_protocol, cuda_protocol
 from aka_tui.bench.problem.inputs import make_inputs
 from aka_tui.bench.problem.model import Problem, Shape

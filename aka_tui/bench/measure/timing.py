@@ -23,6 +23,7 @@ from typing import Any, Callable, Generator
 
 import torch
 
+from aka_tui.bench.measure.job import DEFAULT_CPU_REPS
 from aka_tui.bench.measure.results import TimingStats
 
 SLOW_CALL_MS = 20.0  # a call at least this long is timed with SLOW_CALL_REPS repetitions at minimum
@@ -350,7 +351,7 @@ def time_cuda(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers,
     return run.stats
 
 
-def cpu_protocol(n_sets: int, timers: Timers, reps: int = 3, hooks: TimingHooks | None = None) -> Protocol:
+def cpu_protocol(n_sets: int, timers: Timers, reps: int = DEFAULT_CPU_REPS, hooks: TimingHooks | None = None) -> Protocol:
     """Wall time per call with `perf_counter` (interpreter timings: correctness runs, not performance)."""
     hooks = hooks or TimingHooks()
     yield from _one(hooks, 0, "first")
@@ -372,6 +373,6 @@ def cpu_protocol(n_sets: int, timers: Timers, reps: int = 3, hooks: TimingHooks 
     return TimingRun(_stats(times, n_sets, "perf_counter", 0, None), calls)
 
 
-def time_cpu(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers, reps: int = 3) -> TimingStats:
+def time_cpu(fn: Callable[[dict], Any], input_sets: list[dict], timers: Timers, reps: int = DEFAULT_CPU_REPS) -> TimingStats:
     """Median wall time per call on the CPU (interpreter timings: correctness runs, not performance)."""
     return drive(fn, input_sets, cpu_protocol(len(input_sets), timers, reps)).stats
