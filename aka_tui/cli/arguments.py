@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 
 from aka_tui.argtypes import add_sandbox_flags, fraction, int_at_least, positive_float
+from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
+from aka_tui.bench.measure.job import DEFAULT_CASES
 
 
 def add_suite_flag(p: argparse.ArgumentParser) -> None:
@@ -24,14 +26,16 @@ def add_eval_flags(p: argparse.ArgumentParser, accept: bool = True) -> None:
     add_suite_flag(p)
     add_device_flags(p)
     p.add_argument("--measured", action="store_true", help="score against the calibrated profile of this GPU")
-    p.add_argument("--cases", type=int_at_least(1), default=3, help="seeded correctness cases per shape (default 3)")
+    p.add_argument("--cases", type=int_at_least(1), default=DEFAULT_CASES,
+                   help=f"seeded correctness cases per shape (default {DEFAULT_CASES})")
     p.add_argument("--shape-timeout", type=positive_float, default=300.0,
                    help="seconds allowed per shape before the worker is killed")
     add_sandbox_flags(p)
     p.add_argument("--compare-eager", action="store_true", help="also time the eager reference (speed-up, fast_1)")
     p.add_argument("--compare-compile", action="store_true", help="also time torch.compile of the reference")
-    p.add_argument("--own-share", type=fraction(low_open=True), default=0.9,
-                   help="device-time share of the candidate's own kernels needed to count as real (GPU; default 0.9)")
+    p.add_argument("--own-share", type=fraction(low_open=True), default=DEFAULT_OWN_SHARE_THRESHOLD,
+                   help="device-time share of the candidate's own kernels needed to count as real "
+                        f"(GPU; default {DEFAULT_OWN_SHARE_THRESHOLD})")
     if accept:
         add_accept_flags(p)
     p.add_argument("--no-timed-verification", action="store_true",
