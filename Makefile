@@ -26,7 +26,7 @@ test: setup-test
 test-fast: setup-test
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
 
-## The guards: ruff, mypy over the core (strict where it passes) and the import contracts (ARCHITECTURE.md).
+## The guards: ruff, mypy over the package (strict where it passes) and the import contracts (ARCHITECTURE.md).
 check: setup-test
 	$(MAKE) --no-print-directory lint
 

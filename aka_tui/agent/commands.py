@@ -121,6 +121,7 @@ def _progress_printer() -> Callable[[Any], None]:
 
 def cmd_optimize(args: argparse.Namespace) -> int:
     from aka_tui.agent.loop import AgentLoop, LoopConfig
+    from aka_tui.agent.replay import ReplayProposer
     from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
     from aka_tui.bench.problem.lookup import find_problem
     from aka_tui.record.recovery import claim, unlock_session
@@ -148,7 +149,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     proposer = _make_proposer(args.proposer, problem, profile, args.seed, args.model, args.replay_from,
                               device=device, tier=resolve_tier(options, device), start=args.start,
                               transfer_budget_s=args.transfer_budget)
-    if args.proposer == "replay":
+    if isinstance(proposer, ReplayProposer):
         args.iterations = min(args.iterations, proposer.remaining)
     name = f"{problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     rounds = LoopConfig.remeasure_rounds if args.remeasure_rounds is None else args.remeasure_rounds
@@ -199,6 +200,7 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
     """`aka optimize --resume ID`: continue a recorded (possibly killed) session after its last commit, with
     the proposer, seed, dropout, device and tier recorded in session.json."""
     from aka_tui.agent.loop import AgentLoop, LoopConfig, LoopOutcome
+    from aka_tui.agent.replay import ReplayProposer
     from aka_tui.agent.resume import check_resumable, missing_evaluated_events, rebuild_attempts
     from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
     from aka_tui.bench.problem.lookup import find_problem
@@ -243,7 +245,7 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
                               meta.get("model") or args.model, meta.get("replay_from") or args.replay_from,
                               done=first - 1, device=device, tier=options.tier or resolve_tier(options, device),
                               start=meta.get("start"))
-    if meta.get("proposer") == "replay":
+    if isinstance(proposer, ReplayProposer):
         iterations = min(iterations, proposer.remaining)
     print(f"resuming {path.name} at iteration {first}: {len(attempts)} committed candidate(s) kept; incumbent "
           + (f"iteration {incumbent.iteration} (S_op {incumbent.score.s_op:.4f})" if incumbent else "none yet")

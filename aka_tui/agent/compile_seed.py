@@ -86,7 +86,8 @@ def clean_kernel(name: str, text: str) -> SeedKernel:
     header = re.search(r"def \w+\((.*?)\):", body, re.DOTALL)
     if header is None:
         raise SeedError(f"kernel {name}: no signature")
-    params, constexprs = [], []
+    params: list[str] = []
+    constexprs: list[str] = []
     for raw in header.group(1).split(","):
         raw = raw.strip()
         if not raw:

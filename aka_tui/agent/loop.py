@@ -30,7 +30,7 @@ from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
 from aka_tui.agent.events import AgentEvent, AgentEventKind
 from aka_tui.agent.measure import Measurer
 from aka_tui.agent.offline import Proposal
-from aka_tui.agent.proposers import Proposer
+from aka_tui.agent.proposers import Proposer, wants_context
 from aka_tui.bench.evaluator.evaluate import EvalOptions
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.roofline.hardware import HardwareProfile
@@ -314,9 +314,9 @@ class AgentLoop:
     def _propose(self, iteration: int, incumbent: Attempt | None, history: list[Attempt],
                  context: dict[str, Any]) -> _Proposed:
         """The proposer's first candidate, or its next step from the incumbent with the memory after dropout."""
-        wants_context = getattr(self.proposer, "wants_context", False)
+        proposer = self.proposer
         if incumbent is None:
-            proposal = self.proposer.first(context) if wants_context else self.proposer.first()
+            proposal = proposer.first(context) if wants_context(proposer) else proposer.first()
             return _Proposed(proposal, {"masked_iterations": [], "masked_tactics": []}, None)
         inc: Attempt = incumbent
         wins = [a for a in history if a.accepted]
@@ -327,7 +327,7 @@ class AgentLoop:
                              dropout_rng(self.config.seed, iteration))
         masked = drop.record()
         bottleneck = bottleneck_of(inc.score, self.profile.empty_launch_us / 1e3 if self.profile.empty_launch_us else None)
-        if wants_context:
+        if wants_context(proposer):
             context["incumbent_source"] = inc.proposal.source
             context["incumbent_measurements"] = measurements_text(inc.score)
             context["memory"] = "\n".join(f"iteration {r.iteration}: S_op {r.s_op:.4f} — {r.summary}"
@@ -337,8 +337,8 @@ class AgentLoop:
             """The proposer's next step; `also_seen` are points already proposed this step (best-of-k)."""
             args = (inc.proposal.point, [r.tactics for r in drop.kept] + list(also_seen), bottleneck,
                     drop.tactics_kept)
-            return (self.proposer.propose(*args, context=context) if wants_context
-                    else self.proposer.propose(*args))
+            return (proposer.propose(*args, context=context) if wants_context(proposer)
+                    else proposer.propose(*args))
 
         return _Proposed(propose_next(), masked, bottleneck, propose_next)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeGuard
 
 from aka_tui.errors import ProposerError
 
@@ -17,8 +17,7 @@ DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
 class Proposer(Protocol):
-    """What the agent loop asks of a proposer. A proposer with `wants_context = True` also takes `context=` (the
-    incumbent's source and measurements, retrieved knowledge, the last error) in `first` and `propose`."""
+    """What the agent loop asks of a proposer. One that also takes the loop's context is a `ContextProposer`."""
 
     name: str
 
@@ -34,6 +33,27 @@ class Proposer(Protocol):
                 tactics_in_play: list[str]) -> Proposal:
         """One step from the incumbent's point, avoiding the remembered ones."""
         ...
+
+
+class ContextProposer(Proposer, Protocol):
+    """A proposer with `wants_context = True`: `first` and `propose` also take `context` (the incumbent's source
+    and measurements, retrieved knowledge, the last error)."""
+
+    wants_context: bool
+
+    def first(self, context: dict[str, Any] | None = None) -> Proposal:
+        """The first candidate of a session, given the context."""
+        ...
+
+    def propose(self, incumbent: dict[str, Any], remembered: list[dict[str, Any]], bottleneck: str | None,
+                tactics_in_play: list[str], context: dict[str, Any] | None = None) -> Proposal:
+        """One step from the incumbent's point, avoiding the remembered ones, given the context."""
+        ...
+
+
+def wants_context(proposer: Proposer) -> TypeGuard[ContextProposer]:
+    """Whether the loop passes `proposer` its context (`wants_context = True`)."""
+    return bool(getattr(proposer, "wants_context", False))
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Any, Callable
 Retriever = Callable[[str], tuple[list[str], str]]
 
 
-def make_retriever(problem: Any, profile: Any, on_message: Callable[[str], None]) -> Retriever | None:
+def make_retriever(problem: Any, profile: Any, on_message: Callable[[str], object]) -> Retriever | None:
     """A function text → (entry ids, rendered context), or None (with a message) when the index is unusable.
 
     Retrieval is an aid: without chromadb or the embedding model the loop runs on and says so.

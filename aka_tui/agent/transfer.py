@@ -320,7 +320,7 @@ def find_transfers(problem: Problem, kernels: list[ReferenceKernel], probes: lis
     """Reference kernels that reproduce the problem's semantics, at most `limit`, family matches tried first."""
     deadline = time.monotonic() + budget_s
     ordered = sorted(kernels, key=lambda k: (k.family != problem.family, k.entry_id))
-    matches = []
+    matches: list[TransferMatch] = []
     for kernel in ordered:
         if time.monotonic() > deadline or len(matches) >= limit:
             break

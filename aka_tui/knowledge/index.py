@@ -41,7 +41,7 @@ class KbIndex:
     """Chroma collection mirroring the accepted entries of one knowledge-base directory."""
 
     def __init__(self, kb_root: Path, index_dir: Path | None = None,
-                 on_message: Callable[[str], None] | None = None) -> None:
+                 on_message: Callable[[str], object] | None = None) -> None:
         self.kb_root = kb_root
         self.index_dir = index_dir or default_index_dir(kb_root)
         self.on_message = on_message or (lambda _m: None)

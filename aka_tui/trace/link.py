@@ -130,7 +130,8 @@ def build_index(events: Iterable[Any]) -> TraceIndex:
         if ts is None or dur is None:
             index.counts["malformed"] += 1
             continue
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        raw_args = e.get("args")
+        args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         name = str(e.get("name", ""))
         thread = (e.get("pid"), e.get("tid"))
         if cat in GPU_CATS:
@@ -199,16 +200,16 @@ def link_kernels(index: TraceIndex) -> list[KernelLink]:
     queries: dict[tuple[Any, Any], list[tuple[float, int]]] = defaultdict(list)
     for k_idx, k in enumerate(index.kernels):
         corr = k["correlation"]
-        link = "none"
+        how = "none"
         where: tuple[tuple[Any, Any], float] | None = None
         if corr is not None and corr in index.launches:
-            where, link = index.launches[corr], "correlation"
+            where, how = index.launches[corr], "correlation"
         elif corr is not None and corr in index.flows:
-            where, link = index.flows[corr], "flow"
+            where, how = index.flows[corr], "flow"
         elif k["external_id"] is not None and k["external_id"] in index.by_external_id:
             thread, rng = index.by_external_id[k["external_id"]]
-            where, link = (thread, rng.start), "external_id"
-        links.append(KernelLink(k["name"], k["cat"], k["dur"], link))
+            where, how = (thread, rng.start), "external_id"
+        links.append(KernelLink(k["name"], k["cat"], k["dur"], how))
         if where is not None:
             queries[where[0]].append((where[1], k_idx))
     for thread, qs in queries.items():

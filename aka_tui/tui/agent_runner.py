@@ -92,9 +92,9 @@ class AgentRunner:
     """One live session: `prepare` (or `open_recorded`) sets it up, `run` runs it (blocking), the UI steers."""
 
     def __init__(self, settings: RunSettings, on_event: Callable[[Any], None],
-                 on_message: Callable[[str], None] | None = None,
+                 on_message: Callable[[str], object] | None = None,
                  proposer_factory: Callable[[RunSettings, Any, Any], Any] | None = None,
-                 on_phase: Callable[[str], None] | None = None) -> None:
+                 on_phase: Callable[[str], object] | None = None) -> None:
         self.settings = settings
         self.on_event = on_event
         self.on_message = on_message or (lambda _m: None)

@@ -43,7 +43,7 @@ def _screen(module: str, name: str) -> Any:
 def _screen_commands(app: AkaApp, screen: Any) -> list[tuple[str, Callable[[], Any], str]]:
     """The actions of the screen the palette was opened on (its bindings), named "Screen: Action (key)"."""
     area = type(screen).__name__.removesuffix("Screen") or "Screen"
-    commands = []
+    commands: list[tuple[str, Callable[[], Any], str]] = []
     for binding in getattr(screen, "BINDINGS", []):
         if not isinstance(binding, Binding) or not binding.description:
             continue

@@ -18,7 +18,7 @@ def shape_rows(problem: Any, profile: Any) -> list[tuple[str, ...]]:
     """Per shape: tier, weight, W, Q, arithmetic intensity, T_SOL on the profile and the ceiling that sets it."""
     from aka_tui.bench.roofline.bound import bound
 
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for shape in problem.shapes.values():
         entry = problem.roofline.get(shape.shape_id)
         if entry is None:

@@ -44,7 +44,7 @@ class ProblemsScreen(Screen[None]):
         table = self.query_one(DataTable)
         for index, name in enumerate(COLUMNS):
             table.add_column(_label(name + "  "), key=str(index))  # room for the sort arrow
-        self.app.when_ready(self.refresh_rows, again=True)
+        self._app.when_ready(self.refresh_rows, again=True)
 
     def _mark_sorted_column(self) -> None:
         """▲ / ▼ after the sorted column's name (every label keeps two cells for it, so widths never change)."""

@@ -116,7 +116,9 @@ class RecordedSessions:
             self._log(f"a shipped example continues in a copy: {target}")
         for note in notes:
             self._log(note)
-        self._log(f"continuing {target.name} at iteration {runner.session.next_iteration()} with the "
+        session = runner.session
+        assert session is not None  # open_recorded adopted the recorded session
+        self._log(f"continuing {target.name} at iteration {session.next_iteration()} with the "
                   f"{runner.settings.proposer} proposer (as recorded) and a budget of {runner.settings.iterations}")
         self._app.refresh_records()
         self._run()

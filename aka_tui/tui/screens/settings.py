@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,11 +18,12 @@ KEY_TEXT = {
     "absent": "[yellow]absent[/yellow]: set ANTHROPIC_API_KEY in the environment to use the anthropic proposer",
     "invalid": "[red]invalid[/red]: ANTHROPIC_API_KEY does not look like an Anthropic key (sk-ant-…)",
 }
-NUMBER_FIELDS = (("iterations", "Iteration budget", "integer"), ("wall_time_s", "Wall-time budget, s (0: none)", "number"),
-                 ("max_cost_usd", "Cost budget, USD (0: none; model proposers)", "number"),
-                 ("dropout_p", "Optimization dropout p", "number"), ("cases", "Correctness cases per shape", "integer"),
-                 ("remeasure_rounds", "Re-measure rounds before accepting a win (0: none)", "integer"),
-                 ("seed", "Seed", "integer"))
+NUMBER_FIELDS: tuple[tuple[str, str, Literal["integer", "number"]], ...] = (
+    ("iterations", "Iteration budget", "integer"), ("wall_time_s", "Wall-time budget, s (0: none)", "number"),
+    ("max_cost_usd", "Cost budget, USD (0: none; model proposers)", "number"),
+    ("dropout_p", "Optimization dropout p", "number"), ("cases", "Correctness cases per shape", "integer"),
+    ("remeasure_rounds", "Re-measure rounds before accepting a win (0: none)", "integer"),
+    ("seed", "Seed", "integer"))
 TEXT_FIELDS = (("model", "Model id (anthropic proposer)"), ("sessions_dir", "Sessions directory"),
                ("author_name", "Your name (author of your edits)"), ("author_email", "Your e-mail"))
 

@@ -42,7 +42,7 @@ def comparison(recorded: IterationView, here: IterationView, recorded_profile: s
         f"recorded S_op {recorded.s_op:.4g} on {recorded_profile} · here S_op {here.s_op:.4g} on {here_profile} "
         f"(Δ {here.s_op - recorded.s_op:+.3g}) · here: {state}")
     columns = _columns(here, recorded)
-    used, kept = 0, set()
+    used, kept = 0, set[int]()
     for index, (header, cells, _priority) in sorted(enumerate(columns), key=lambda item: item[1][2]):
         need = max([len(header)] + [len(c) for c in cells]) + (GAP if kept else 0)
         if used + need <= width or not kept:

@@ -85,7 +85,7 @@ def fitting_columns(view: IterationView, context: PanelContext, width: int) -> t
 
 def kernel_lines(view: IterationView, interpreter: bool) -> list[str]:
     """Registers, spills, warps, stages, shared memory and occupancy of each compiled kernel."""
-    configs: dict[str, dict[tuple[object, ...], list[str]]] = {}
+    configs: dict[str, dict[tuple[Any, ...], list[str]]] = {}  # values as recorded (JSON)
     for shape in view.shapes:
         for name, r in shape.kernel_resources.items():
             key = (r.get("n_regs"), r.get("n_spills"), r.get("num_warps"), r.get("num_stages"),
