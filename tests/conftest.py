@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 _HOME = tempfile.mkdtemp(prefix="aka-test-home-")
 os.environ["HOME"] = _HOME
@@ -28,6 +29,20 @@ REPO = Path(__file__).resolve().parents[1]
 PROBLEMS = REPO / "problems"
 DATA = Path(__file__).resolve().parent / "data"
 CANDIDATES = DATA / "candidates"
+
+
+@pytest.fixture(scope="session")
+def shipped_kb_index() -> Any:
+    """The shipped knowledge base's index at its default place (under this session's AKA_HOME), synced once: the
+    tests that search the shipped entries (retrieval quality, the app's search) share it instead of each embedding
+    all of them again (~15 s on 2 cores)."""
+    from aka_tui.knowledge.index import KbIndex
+    from aka_tui.knowledge.store import default_kb_dir, load_kb
+
+    kb = load_kb(default_kb_dir())
+    index = KbIndex(kb.root)
+    index.sync(kb)
+    return index
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -41,11 +41,10 @@ def test_scoped_ops_name_real_problems() -> None:
         assert not unknown, f"{entry.id} scopes unknown ops {unknown}"
 
 
-@pytest.fixture(scope="module")
-def shipped_index(tmp_path_factory: pytest.TempPathFactory) -> KbIndex:
-    index = KbIndex(KB.root, index_dir=tmp_path_factory.mktemp("kb-index"))
-    index.sync(KB)
-    return index
+@pytest.fixture
+def shipped_index(shipped_kb_index: KbIndex) -> KbIndex:
+    assert shipped_kb_index.kb_root == KB.root
+    return shipped_kb_index
 
 
 @pytest.mark.slow

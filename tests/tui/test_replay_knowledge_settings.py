@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from textual.widgets import DataTable
 
 from aka_tui.tui.app import AkaApp
+from aka_tui.tui.config import TuiConfig
 from tests.tui.conftest import EXAMPLES, SIZE, wait_for, wait_loaded
 
 
@@ -86,8 +88,11 @@ async def test_add_validates_and_reject_keeps_the_entry(make_app: Any, app_paths
 
 @pytest.mark.slow
 @pytest.mark.asyncio
-async def test_knowledge_search_returns_entries(make_app: Any) -> None:
-    app = make_app()
+async def test_knowledge_search_returns_entries(app_paths: Any, shipped_kb_index: Any, tmp_path: Path) -> None:
+    # The shipped knowledge base, read only (a search writes nothing to it); its index was synced by the fixture,
+    # so the search's own sync finds every entry unchanged and embeds only the query.
+    paths = replace(app_paths, kb_dir=shipped_kb_index.kb_root)
+    app = AkaApp(paths=paths, config=TuiConfig(), config_path=tmp_path / "config.json")
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
         app.switch_mode("knowledge")
@@ -95,7 +100,7 @@ async def test_knowledge_search_returns_entries(make_app: Any) -> None:
         screen = app.screen
         await pilot.press("slash", *"rms_norm far below copy bandwidth", "enter")
         results = screen.query_one("#kb-search-results", DataTable)
-        await wait_for(pilot, lambda: results.row_count > 0, timeout_s=300)  # loads the embedding model
+        await wait_for(pilot, lambda: results.row_count > 0, timeout_s=300)
         ids = [results.get_row_at(i)[2] for i in range(results.row_count)]
         assert any("norm" in i for i in ids)
 
