@@ -8,7 +8,7 @@
 #   kb            every KB reference kernel, full tier, with every check: S to compare with BENCHMARKS.md
 #   kb-unverified the same with --no-timed-verification (what the timed-call checks cost)
 #   kb-both       kb on GPU 0 and kb-unverified on GPU 1 at once (a 2-GPU machine), then the comparison
-#   cost          compare the kb and kb-unverified reports (and session 5's scores): scripts/engine_cost.py
+#   cost          compare the kb and kb-unverified reports (and a stored reference report's scores): scripts/engine_cost.py
 set -uo pipefail
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 ROOT="${OUT:-/tmp/out}/integrity"

@@ -54,7 +54,7 @@ def test_rescore_cli_merges_partial_reports_and_rejects_bad_ones(tmp_path: Path,
 
 def test_merge_takes_an_op_from_a_later_report_when_an_earlier_one_had_no_candidate(tmp_path: Path) -> None:
     """A sessions score over a subset of the ops lists the other ops as no_candidate; merged first with a
-    full report, it must win only the ops it measured (session 5's subset run + session 4's suite run)."""
+    full report, it must win only the ops it measured (a subset run merged over an earlier whole-suite run)."""
     s4 = REPO / "docs/benchmarks/2026-11-30-h200-s4-optimize-score.json"
     full = json.loads(s4.read_text())
     subset = json.loads(s4.read_text())
