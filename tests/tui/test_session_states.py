@@ -45,7 +45,8 @@ async def test_pause_holds_the_loop_and_settings_are_applied_or_declared_on_cont
         await pilot.pause(1.0)
         assert screen.runner.phase == "paused" and not screen.views  # held: nothing evaluated meanwhile
         await pilot.press("space")
-        await wait_for(pilot, lambda: screen.runner.phase == "finished")
+        # the runner's phase changes before its message reaches the screen: wait for the screen to show it
+        await wait_for(pilot, lambda: screen.runner.phase == "finished" and "finished" in _status(screen))
         assert len(screen.views) == 1 and "finished: iteration budget spent" in _status(screen)
 
         app.switch_mode("settings")  # through the form, as a person would
