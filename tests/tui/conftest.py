@@ -52,12 +52,15 @@ async def wait_loaded(pilot: Any) -> None:
 
 
 async def wait_for(pilot: Any, condition: Any, timeout_s: float = 120.0, step_s: float = 0.2) -> None:
-    """Poll until `condition()` is true (the UI keeps running meanwhile)."""
+    """Poll until `condition()` is true (the UI keeps running meanwhile), then let the UI take the messages posted
+    until then: the loop's thread posts each iteration to the screen and then ends its run, so a condition on the
+    runner can hold before the screen has shown the run's last iteration."""
     import time
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         await pilot.pause(step_s)
         if condition():
+            await pilot.pause()
             return
     raise AssertionError(f"condition not met within {timeout_s} s")
