@@ -138,8 +138,9 @@ def test_loop_with_the_model_records_transcripts_without_the_key(tmp_path, monke
     session = SessionRepo.create(tmp_path / "s", {"problem": problem.name, "proposer": "anthropic", "seed": 0})
     options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=1)
     # The model proposes the same kernel twice, so iteration 2 always lands "close" to the incumbent; the
-    # interleaved re-measurement that triggers (two more evaluations per round) is tested in test_loop.py.
-    config = LoopConfig(iterations=2, remeasure_rounds=0)
+    # interleaved re-measurement that triggers (two more evaluations per round) is tested in test_loop.py, as are
+    # the baseline and the screening, which nothing here asserts on.
+    config = LoopConfig(iterations=2, remeasure_rounds=0, baseline=False, screen=False)
     outcome = AgentLoop(problem, proposer, get_profile("cpu"), options, config, tmp_path / "w", session).run()
     assert outcome.attempts[0].accepted and outcome.attempts[0].score.real
     assert "incumbent source" in requests[1]["messages"][0]["content"]  # the revise step sees the incumbent
@@ -167,5 +168,5 @@ def test_token_budget_stops_the_loop(tmp_path) -> None:  # type: ignore[no-untyp
     proposer = AnthropicProposer("brief", client=_client(handler))
     options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0, timing=False)
     outcome = AgentLoop(problem, proposer, get_profile("cpu"), options,
-                        LoopConfig(iterations=5, max_tokens=4000), tmp_path / "w").run()
+                        LoopConfig(iterations=5, max_tokens=4000, baseline=False), tmp_path / "w").run()
     assert len(outcome.attempts) == 1 and outcome.stop_reason.startswith("token budget spent (5000 of 4000)")

@@ -41,7 +41,7 @@ def test_model_starts_from_the_reference_and_the_closest_kernel(tmp_path: Path) 
                                  client=client)
     session = SessionRepo.create(tmp_path / "session", {"problem": problem.name, "proposer": "anthropic"})
     options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=1)
-    loop = AgentLoop(problem, proposer, profile, options, LoopConfig(iterations=1, remeasure_rounds=0),
+    loop = AgentLoop(problem, proposer, profile, options, LoopConfig(iterations=1, remeasure_rounds=0, baseline=False),
                      tmp_path / "work", session)
     outcome = loop.run()
     system = "\n".join(block["text"] for block in requests[0]["system"])

@@ -61,15 +61,21 @@ def test_proposals_evaluate_as_real_kernels(tmp_path) -> None:  # type: ignore[n
     from aka_tui.bench.problem.lookup import load_problem
     from tests.conftest import PROBLEMS
 
+    from tests.prefetch import prefetch
+
     proposer = OfflineProposer(kernels_for_op(KB, "silu_and_mul"), seed=5)
     problem = load_problem(PROBLEMS / "silu_and_mul")
     incumbent = proposer.first()
     step = proposer.propose(incumbent.point, [], "launch-bound", proposer.tactics())
+    paths = []
     for index, proposal in enumerate((incumbent, step)):
-        path = tmp_path / f"cand{index}.py"
-        path.write_text(proposal.source)
-        result = evaluate_candidate(problem, CandidateSpec.file(path),
-                                    EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=1))
+        paths.append(tmp_path / f"cand{index}.py")
+        paths[-1].write_text(proposal.source)
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=1)
+    jobs = [(path, lambda path=path: evaluate_candidate(problem, CandidateSpec.file(path), options)) for path in paths]
+    with prefetch(jobs) as evaluations:  # side by side (tests/prefetch.py)
+        results = [evaluations.result(path) for path in paths]
+    for result in results:
         assert all(s.passed for s in result.shapes), [(s.shape_id, s.error) for s in result.shapes]
         assert all(s.audit.real for s in result.shapes if s.audit)
 

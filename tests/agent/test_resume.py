@@ -18,8 +18,10 @@ from aka_tui.record.events import read_events
 from aka_tui.record.session_repo import SessionRepo
 from tests.conftest import PROBLEMS, REPO
 
+# No interleaved re-measurement (recorded in session.json, so the resumed run takes it too): what is asserted is
+# where the resumed run continues and what it keeps, not its decisions.
 OPTIMIZE = ["optimize", "silu_and_mul", "--device", "cpu", "--tier", "smoke", "--cases", "1", "--no-kb",
-            "--no-propose"]
+            "--no-propose", "--remeasure-rounds", "0"]
 
 
 def _subjects(path: Path) -> list[str]:

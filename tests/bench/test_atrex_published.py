@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from aka_tui.bench.roofline.bound import bound
 from aka_tui.bench.roofline.hardware import get_profile
 from aka_tui.bench.scoring.score import e2e_time_ms
 from tests.conftest import DATA, REPO
+from tests.prefetch import Prefetch, prefetch, selected
 
 SUBSET = REPO.parent / "shared" / "atrex-bench-subset"
 FIXTURE = DATA / "atrex_published"
@@ -32,6 +34,64 @@ needs_subset = pytest.mark.skipif(not SUBSET.is_dir(), reason=f"the published su
 def aka(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "aka_tui", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=900)
+
+
+def _bench_and_paper_table_on_the_fixture(out: Path):  # type: ignore[no-untyped-def]
+    benched = aka("bench", "--suite", str(FIXTURE), "--baseline", "eager", "--tier", "full", "--cases", "1",
+                  "--out", str(out), "--name", "eager")
+    table = aka("report", str(out / "eager.json"), "--name", "paper") if benched.returncode == 0 else None
+    return benched, table, out
+
+
+def _eager_on_the_smoke_shapes_of_the_subset(out: Path):  # type: ignore[no-untyped-def]
+    benched = aka("bench", "--suite", str(SUBSET), "--baseline", "eager", "--tier", "smoke", "--cases", "1",
+                  "--cpu-workers", "2", "--out", str(out), "--name", "smoke")
+    return benched, out
+
+
+CACHED_CANDIDATE = (
+    "import torch\nimport torch.nn as nn\n\n\n"
+    "class Model(nn.Module):\n"
+    "    def __init__(self, cap: float = 30.0) -> None:\n"
+    "        super().__init__()\n        self.cap = float(cap)\n        self.seen = {}\n\n"
+    "    def forward(self, x, gain):\n"
+    "        key = tuple(x.shape)\n"
+    "        if key not in self.seen:\n"
+    "            y = self.cap * torch.tanh(x.float() * gain.float() / self.cap)\n"
+    "            self.seen[key] = {'y': y.to(x.dtype), 'row_absmax': y.abs().amax(dim=-1)}\n"
+    "        return {k: v.clone() for k, v in self.seen[key].items()}\n")
+
+
+def _naive_and_hardened_on_a_cached_candidate(out: Path):  # type: ignore[no-untyped-def]
+    # a candidate that remembers its first answer: one input (the naive check) cannot tell; three seeded
+    # cases per shape can
+    candidates = out / "candidates"
+    candidates.mkdir()
+    (candidates / "scaled_tanh_rows.py").write_text(CACHED_CANDIDATE)
+    benched = aka("bench", "--suite", str(FIXTURE), "--candidates", str(candidates), "--tier", "full", "--naive",
+                  "--sandbox", "none", "--out", str(out), "--name", "cached")
+    table = aka("report", str(out / "cached.json"), "--name", "paper") if benched.returncode == 0 else None
+    return benched, table, out
+
+
+@pytest.fixture(scope="module")
+def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prefetch]:
+    """The selected tests' `aka bench` runs, a few at a time (tests/prefetch.py): each is a process the test only
+    waits on. The published subset's, longest, first."""
+    jobs = {
+        "test_eager_is_correct_on_a_smoke_sized_shape_of_every_published_operator": (
+            "subset", lambda: _eager_on_the_smoke_shapes_of_the_subset(tmp_path_factory.mktemp("subset"))),
+        "test_bench_report_and_paper_table_on_the_fixture": (
+            "fixture", lambda: _bench_and_paper_table_on_the_fixture(tmp_path_factory.mktemp("fixture"))),
+        "test_the_naive_pass_rate_column_shows_what_the_hardened_check_catches": (
+            "cached", lambda: _naive_and_hardened_on_a_cached_candidate(tmp_path_factory.mktemp("cached"))),
+    }
+    wanted = [jobs[test] for test, _ in selected(request) if test in jobs]
+    if not SUBSET.is_dir():
+        wanted = [job for job in wanted if job[0] != "subset"]
+    wanted.sort(key=lambda job: job[0] != "subset")
+    with prefetch(wanted) as ahead:
+        yield ahead
 
 
 @needs_subset
@@ -147,9 +207,8 @@ def test_end_to_end_time_is_the_slower_of_host_issue_and_device() -> None:
 
 
 @pytest.mark.slow
-def test_bench_report_and_paper_table_on_the_fixture(tmp_path: Path) -> None:
-    benched = aka("bench", "--suite", str(FIXTURE), "--baseline", "eager", "--tier", "full", "--cases", "1",
-                  "--out", str(tmp_path), "--name", "eager")
+def test_bench_report_and_paper_table_on_the_fixture(runs: Prefetch) -> None:
+    benched, table, tmp_path = runs.result("fixture")
     assert benched.returncode == 0, benched.stderr[-2000:]
     report = json.loads((tmp_path / "eager.json").read_text())
     shapes = report["results"][0]["shapes"]
@@ -160,7 +219,6 @@ def test_bench_report_and_paper_table_on_the_fixture(tmp_path: Path) -> None:
     assert weights["ops"]["scaled_tanh_rows"]["shapes"] == "uniform"
     assert weights["listed_without_directory"] == ["listed_but_absent"]
     assert report["ops"][0]["s_e2e_raw_op"] > 0
-    table = aka("report", str(tmp_path / "eager.json"), "--name", "paper")
     assert table.returncode == 0, table.stderr[-2000:]
     markdown = (tmp_path / "paper.md").read_text()
     assert "| scaled_tanh_rows | 1.0000 | 3 |" in markdown and "S_agg" in markdown
@@ -171,11 +229,10 @@ def test_bench_report_and_paper_table_on_the_fixture(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @needs_subset
-def test_eager_is_correct_on_a_smoke_sized_shape_of_every_published_operator(tmp_path: Path) -> None:
+def test_eager_is_correct_on_a_smoke_sized_shape_of_every_published_operator(runs: Prefetch) -> None:
     """The CPU smoke tier of a published suite: each operator's smallest shape, shrunk to fit the
     interpreter where it does not; the eager reference must pass the hardened check on every one."""
-    benched = aka("bench", "--suite", str(SUBSET), "--baseline", "eager", "--tier", "smoke", "--cases", "1",
-                  "--cpu-workers", "2", "--out", str(tmp_path), "--name", "smoke")
+    benched, tmp_path = runs.result("subset")
     assert benched.returncode == 0, benched.stderr[-3000:]
     report = json.loads((tmp_path / "smoke.json").read_text())
     statuses = {r["problem"]: [(s["shape_id"], s["status"], (s.get("error") or {}).get("message", ""))
@@ -186,29 +243,12 @@ def test_eager_is_correct_on_a_smoke_sized_shape_of_every_published_operator(tmp
 
 
 @pytest.mark.slow
-def test_the_naive_pass_rate_column_shows_what_the_hardened_check_catches(tmp_path: Path) -> None:
-    # a candidate that remembers its first answer: one input (the naive check) cannot tell; three seeded
-    # cases per shape can
-    candidates = tmp_path / "candidates"
-    candidates.mkdir()
-    (candidates / "scaled_tanh_rows.py").write_text(
-        "import torch\nimport torch.nn as nn\n\n\n"
-        "class Model(nn.Module):\n"
-        "    def __init__(self, cap: float = 30.0) -> None:\n"
-        "        super().__init__()\n        self.cap = float(cap)\n        self.seen = {}\n\n"
-        "    def forward(self, x, gain):\n"
-        "        key = tuple(x.shape)\n"
-        "        if key not in self.seen:\n"
-        "            y = self.cap * torch.tanh(x.float() * gain.float() / self.cap)\n"
-        "            self.seen[key] = {'y': y.to(x.dtype), 'row_absmax': y.abs().amax(dim=-1)}\n"
-        "        return {k: v.clone() for k, v in self.seen[key].items()}\n")
-    benched = aka("bench", "--suite", str(FIXTURE), "--candidates", str(candidates), "--tier", "full", "--naive",
-                  "--sandbox", "none", "--out", str(tmp_path), "--name", "cached")
+def test_the_naive_pass_rate_column_shows_what_the_hardened_check_catches(runs: Prefetch) -> None:
+    benched, table, tmp_path = runs.result("cached")
     assert benched.returncode == 0, benched.stderr[-2000:]
     shapes = json.loads((tmp_path / "cached.json").read_text())["results"][0]["shapes"]
     plain = [s for s in shapes if not s.get("fuzz")]
     assert [s["naive_passed"] for s in plain] == [True] * 3
     assert not any(s["status"] == "passed" for s in plain)
-    table = aka("report", str(tmp_path / "cached.json"), "--name", "paper")
     assert table.returncode == 0, table.stderr[-2000:]
     assert "| scaled_tanh_rows | 1.0000 | 3 | 100% | 0% | 0% |" in (tmp_path / "paper.md").read_text()

@@ -12,6 +12,7 @@ from aka_tui.bench.scoring.report import render_text
 from aka_tui.executors.base import EvalJob, JobOutcome, ShapeCallback
 from aka_tui.executors.suite import run_bench
 from tests.conftest import PROBLEMS
+from tests.prefetch import prefetch
 
 
 class TwoModelCluster:
@@ -28,10 +29,14 @@ class TwoModelCluster:
         pass
 
     def run(self, jobs: list[EvalJob], on_shape: ShapeCallback | None = None) -> Iterator[JobOutcome]:
-        for job, model in zip(jobs, ["h200", "a100"]):
-            result = evaluate_candidate(job.problem, job.spec, replace(job.options, device="cpu"))
-            result.provenance.update(device="cuda", hardware_profile=model)
-            yield JobOutcome(job, result, {"node": model}, profile=get_profile(model) if model == "h200" else None)
+        placed = list(zip(jobs, ["h200", "a100"]))
+        work = [(model, lambda job=job: evaluate_candidate(job.problem, job.spec, replace(job.options, device="cpu")))
+                for job, model in placed]
+        with prefetch(work) as evaluations:  # the two "nodes" side by side (tests/prefetch.py)
+            for job, model in placed:
+                result = evaluations.result(model)
+                result.provenance.update(device="cuda", hardware_profile=model)
+                yield JobOutcome(job, result, {"node": model}, profile=get_profile(model) if model == "h200" else None)
 
 
 def test_each_result_uses_its_gpus_profile_and_mixing_is_flagged() -> None:

@@ -40,12 +40,33 @@ def _evaluate(key: tuple[str, str]):  # type: ignore[no-untyped-def]
     return result, score_op(problem, result, get_profile("cpu"))
 
 
+def _evaluate_variant(op: str, point: dict, folder: Path):  # type: ignore[no-untyped-def]
+    """The op's reference kernel with `point` written into its TUNABLES, evaluated like the kernels above."""
+    kernel = next(k for k, o in CASES if o == op)
+    source = kernel.path.read_text()
+    _, space = read_tunables(source, kernel.path)
+    variant = folder / f"{op}_variant.py"
+    variant.write_text(with_tunables(source, point, space, kernel.path))
+    problem = load_problem(PROBLEMS / op)
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=2,
+                          limits=WorkerLimits(startup_s=120, per_shape_s=240))
+    result = evaluate_candidate(problem, CandidateSpec.file(variant), options)
+    return result, score_op(problem, result, get_profile("cpu"))
+
+
 @pytest.fixture(scope="module")
-def evaluations(request: pytest.FixtureRequest) -> Iterator[Prefetch]:
-    """The selected kernels' evaluations, run a few at a time (tests/prefetch.py)."""
-    keys = [(params["kernel"].entry_id, params["op"]) for test, params in selected(request)
-            if test == "test_reference_kernel_is_correct_and_real_on_the_interpreter"]
-    with prefetch((key, lambda key=key: _evaluate(key)) for key in keys) as ahead:
+def evaluations(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prefetch]:
+    """The selected kernels' and variants' evaluations, run a few at a time (tests/prefetch.py)."""
+    jobs = []
+    for test, params in selected(request):
+        if test == "test_reference_kernel_is_correct_and_real_on_the_interpreter":
+            key = (params["kernel"].entry_id, params["op"])
+            jobs.append((key, lambda key=key: _evaluate(key)))
+        elif test == "test_non_default_kernel_variant_is_correct_and_real":
+            op, point = params["op"], params["point"]
+            jobs.append((("variant", op), lambda op=op, point=point: _evaluate_variant(
+                op, point, tmp_path_factory.mktemp("variant"))))
+    with prefetch(jobs) as ahead:
         yield ahead
 
 
@@ -86,17 +107,8 @@ def test_bench_finds_a_kb_kernel_for_every_problem() -> None:
     # the default runs BALANCED (covered by the reference-kernel test); the fixed partitions stay searchable
     ("attention_mla_decode", {"BALANCED": 0}),
 ], ids=["kv_cache_write-contig-rows", "mla-decode-fixed-partitions"])
-def test_non_default_kernel_variant_is_correct_and_real(op: str, point: dict, tmp_path: Path) -> None:
-    kernel = next(k for k, o in CASES if o == op)
-    source = kernel.path.read_text()
-    _, space = read_tunables(source, kernel.path)
-    variant = tmp_path / f"{op}_variant.py"
-    variant.write_text(with_tunables(source, point, space, kernel.path))
-    problem = load_problem(PROBLEMS / op)
-    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=2,
-                          limits=WorkerLimits(startup_s=120, per_shape_s=240))
-    result = evaluate_candidate(problem, CandidateSpec.file(variant), options)
-    op_score = score_op(problem, result, get_profile("cpu"))
+def test_non_default_kernel_variant_is_correct_and_real(op: str, point: dict, evaluations: Prefetch) -> None:
+    result, op_score = evaluations.result(("variant", op))
     assert op_score.correct and op_score.real, {s.shape_id: (s.status, s.error) for s in result.shapes}
 
 

@@ -19,6 +19,7 @@ from aka_tui.executors.local import LocalExecutor
 from aka_tui.executors.ray_cluster import RayExecutor
 from aka_tui.executors.suite import run_bench
 from tests.conftest import PROBLEMS
+from tests.prefetch import prefetch
 
 pytestmark = pytest.mark.slow
 OPS = ["rms_norm", "layer_norm", "silu_and_mul"]
@@ -44,12 +45,14 @@ def _content(result: CandidateResult) -> dict[str, Any]:
 def test_two_nodes_match_the_local_backend(ray_cluster: Any, candidates: Path) -> None:
     suite = load_suite(PROBLEMS)
     seen: list[tuple[str, str]] = []
-    local = run_bench(suite, _options(), candidates_dir=candidates, ops=OPS,
-                      executor=LocalExecutor("cpu", cpu_workers=2))
-    executor = RayExecutor(address=ray_cluster.address, device="cpu")
-    assert executor.device == "cpu" and len(executor.describe()) == 2
-    remote = run_bench(suite, _options(), candidates_dir=candidates, ops=OPS, executor=executor,
-                       progress=lambda op, event, r: seen.append((op, event)))
+    local_run = ("local", lambda: run_bench(suite, _options(), candidates_dir=candidates, ops=OPS,
+                                            executor=LocalExecutor("cpu", cpu_workers=2)))
+    with prefetch([local_run]) as ahead:  # the local backend's run beside the cluster's (tests/prefetch.py)
+        executor = RayExecutor(address=ray_cluster.address, device="cpu")
+        assert executor.device == "cpu" and len(executor.describe()) == 2
+        remote = run_bench(suite, _options(), candidates_dir=candidates, ops=OPS, executor=executor,
+                           progress=lambda op, event, r: seen.append((op, event)))
+        local = ahead.result("local")
     assert remote.executor == "ray" and remote.device == "cpu" and remote.mixed_hardware == []
     by_op = {r.problem: r for r in remote.results}
     for result in local.results:
