@@ -60,7 +60,6 @@ def test_proposals_evaluate_as_real_kernels(tmp_path) -> None:  # type: ignore[n
     from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
     from aka_tui.bench.problem.lookup import load_problem
     from tests.conftest import PROBLEMS
-
     from tests.prefetch import prefetch
 
     proposer = OfflineProposer(kernels_for_op(KB, "silu_and_mul"), seed=5)
