@@ -7,14 +7,17 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
 from aka_tui.bench.measure.results import TimingStats
+from aka_tui.bench.measure.timing import Timers
 from aka_tui.bench.problem.atrex import importance_listing
 from aka_tui.bench.problem.lookup import load_problem, load_suite
 from aka_tui.bench.problem.model import RooflineEntry
@@ -184,7 +187,6 @@ def test_malformed_directories_give_one_line_each_and_the_rest_loads(tmp_path: P
 def test_a_shape_too_large_for_the_interpreter_is_shrunk_and_replays() -> None:
     problem = load_problem(FIXTURE / "scaled_tanh_rows")
     module = import_file(problem.input_path, "inp_shrink")
-    from dataclasses import replace
 
     from aka_tui.bench.problem.fuzz import resolve_shape
     from aka_tui.bench.problem.shrink import shrink_shape
@@ -204,6 +206,23 @@ def test_end_to_end_time_is_the_slower_of_host_issue_and_device() -> None:
     assert e2e_time_ms(device_bound) == 0.5
     assert e2e_time_ms(host_bound) == 0.021
     assert e2e_time_ms(cpu) == 2.0 and e2e_time_ms(None) is None
+    # The host time is the call's own (harness work around it excluded) where the result records it.
+    checked = replace(host_bound, host_enqueue_ms=0.35, host_call_ms=0.012)
+    assert e2e_time_ms(checked) == 0.012
+
+
+def test_host_call_time_excludes_the_harness_hooks() -> None:
+    """The host-bound pass times the call alone: slow restores and output checks around it do not count."""
+    from aka_tui.bench.measure.timing import TimingHooks, _one
+
+    clock = iter([1.0, 1.0 + 0.004])
+    timers = replace(Timers.capture(), perf_counter=lambda: next(clock))
+    hooks = TimingHooks(prepare=lambda i: time.sleep(0.02), observe=lambda call, out: time.sleep(0.02))
+    steps = _one(hooks, 0, "host-bound", timers)
+    next(steps)
+    with pytest.raises(StopIteration) as stop:
+        steps.send("out")
+    assert stop.value.value == pytest.approx(4.0)
 
 
 @pytest.mark.slow

@@ -48,6 +48,7 @@ class TimingStats:
     host_bound_p80_ms: float | None = None
     host_bound_reps: int | None = None
     host_enqueue_ms: float | None = None  # host time to enqueue one first-pass iteration (sizes the sleep)
+    host_call_ms: float | None = None  # first pass: median host time inside one call alone (no harness work)
     sleep_ms: float | None = None  # measured GPU sleep before the saturated pass
     saturation_note: str = ""  # why the reported figures are not from a saturated pass (empty when they are)
 

@@ -78,27 +78,37 @@ def timed_calls(plan: ShapePlan) -> Generator[Call, Any, TimingStats]:
         began = time.perf_counter()
         _verify_timed(plan, observed, run)
         plan.result.verification["verify_timed_s"] = round(time.perf_counter() - began, 4)
+        plan.result.verification["hooks_s"] = round(plan.result.verification["hooks_s"], 4)
     return run.stats
 
 
 def _hooks(plan: ShapePlan, sets: list[dict[str, Any]], pristine: dict[int, dict[str, torch.Tensor]],
            observed: list[_Observed]) -> TimingHooks:
-    """The protocol's hooks: restore and record around every call, sample its output, check after warm-up."""
+    """The protocol's hooks: restore and record around every call, sample its output, check after warm-up.
+    Their own host time is added up in the result's verification (`hooks_s`, `checkpoint_s`)."""
+    clock, verification = plan.timers.perf_counter, plan.result.verification
+    verification.setdefault("hooks_s", 0.0)
+
     def prepare(i: int) -> None:
+        began = clock()
         _restore(sets[i], pristine[i])
         plan.recorder.begin_call()
+        verification["hooks_s"] += clock() - began
 
     def observe(call: TimedCall, out: Any) -> None:
+        began = clock()
         launches = plan.recorder.end_call()
         samples = plan._sampled(plan.cases.case(call.set_index), out, f"timing ({call.phase} call)")
         observed.append(_Observed(call.phase, call.set_index, samples,
                                   launches if call.phase in TIMED_PHASES else None))
+        verification["hooks_s"] += clock() - began
 
     def checkpoint(name: str) -> Generator[Call, Any, None]:
         """After warm-up, a full check of every set on the timed tensors themselves, which fixes the launches
         every later call on that set must repeat (after timing, the recheck and the samples suffice)."""
         if name != "after warm-up":
             return
+        began = clock()
         for i in range(len(sets)):
             prepare(i)
             out = yield Call(sets[i], "timing")
@@ -106,6 +116,7 @@ def _hooks(plan: ShapePlan, sets: list[dict[str, Any]], pristine: dict[int, dict
             plan.reference_launches[i] = plan.recorder.end_call()
             plan._compare(plan.cases.case(i), out, f"check {name} (on the timed inputs)")
         plan.result.launches = plan.reference_launches.get(0, [])
+        verification["checkpoint_s"] = round(clock() - began, 4)
 
     return TimingHooks(prepare, observe, checkpoint)
 

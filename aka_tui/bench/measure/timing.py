@@ -199,8 +199,9 @@ def drive(fn: Callable[[dict], Any], input_sets: list[dict], protocol: Generator
 
 
 def _one(hooks: TimingHooks, index: int, phase: str, timers: Timers | None = None, flush: torch.Tensor | None = None,
-         start: Any = None, end: Any = None) -> Generator[Any, Any, None]:
-    """One call of the protocol: prepare, flush, start event, the call, end event, observe."""
+         start: Any = None, end: Any = None) -> Generator[Any, Any, float]:
+    """One call of the protocol: prepare, flush, start event, the call, end event, observe. Returns the host's
+    milliseconds inside the call alone (what issuing it costs a caller, none of the harness's work around it)."""
     if hooks.prepare is not None:
         hooks.prepare(index)
     if flush is not None:
@@ -208,11 +209,14 @@ def _one(hooks: TimingHooks, index: int, phase: str, timers: Timers | None = Non
     if start is not None and timers is not None:
         timers.record(start)
     request = TimedCall(index, phase)
+    began = timers.perf_counter() if timers is not None else 0.0
     out = yield request
+    host_ms = (timers.perf_counter() - began) * 1e3 if timers is not None else 0.0
     if end is not None and timers is not None:
         timers.record(end)
     if hooks.observe is not None:
         hooks.observe(request, out)
+    return host_ms
 
 
 def _checkpoint(hooks: TimingHooks, name: str) -> Generator[Any, Any, None]:
@@ -308,9 +312,10 @@ def cuda_protocol(n_sets: int, timers: Timers, l2_bytes: int, hooks: TimingHooks
     starts = [timers.event_cls(enable_timing=True) for _ in range(reps)]
     ends = [timers.event_cls(enable_timing=True) for _ in range(reps)]
     sync()
+    host_call_ms = []
     wall_start = timers.perf_counter()
     for i in range(reps):
-        yield from _one(hooks, i % n_sets, "host-bound", timers, flush, starts[i], ends[i])
+        host_call_ms.append((yield from _one(hooks, i % n_sets, "host-bound", timers, flush, starts[i], ends[i])))
     enqueued = timers.perf_counter()
     sync()
     wall_ms = (timers.perf_counter() - wall_start) * 1e3 / reps
@@ -319,7 +324,7 @@ def cuda_protocol(n_sets: int, timers: Timers, l2_bytes: int, hooks: TimingHooks
     first = _stats(times, n_sets, "cuda_events", flush_bytes, wall_ms, _harness_ms(hooks, n_sets, timers, flush))
     first = replace(first, host_bound_median_ms=first.median_ms, host_bound_min_ms=first.min_ms,
                     host_bound_p20_ms=first.p20_ms, host_bound_p80_ms=first.p80_ms, host_bound_reps=first.reps,
-                    host_enqueue_ms=enqueue_ms)
+                    host_enqueue_ms=enqueue_ms, host_call_ms=statistics.median(host_call_ms))
     first_calls = [(i % n_sets, t) for i, t in enumerate(times)]
     if not saturate:
         del flush

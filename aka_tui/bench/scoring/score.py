@@ -86,13 +86,15 @@ class AggregateScore:
 def e2e_time_ms(timing: TimingStats | None) -> float | None:
     """Per-call time of back-to-back calls with no CUDA graph: max(host time to issue one call, device time).
 
-    On CUDA the host's enqueue cost per call comes from the host-bound pass (Python forward, launches, plus
-    the harness's flush and event records: a few µs too much) and the device time from the reported pass; a
-    loop issuing calls back to back runs at whichever is slower. On the CPU the wall time is both.
+    On CUDA the host's cost per call is the host-bound pass's median time inside the call (Python forward and
+    its launches, none of the harness's flush, events, restores or output checks) and the device time comes
+    from the reported pass; a loop issuing calls back to back runs at whichever is slower. Results recorded
+    before `host_call_ms` existed use the whole enqueue time per iteration (the harness's work included). On
+    the CPU the wall time is both.
     """
     if timing is None:
         return None
-    host = timing.host_enqueue_ms
+    host = timing.host_call_ms if timing.host_call_ms is not None else timing.host_enqueue_ms
     return max(timing.median_ms, host) if host is not None else timing.median_ms
 
 
