@@ -52,11 +52,19 @@ def _run(job: MeasureJob) -> tuple[float, dict[str, float], list[str], pstats.St
         if message.get("event") == "shape_result":
             results.append(message["result"])
 
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    launchers = [(cls, cls.run) for cls in (JITFunction, InterpretedFunction)]
     profiler = cProfile.Profile()
     began = time.perf_counter()
     profiler.enable()
-    worker.run(job.to_json(), emit)
-    profiler.disable()
+    try:
+        worker.run(job.to_json(), emit)
+    finally:
+        profiler.disable()
+        for cls, run in launchers:  # each run installs its own launch recorder: undo it, or they would nest
+            cls.run = run  # type: ignore[method-assign]
     wall = time.perf_counter() - began
     stages: dict[str, float] = {}
     statuses = []

@@ -217,12 +217,15 @@ def test_host_call_time_excludes_the_harness_hooks() -> None:
 
     clock = iter([1.0, 1.0 + 0.004])
     timers = replace(Timers.capture(), perf_counter=lambda: next(clock))
-    hooks = TimingHooks(prepare=lambda i: time.sleep(0.02), observe=lambda call, out: time.sleep(0.02))
+    recorded = iter([0.0, 0.001])  # the launch recorder's own seconds inside the call: 1 ms of the 4
+    hooks = TimingHooks(prepare=lambda i: time.sleep(0.02), observe=lambda call, out: time.sleep(0.02),
+                        harness_seconds=lambda: next(recorded))
     steps = _one(hooks, 0, "host-bound", timers)
     next(steps)
     with pytest.raises(StopIteration) as stop:
         steps.send("out")
-    assert stop.value.value == pytest.approx(4.0)
+    assert stop.value.value == pytest.approx(3.0)
+
 
 
 @pytest.mark.slow

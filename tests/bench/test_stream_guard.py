@@ -58,3 +58,14 @@ def test_no_guard_no_stream_lookups(recorder: TritonLaunchRecorder, monkeypatch:
 
     monkeypatch.setattr(torch.cuda, "current_stream", fail)
     _launch()
+
+
+def test_recorder_counts_its_own_time_inside_launches(recorder: TritonLaunchRecorder) -> None:
+    """What the recorder does inside a launch is added up apart, so the timing can leave it out of a call's
+    host time (the candidate's cost to a caller)."""
+    ticks = iter(float(t) for t in range(100))
+    recorder._clock = lambda: next(ticks)  # every reading one second later than the last
+    recorder.begin_call()
+    _launch()
+    assert recorder.own_seconds > 0 and recorder.own_seconds == int(recorder.own_seconds)
+    assert len(recorder.end_call()) == 1

@@ -17,7 +17,7 @@ from aka_tui.bench.measure.job import MeasureJob
 from aka_tui.bench.measure.plan import PlanOptions, ShapePlan
 from aka_tui.bench.measure.results import PASSED, AuditReport, ShapeResult, TimingStats
 from aka_tui.bench.measure.timed_checks import drive_protocol
-from aka_tui.bench.measure.timing import Timers, cpu_protocol, cuda_protocol
+from aka_tui.bench.measure.timing import Timers, TimingHooks, cpu_protocol, cuda_protocol
 from aka_tui.bench.problem.inputs import make_inputs
 from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.bench.problem.seeds import derive_seed
@@ -157,10 +157,11 @@ def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
         sets = [problem_call(lambda s=s: make_inputs(problem, session.input_module, shape, session.device, s), "inputs")  # type: ignore[misc]  # mypy cannot infer a lambda with default arguments
                 for s in seeds]
         ref_model = reference_model(problem, shape, session.ref_module, session.device)
+        hooks = TimingHooks(harness_seconds=lambda: session.recorder.own_seconds)
         for kind in job.baselines:
             model = ref_model if kind == "eager" else torch.compile(ref_model, dynamic=False)
-            protocol = cuda_protocol(len(sets), session.timers, job.l2_bytes) if session.device.startswith("cuda") \
-                else cpu_protocol(len(sets), session.timers, job.cpu_reps)
+            protocol = cuda_protocol(len(sets), session.timers, job.l2_bytes, hooks) \
+                if session.device.startswith("cuda") else cpu_protocol(len(sets), session.timers, job.cpu_reps, hooks)
             timings[kind] = run_calls(model, _timing_only(protocol, sets)).stats
     except MeasureFailure as failure:
         return ShapeResult(shape.shape_id, failure.error.kind, seeds, failure.error)

@@ -53,7 +53,7 @@ def timed_calls(plan: ShapePlan) -> Generator[Call, Any, TimingStats]:
     read_only = [input_checksums(s, mutated) for s in sets]
     observed: list[_Observed] = []
     hooks = _hooks(plan, sets, pristine, observed) if verify else \
-        TimingHooks(prepare=lambda i: _restore(sets[i], pristine[i]))
+        TimingHooks(prepare=lambda i: _restore(sets[i], pristine[i]), harness_seconds=lambda: plan.recorder.own_seconds)
     watch = plan.opts.watch_threads and plan.thread_starts is not None
     before, mark = (thread_census(), plan.thread_starts.mark()) if watch and plan.thread_starts else (set(), 0)
     if plan.opts.cuda:
@@ -118,7 +118,7 @@ def _hooks(plan: ShapePlan, sets: list[dict[str, Any]], pristine: dict[int, dict
         plan.result.launches = plan.reference_launches.get(0, [])
         verification["checkpoint_s"] = round(clock() - began, 4)
 
-    return TimingHooks(prepare, observe, checkpoint)
+    return TimingHooks(prepare, observe, checkpoint, lambda: plan.recorder.own_seconds)
 
 
 def _threads_after_timing(plan: ShapePlan, before: set[int], mark: int, off_stream: dict[str, int],

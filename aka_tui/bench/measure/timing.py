@@ -168,12 +168,14 @@ class TimingHooks:
     `prepare(set_index)` runs before the L2 flush (restore inputs the call mutates), `observe(call, out)` after
     the end event (sample the output, close the launch record): both outside the timed interval.
     `checkpoint(name)` returns a generator of extra calls made between passes (the engine's interleaved checks);
-    the protocol passes whatever it yields through to its driver.
+    the protocol passes whatever it yields through to its driver. `harness_seconds()` is a running total of the
+    harness's work done inside calls (the launch recorder's): a call's host time is measured without it.
     """
 
     prepare: Callable[[int], None] | None = None
     observe: Callable[[TimedCall, Any], None] | None = None
     checkpoint: Callable[[str], Generator[Any, Any, None]] | None = None
+    harness_seconds: Callable[[], float] | None = None  # the harness's own time inside calls so far (launch records)
 
 
 @dataclass(frozen=True)
@@ -209,9 +211,12 @@ def _one(hooks: TimingHooks, index: int, phase: str, timers: Timers | None = Non
     if start is not None and timers is not None:
         timers.record(start)
     request = TimedCall(index, phase)
-    began = timers.perf_counter() if timers is not None else 0.0
+    harness = hooks.harness_seconds or (lambda: 0.0)
+    began, harness_began = (timers.perf_counter(), harness()) if timers is not None else (0.0, 0.0)
     out = yield request
-    host_ms = (timers.perf_counter() - began) * 1e3 if timers is not None else 0.0
+    host_ms = 0.0
+    if timers is not None:
+        host_ms = max(0.0, (timers.perf_counter() - began) - (harness() - harness_began)) * 1e3
     if end is not None and timers is not None:
         timers.record(end)
     if hooks.observe is not None:
@@ -366,10 +371,14 @@ def cpu_protocol(n_sets: int, timers: Timers, reps: int = DEFAULT_CPU_REPS, hook
         index = i % n_sets
         if hooks.prepare is not None:
             hooks.prepare(index)
+        harness = hooks.harness_seconds() if hooks.harness_seconds is not None else 0.0
         t0 = timers.perf_counter()
         request = TimedCall(index, "cpu")
         out = yield request
-        times.append((timers.perf_counter() - t0) * 1e3)
+        elapsed = timers.perf_counter() - t0
+        if hooks.harness_seconds is not None:
+            elapsed = max(0.0, elapsed - (hooks.harness_seconds() - harness))
+        times.append(elapsed * 1e3)
         calls.append((index, times[-1]))
         if hooks.observe is not None:
             hooks.observe(request, out)
