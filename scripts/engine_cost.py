@@ -53,6 +53,10 @@ def main(argv: list[str]) -> int:
           f"timed-call verification: {(wall_with - wall_without) / wall_without:+.1%}; the parent check {parent:.1f} s "
           f"({parent / wall_with:.1%} of the run with checks; it runs in both)")
     print(f"bench wall: {with_data['wall_s']} s with, {without_data['wall_s']} s without")
+    startup = [_provenance_seconds(d, "worker_startup") for d in (with_data, without_data)]
+    if any(startup):
+        print(f"worker starts (sandbox, imports, device context, the candidate's import), summed over ops: "
+              f"{startup[0]:.1f} s with, {startup[1]:.1f} s without")
     stages_with, stages_without = _stage_seconds(with_data), _stage_seconds(without_data)
     if stages_with or stages_without:
         names = sorted(set(stages_with) | set(stages_without))
@@ -66,6 +70,12 @@ def main(argv: list[str]) -> int:
               f"without: {plan_with - plan_without:+.1f} s = {(plan_with - plan_without) / wall_without:+.1%} of the "
               "evaluation without them")
     return 0
+
+
+def _provenance_seconds(data: dict, key: str) -> float:
+    """A step of every op's evaluation outside the shapes (reports written since the evaluator records it)."""
+    return sum(((r.get("provenance") or {}).get("checks") or {}).get("seconds", {}).get(key, 0.0)
+               for r in data.get("results", []))
 
 
 def _stage_seconds(data: dict) -> dict[str, float]:

@@ -103,6 +103,10 @@ def test_correct_candidates_pass_as_real_kernels(candidate: Path, evaluations: P
     assert op.s_op > 0 and all(s.seeds for s in result.shapes)
     assert any(s.fuzz for s in result.shapes), "fuzzed shapes are part of every candidate evaluation"
     assert result.provenance["candidate_sha256"] and result.provenance["problem_hash"]
+    # Where the time went: the worker's start, the workers in all, each shape's stages (fuzzed ones too).
+    seconds = result.provenance["checks"]["seconds"]
+    assert 0 < seconds["worker_startup"] < seconds["workers"]
+    assert all("correctness" in s.verification["seconds"] for s in result.shapes)
 
 
 @pytest.mark.parametrize("candidate", WRONG, ids=lambda p: f"{p.parents[2].name}/{p.stem}")

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -54,7 +55,7 @@ class WorkerOutcome:
     empty_launch_ms: float | None = None
     sandbox: dict[str, str] = field(default_factory=dict)  # SandboxReport.to_json() of the (last) worker
     evidence: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # per shape, for the parent's check
-    seconds: dict[str, float] = field(default_factory=dict)  # what the parent's own steps took (provenance)
+    seconds: dict[str, float] = field(default_factory=dict)  # workers (start, all), the parent's own steps (provenance)
 
 
 def exit_description(code: int) -> str:
@@ -221,19 +222,27 @@ class _Evaluation:
         self.compiled = True
         self.compile_error: StageError | None = None
         self.empty_launch_ms: float | None = None
+        # Where a job's wall time goes outside the shapes: each worker's start (sandbox, imports, device
+        # context, the candidate's import) until it reports the candidate compiled, and the workers in all.
+        self.seconds = {"worker_startup": 0.0, "workers": 0.0}
+        self._spawned = 0.0
 
     def run(self, live: list[_Worker]) -> WorkerOutcome:
+        began = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="aka-worker-", ignore_cleanup_errors=True) as tmp:
             while self.remaining:
                 log_path = Path(tmp) / f"worker-{self.restarts}.log"
+                self._spawned = time.perf_counter()
                 worker = _Worker({**self.job, "shape_ids": self.remaining}, log_path, self.limits)
                 live.append(worker)
                 state = self._follow(worker, log_path)
                 if state.failure is not None and not self._after_failure(state, state.failure):
                     break
         ordered = [self.results[s] for s in self.job["shape_ids"] if s in self.results]
+        self.seconds["workers"] = time.perf_counter() - began
         return WorkerOutcome(self.compiled, self.compile_error, ordered, self.empty_launch_ms,
-                             live[-1].report.to_json() if live else {}, self.evidence)
+                             live[-1].report.to_json() if live else {}, self.evidence,
+                             seconds={k: round(v, 3) for k, v in self.seconds.items()})
 
     def record(self, result: ShapeResult) -> None:
         self.results[result.shape_id] = result
@@ -293,6 +302,7 @@ class _Evaluation:
                 worker.close()
                 return True
             state.startup = False
+            self.seconds["worker_startup"] += time.perf_counter() - self._spawned
             if message.get("empty_launch_ms") is not None:
                 self.empty_launch_ms = float(message["empty_launch_ms"])
         elif event == "shape_start":

@@ -109,6 +109,7 @@ class ShapePlan:
         self.integrity("correctness")
         lap("correctness")
         if self.opts.fuzz:
+            self.result.verification["seconds"] = seconds
             return self.result
         if self.opts.audit:
             self.result.audit = yield from self.audit_call()
