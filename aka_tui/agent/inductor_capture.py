@@ -107,6 +107,8 @@ def capture(model: torch.nn.Module, inputs: dict[str, Any]) -> CapturedGraph:
     from torch._inductor import graph as inductor_graph
     from torch._inductor.compile_fx import compile_fx
 
+    from aka_tui.agent.seed_decompositions import seed_decompositions
+
     device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
     sources: list[str] = []
     placeholders: list[list[Placeholder]] = []
@@ -120,7 +122,7 @@ def capture(model: torch.nn.Module, inputs: dict[str, Any]) -> CapturedGraph:
 
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         placeholders.append(_placeholders(gm))
-        return compile_fx(gm, example_inputs)
+        return compile_fx(gm, example_inputs, decompositions=seed_decompositions())
 
     torch._dynamo.reset()
     inductor_graph.GraphLowering.codegen = codegen  # type: ignore[method-assign]

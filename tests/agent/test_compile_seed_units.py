@@ -112,3 +112,44 @@ def test_equal_sizes_in_the_traced_inputs_stay_separate_symbols() -> None:
     graph = capture(Centered(), {"x": torch.randn(8, 8)})
     sizes = {(p.input_name, p.index) for p in graph.placeholders if p.prop == "size"}
     assert {("x", 0), ("x", 1)} <= sizes, graph.placeholders
+
+
+@pytest.mark.parametrize("spatial, stride, padding, dilation", [(1, [1], [0], [1]), (1, [2], [1], [2]),
+                                                                  (2, [1, 2], [1, 0], [1, 1])])
+def test_depthwise_convolution_is_a_sum_over_its_taps(spatial: int, stride: list[int], padding: list[int],
+                                                      dilation: list[int]) -> None:
+    import torch
+    import torch.nn.functional as F
+
+    from aka_tui.agent.seed_decompositions import depthwise_convolution
+
+    x = torch.randn((2, 6) + (11,) * spatial)
+    w = torch.randn((6, 1) + (3,) * spatial)
+    b = torch.randn(6)
+    conv = F.conv1d if spatial == 1 else F.conv2d
+    want = conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=6)
+    got = depthwise_convolution(x, w, b, stride, padding, dilation, False, [0] * spatial, 6)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    # a dense or transposed convolution is left to inductor (a library call)
+    dense = torch.randn((6, 6) + (3,) * spatial)
+    assert depthwise_convolution(x, dense, b, stride, padding, dilation, False, [0] * spatial, 1) is NotImplemented
+    assert depthwise_convolution(x, w, b, stride, padding, dilation, True, [0] * spatial, 6) is NotImplemented
+
+
+def test_depthwise_convolution_lowers_to_triton_for_every_length() -> None:
+    """A depthwise conv1d (the short causal convolution of linear-attention layers) becomes the seed's own
+    pointwise kernel, with the sequence length a symbol, not a library call."""
+    import torch
+    import torch.nn.functional as F
+
+    from aka_tui.agent.compile_seed import extern_calls
+    from aka_tui.agent.inductor_capture import capture
+
+    class ShortConv(torch.nn.Module):
+        def forward(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+            return F.silu(F.conv1d(x, weight.unsqueeze(1), padding=3, groups=weight.shape[0]))
+
+    graph = capture(ShortConv(), {"x": torch.randn(1, 16, 24), "weight": torch.randn(16, 4)})
+    assert not extern_calls(graph.source), extern_calls(graph.source)
+    sizes = {(p.input_name, p.index) for p in graph.placeholders if p.prop == "size"}
+    assert ("x", 2) in sizes, graph.placeholders  # the length stays an argument of the program

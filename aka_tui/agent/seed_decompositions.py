@@ -1,0 +1,75 @@
+"""Decompositions the compiler seed adds to inductor's own, so that more references lower to Triton.
+
+Inductor keeps some aten ops as calls into a library (`extern_kernels.*`), which a seed cannot own. Where such an
+op has a cheap formulation in ops inductor fuses into its own kernels, the capture decomposes it first:
+
+- a depthwise convolution (groups = input channels = output channels, not transposed, 1-D or 2-D, at most
+  `MAX_TAPS` taps) is a sum over its taps of a strided slice of the padded input times one weight per channel,
+  accumulated in float32 as a convolution library does; inductor fuses it (with the bias and whatever follows)
+  into one pointwise kernel. A dense convolution stays a library call (a GEMM: the seed says so).
+
+Every decomposition returns `NotImplemented` for the cases it does not cover, which leaves the op to inductor.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+MAX_TAPS = 64  # taps of a depthwise kernel (all spatial dimensions together) still unrolled into a sum
+
+
+def depthwise_convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, stride: Any,
+                          padding: Any, dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Any:
+    """aten.convolution for a depthwise convolution as a sum of shifted slices; NotImplemented otherwise."""
+    spatial = input.dim() - 2
+    if transposed or spatial not in (1, 2) or weight.dim() != input.dim():
+        return NotImplemented
+    channels = input.shape[1]
+    # One input channel per group and one output channel per group (symbolic sizes compare without a guard
+    # when they are the same symbol, as in `groups=weight.shape[0]`).
+    if weight.shape[1] != 1 or weight.shape[0] != groups or channels != groups or groups == 1:
+        return NotImplemented
+    taps = [int(t) for t in weight.shape[2:]]
+    count = 1
+    for t in taps:
+        count *= t
+    if count > MAX_TAPS:
+        return NotImplemented
+    pads: list[int] = []
+    for p in reversed([int(p) for p in padding]):  # F.pad takes the last dimension first
+        pads += [p, p]
+    x = F.pad(input, pads).float()
+    w = weight.float()
+    # Sizes stay symbolic (a traced program serves every length); only the taps are unrolled.
+    sizes = [(x.shape[2 + d] - int(dilation[d]) * (taps[d] - 1) - 1) // int(stride[d]) + 1
+             for d in range(spatial)]
+    out = None
+    for offsets in itertools.product(*(range(t) for t in taps)):
+        window = x
+        for d, k in enumerate(offsets):
+            start = k * int(dilation[d])
+            end = start + (sizes[d] - 1) * int(stride[d]) + 1
+            window = window.narrow(2 + d, start, end - start)
+            if int(stride[d]) != 1:
+                index = [slice(None)] * window.dim()
+                index[2 + d] = slice(None, None, int(stride[d]))
+                window = window[tuple(index)]
+        tap = w[(slice(None), 0) + offsets].reshape([1, channels] + [1] * spatial)
+        term = window * tap
+        out = term if out is None else out + term
+    if bias is not None:
+        out = out + bias.float().reshape([1, channels] + [1] * spatial)
+    return out.to(input.dtype)
+
+
+def seed_decompositions() -> dict[Any, Callable[..., Any]]:
+    """Inductor's decomposition table with the seed's additions."""
+    from torch._inductor.decomposition import select_decomp_table
+
+    table = dict(select_decomp_table())
+    table[torch.ops.aten.convolution.default] = depthwise_convolution
+    return table
