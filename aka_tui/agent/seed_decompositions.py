@@ -47,7 +47,7 @@ def depthwise_convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch
     # Sizes stay symbolic (a traced program serves every length); only the taps are unrolled.
     sizes = [(x.shape[2 + d] - int(dilation[d]) * (taps[d] - 1) - 1) // int(stride[d]) + 1
              for d in range(spatial)]
-    out = None
+    out: torch.Tensor | None = None
     for offsets in itertools.product(*(range(t) for t in taps)):
         window = x
         for d, k in enumerate(offsets):
@@ -61,6 +61,7 @@ def depthwise_convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch
         tap = w[(slice(None), 0) + offsets].reshape([1, channels] + [1] * spatial)
         term = window * tap
         out = term if out is None else out + term
+    assert out is not None  # at least one tap
     if bias is not None:
         out = out + bias.float().reshape([1, channels] + [1] * spatial)
     return out.to(input.dtype)
