@@ -91,6 +91,10 @@ def _arg_candidates(param: Param, inputs: dict[str, Any]) -> list[tuple[float, l
         if example is None and not isinstance(value, torch.Tensor):
             continue
         score = 4.0 if name == param.name else 0.0
+        if example is None and not param.required and name != param.name:
+            # an optional parameter the kernel's own problem never passes, and no input of its name: most
+            # likely left at its default (an extra input it does not name is a poor guess)
+            score = -2.0
         if isinstance(value, torch.Tensor) and isinstance(example, torch.Tensor):
             score += 2.0 if value.ndim == example.ndim else (0.0 if value.ndim > example.ndim else -1.0)
             score += 1.0 if value.dtype == example.dtype else 0.0
@@ -102,14 +106,37 @@ def _arg_candidates(param: Param, inputs: dict[str, Any]) -> list[tuple[float, l
     return sorted(options, key=lambda o: -o[0])
 
 
+def _derived_dims(param: Param, forward_params: list[Param], arg_map: dict[str, list[Any]],
+                  inputs: dict[str, Any]) -> list[list[Any]]:
+    """Sizes the init value was in the kernel's own problem: where its example equals an axis of a forward
+    example (counted from the end, so a cache with extra leading axes still lines up), that axis of the
+    problem input mapped to the same parameter (e.g. num_heads = q.shape[-2])."""
+    if not isinstance(param.example, int) or isinstance(param.example, bool):
+        return []
+    found: list[list[Any]] = []
+    for fp in forward_params:
+        spec = arg_map.get(fp.name)
+        if not isinstance(fp.example, torch.Tensor) or spec is None or spec[0] != "input":
+            continue
+        value = inputs.get(spec[1])
+        if not isinstance(value, torch.Tensor):
+            continue
+        for axis in range(-1, -min(fp.example.ndim, value.ndim) - 1, -1):
+            if int(fp.example.shape[axis]) == param.example:
+                found.append(["dim", spec[1], axis])
+    return found
+
+
 def _init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[str, Any],
-                     arg_map: dict[str, list[Any]], output_dtypes: list[str]) -> list[list[Any]]:
+                     arg_map: dict[str, list[Any]], output_dtypes: list[str],
+                     forward_params: list[Param] | None = None) -> list[list[Any]]:
     """Values to try for one kernel init parameter, most plausible first."""
     kind = _kind(param.example if param.example is not None else
                  (param.default if not param.required else None))
     options: list[list[Any]] = []
     if param.name in problem_init:
         options.append(["init", param.name])
+    options += _derived_dims(param, forward_params or [], arg_map, inputs)
     same_kind = [n for n, v in problem_init.items() if _kind(v) == kind and n != param.name]
     options += [["init", n] for n in same_kind]
     if not param.required:
@@ -284,7 +311,8 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
             union.setdefault(name, value)
     tried = 0
     for arg_map in _arg_maps(semantics, union):
-        per_init = [_init_candidates(p, init, union, arg_map, dtypes) for p in semantics.init_params]
+        per_init = [_init_candidates(p, init, union, arg_map, dtypes, semantics.forward_params)
+                    for p in semantics.init_params]
         if any(not c for c in per_init):
             continue
         failures = 0

@@ -123,3 +123,17 @@ def test_a_reference_that_runs_nowhere_is_one_line(tmp_path: Path) -> None:
         matching_probes(load_problem(directory), "cpu")
     assert "reference does not run on probe inputs on cpu" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_transfer_derives_sizes_and_flags_the_new_interface_leaves_out() -> None:
+    """Attention with no init arguments, no mask, head size 40 and its own argument names: the varlen
+    attention kernel's head counts come from the sizes its own problem's examples show they are (q.shape[-2],
+    k.shape[-2]), its optional key offsets and cache arguments stay at their defaults, causal is off."""
+    problem = load_problem(UNSEEN / "packed_bidirectional_attention")
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "attention-prefill-varlen-reference-kernel"
+    match = matches[0]
+    assert match.arg_map["q"] == ["input", "query"] and match.arg_map["cu_seqlens"] == ["input", "offsets"]
+    assert all(match.arg_map[name][0] != "input" for name in ("cu_seqlens_k", "seqused_k", "block_table"))
+    assert match.init_map["num_heads"] == ["dim", "query", -2]
+    assert match.init_map["head_dim"][0] == "dim" and match.init_map["causal"] == ["const", False]

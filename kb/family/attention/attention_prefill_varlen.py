@@ -1,16 +1,18 @@
-"""Reference Triton kernel for attention_prefill_varlen (causal GQA flash attention over packed sequences).
+"""Reference Triton kernel for attention_prefill_varlen: GQA flash attention over packed variable-length
+sequences, causal (bottom-right aligned) or not, keys and values contiguous or in a paged cache.
 
 Grid (tiles, num_heads): axis 0 enumerates the query tiles of all sequences (sequence b contributes
-cdiv(L_b, BLOCK_M) tiles); its size cdiv(total_tokens, BLOCK_M) + batch bounds that sum without reading
-cu_seqlens on the host, and surplus programs find no tile and store nothing. A program maps its id to
-(sequence, tile) with a scalar scan over cu_seqlens (batch is small), taking the tiles of a sequence in
-reverse order so the long causal rows start first.
+cdiv(q_len_b, BLOCK_M) tiles). A first small kernel writes the running count of tiles per sequence; each
+program finds its sequence by a binary search over it (a few loads, whatever the batch), so nothing is read on
+the host; axis 0 is sized by the bound cdiv(total_q, BLOCK_M) + batch and surplus programs store nothing. The
+tiles of a sequence run last-first, so the long causal rows start first.
 
 Per tile: Q [BLOCK_M, D] stays in registers; K/V of the sequence's KV head (head // group) stream in
-BLOCK_N chunks through an online softmax in fp32 (exp2 with the scale folded into log2(e)). Keys below the
-tile's first row (rounded down to BLOCK_N) need no mask; only the chunks overlapping the diagonal apply the
-causal mask. P is cast to V's dtype for the second dot (bf16/fp16 tensor cores); fp32 inputs use IEEE
-dots so they meet the fp32 tolerance.
+BLOCK_N chunks through an online softmax in fp32 (exp2 with the scale folded into log2(e)). Chunks every row
+of the tile sees in full need no mask; only the chunks past that (the causal diagonal, the sequence's end)
+are masked. With a block table, the rows of a chunk are gathered slot by slot from their blocks. P is cast
+to V's dtype for the second dot (bf16/fp16 tensor cores); fp32 inputs use IEEE dots so they meet the fp32
+tolerance.
 """
 
 import torch
@@ -36,39 +38,73 @@ def _cap_stages(requested: int, stage_bytes: int, fixed_bytes: int = 0, budget: 
 
 
 @triton.jit
+def _tile_prefix_kernel(cu_ptr, prefix_ptr, batch, BLOCK_M: tl.constexpr, CHUNK: tl.constexpr):
+    """prefix[b] = query tiles of the sequences before b (prefix[batch] = all of them); one program."""
+    carry = 0
+    tl.store(prefix_ptr, 0)
+    for c0 in range(0, batch, CHUNK):
+        offs = c0 + tl.arange(0, CHUNK)
+        ok = offs < batch
+        s0 = tl.load(cu_ptr + offs, mask=ok, other=0)
+        s1 = tl.load(cu_ptr + offs + 1, mask=ok, other=0)
+        tiles = tl.where(ok, (s1 - s0 + BLOCK_M - 1) // BLOCK_M, 0)
+        running = tl.cumsum(tiles, axis=0) + carry
+        tl.store(prefix_ptr + offs + 1, running, mask=ok)
+        carry += tl.sum(tiles, axis=0)
+
+
+@triton.jit
+def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED: tl.constexpr):
+    """Element offsets of keys `offs_n` of sequence b in K and V: slots of the block table's blocks (paged), or
+    rows after the sequence's first key."""
+    if PAGED:
+        block = tl.load(bt_ptr + b * s_bt + offs_n // page, mask=n_ok, other=0).to(tl.int64)
+        return block * sk_b + (offs_n % page) * sk_t, block * sv_b + (offs_n % page) * sv_t
+    rows = k_start.to(tl.int64) + offs_n
+    return rows * sk_t, rows * sv_t
+
+
+@triton.jit
 def _attention_prefill_varlen_kernel(
-    q_ptr, k_ptr, v_ptr, cu_ptr, out_ptr,
-    batch, group, head_dim, qk_scale,
-    sq_t, sq_h, sq_d, sk_t, sk_h, sk_d, sv_t, sv_h, sv_d, so_t, so_h, so_d,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+    q_ptr, k_ptr, v_ptr, cu_ptr, cuk_ptr, used_ptr, bt_ptr, prefix_ptr, out_ptr,
+    batch, group, head_dim, qk_scale, page, s_bt,
+    sq_t, sq_h, sq_d, sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, so_t, so_h, so_d,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SEARCH: tl.constexpr,
+    CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr,
 ):
     pid = tl.program_id(0)
     head = tl.program_id(1)
-
-    # program id -> (sequence start, length, tile index); no hit leaves seq_len = 0 (nothing stored)
-    seq_start = 0
-    seq_len = 0
-    m_tile = 0
-    seen = 0
-    for b in range(batch):
-        s0 = tl.load(cu_ptr + b)
-        s1 = tl.load(cu_ptr + b + 1)
-        n_tiles = (s1 - s0 + BLOCK_M - 1) // BLOCK_M
-        hit = (pid >= seen) & (pid < seen + n_tiles)
-        seq_start = tl.where(hit, s0, seq_start)
-        seq_len = tl.where(hit, s1 - s0, seq_len)
-        m_tile = tl.where(hit, n_tiles - 1 - (pid - seen), m_tile)  # heaviest (last) tile first
-        seen += n_tiles
+    # program id -> sequence: the largest b with prefix[b] <= pid (SEARCH >= log2(batch) halvings)
+    lo = 0
+    hi = batch
+    for _ in range(SEARCH):
+        mid = (lo + hi) // 2
+        right = tl.load(prefix_ptr + mid) <= pid
+        lo = tl.where(right, mid, lo)
+        hi = tl.where(right, hi, mid)
+    b = lo
+    first_tile = tl.load(prefix_ptr + b)
+    n_tiles = tl.load(prefix_ptr + b + 1) - first_tile
+    if pid - first_tile >= n_tiles:  # past the last tile of the batch
+        return
+    q_start = tl.load(cu_ptr + b)
+    q_len = tl.load(cu_ptr + b + 1) - q_start
+    k_start = tl.load(cuk_ptr + b)
+    if USED:
+        kv_len = tl.load(used_ptr + b)
+    else:
+        kv_len = tl.load(cuk_ptr + b + 1) - k_start
+    m_tile = n_tiles - 1 - (pid - first_tile)  # heaviest (last) tile first
+    shift = kv_len - q_len  # causal: query i sees keys j <= i + shift
 
     kv_head = head // group
     m_start = m_tile * BLOCK_M
     offs_m = m_start + tl.arange(0, BLOCK_M)
     offs_n0 = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
-    m_ok = offs_m < seq_len
+    m_ok = offs_m < q_len
     d_ok = offs_d < head_dim
-    base = seq_start.to(tl.int64)
-    rows_m = (base + offs_m).to(tl.int64)
+    rows_m = (q_start.to(tl.int64) + offs_m).to(tl.int64)
 
     q = tl.load(q_ptr + rows_m[:, None] * sq_t + head * sq_h + offs_d[None, :] * sq_d,
                 mask=m_ok[:, None] & d_ok[None, :], other=0.0)
@@ -79,35 +115,42 @@ def _attention_prefill_varlen_kernel(
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
 
-    # 1) keys strictly before the tile: every row sees all of them, no mask
-    n_full = (m_start // BLOCK_N) * BLOCK_N
+    if CAUSAL:
+        n_end = tl.minimum(kv_len, m_start + BLOCK_M + shift)
+        n_full = tl.maximum(tl.minimum(m_start + shift + 1, kv_len), 0) // BLOCK_N * BLOCK_N
+    else:
+        n_end = kv_len
+        n_full = kv_len // BLOCK_N * BLOCK_N
+    # 1) chunks every row of the tile sees in full: no mask
     for n0 in range(0, n_full, BLOCK_N):
-        rows_n = (base + n0 + offs_n0).to(tl.int64)
-        kt = tl.load(k_base + rows_n[None, :] * sk_t, mask=d_ok[:, None], other=0.0)
+        k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, n0 + offs_n0, n0 + offs_n0 < kv_len,
+                                  sk_b, sk_t, sv_b, sv_t, PAGED)
+        kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None], other=0.0)
         s = tl.dot(q, kt, input_precision="ieee") * qk_scale
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        vv = tl.load(v_base + rows_n[:, None] * sv_t, mask=d_ok[None, :], other=0.0)
+        vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
         m_i = m_new
 
-    # 2) chunks overlapping the diagonal: causal + length mask
-    n_end = tl.minimum(m_start + BLOCK_M, seq_len)
+    # 2) the rest: the causal diagonal and the sequence's end, masked
     for n0 in range(n_full, n_end, BLOCK_N):
         offs_n = n0 + offs_n0
-        n_ok = offs_n < seq_len
-        rows_n = (base + offs_n).to(tl.int64)
-        kt = tl.load(k_base + rows_n[None, :] * sk_t, mask=d_ok[:, None] & n_ok[None, :], other=0.0)
+        n_ok = offs_n < kv_len
+        k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
+        kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & n_ok[None, :], other=0.0)
         s = tl.dot(q, kt, input_precision="ieee") * qk_scale
-        vis = (offs_n[None, :] <= offs_m[:, None]) & n_ok[None, :]
+        vis = n_ok[None, :]
+        if CAUSAL:
+            vis = vis & (offs_n[None, :] <= offs_m[:, None] + shift)
         s = tl.where(vis, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        vv = tl.load(v_base + rows_n[:, None] * sv_t, mask=d_ok[None, :] & n_ok[:, None], other=0.0)
+        vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
         m_i = m_new
 
@@ -117,7 +160,8 @@ def _attention_prefill_varlen_kernel(
              o.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & d_ok[None, :])
 
 
-def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads, softmax_scale):
+def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads, softmax_scale, causal=True,
+                                    cu_seqlens_k=None, seqused_k=None, block_table=None):
     total, _, head_dim = q.shape
     batch = cu_seqlens.shape[0] - 1
     out = torch.empty_like(q)
@@ -125,11 +169,26 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         return out
     bm, bn = TUNABLES["BLOCK_M"], TUNABLES["BLOCK_N"]
     block_d = max(16, triton.next_power_of_2(head_dim))
+    prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
+    _tile_prefix_kernel[(1,)](cu_seqlens, prefix, batch, BLOCK_M=bm, CHUNK=1024, num_warps=4)
+    paged = block_table is not None
+    cu_k = cu_seqlens_k if cu_seqlens_k is not None else cu_seqlens
+    if paged:
+        sk_b, sk_t, sk_h, sk_d = k.stride()
+        sv_b, sv_t, sv_h, sv_d = v.stride()
+        page, s_bt = k.shape[1], block_table.stride(0)
+    else:
+        (sk_t, sk_h, sk_d), (sv_t, sv_h, sv_d) = k.stride(), v.stride()
+        sk_b = sv_b = 0
+        page, s_bt = 1, 0
     grid = (triton.cdiv(total, bm) + batch, num_heads)
     _attention_prefill_varlen_kernel[grid](
-        q, k, v, cu_seqlens, out, batch, num_heads // num_kv_heads, head_dim, softmax_scale * LOG2E,
-        *q.stride(), *k.stride(), *v.stride(), *out.stride(),
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
+        q, k, v, cu_seqlens, cu_k, seqused_k if seqused_k is not None else cu_k,
+        block_table if paged else cu_k, prefix, out,
+        batch, num_heads // num_kv_heads, head_dim, softmax_scale * LOG2E, page, s_bt,
+        *q.stride(), sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, *out.stride(),
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, SEARCH=max(1, (batch - 1).bit_length()),
+        CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None,
         num_warps=TUNABLES["num_warps"],
         num_stages=_cap_stages(TUNABLES["num_stages"], 2 * bn * block_d * q.element_size(),
                                bm * block_d * q.element_size()),
@@ -138,14 +197,19 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
 
 
 class Model(nn.Module):
-    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int, softmax_scale: float | None = None):
+    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int, softmax_scale: float | None = None,
+                 causal: bool = True):
         super().__init__()
         assert num_heads % num_kv_heads == 0
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
         self.head_dim = head_dim
         self.softmax_scale = float(softmax_scale) if softmax_scale is not None else head_dim ** -0.5
+        self.causal = bool(causal)
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor,
+                cu_seqlens_k: torch.Tensor | None = None, seqused_k: torch.Tensor | None = None,
+                block_table: torch.Tensor | None = None) -> torch.Tensor:
         return launch_attention_prefill_varlen(q, k, v, cu_seqlens, self.num_heads, self.num_kv_heads,
-                                               self.softmax_scale)
+                                               self.softmax_scale, self.causal, cu_seqlens_k, seqused_k,
+                                               block_table)

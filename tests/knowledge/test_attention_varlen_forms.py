@@ -1,0 +1,68 @@
+"""The varlen attention reference kernel in every form its reference defines: separate key lengths, causal
+aligned at the bottom right or not causal, keys in a paged cache (CPU interpreter, float32)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from tests.conftest import REPO
+
+H, KVH, D, PAGE = 4, 2, 24, 4
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def modules() -> tuple[ModuleType, ModuleType]:
+    kernel = _load("varlen_kernel", REPO / "kb/family/attention/attention_prefill_varlen.py")
+    kernel.TUNABLES.update(BLOCK_M=16, BLOCK_N=16)  # several tiles and chunks per sequence at these sizes
+    return kernel, _load("varlen_reference", REPO / "problems/attention_prefill_varlen/reference.py")
+
+
+def _offsets(lengths: list[int]) -> torch.Tensor:
+    return torch.tensor([0] + torch.tensor(lengths).cumsum(0).tolist(), dtype=torch.int32)
+
+
+@pytest.mark.parametrize("q_lens, k_lens, causal, paged", [
+    ([3, 1, 20], [40, 9, 20], True, False),  # chunked prefill and decode rows: bottom-right causal
+    ([5, 33, 0, 17], [5, 33, 0, 17], False, False),  # not causal, an empty sequence
+    ([1, 4, 17], [30, 9, 17], True, True),  # keys gathered from a paged cache
+])
+def test_varlen_kernel_matches_its_reference(modules: tuple[ModuleType, ModuleType], q_lens: list[int],
+                                             k_lens: list[int], causal: bool, paged: bool) -> None:
+    kernel, reference = modules
+    torch.manual_seed(0)
+    cu_q, cu_k = _offsets(q_lens), _offsets(k_lens)
+    q = torch.randn(int(cu_q[-1]), H, D)
+    extra: dict[str, torch.Tensor] = {"cu_seqlens_k": cu_k}
+    k, v = torch.randn(int(cu_k[-1]), KVH, D), torch.randn(int(cu_k[-1]), KVH, D)
+    if paged:
+        per_seq = (max(k_lens) + PAGE - 1) // PAGE
+        blocks = per_seq * len(k_lens) + 3
+        k, v = torch.randn(blocks, PAGE, KVH, D), torch.randn(blocks, PAGE, KVH, D)
+        table = torch.randperm(blocks)[: per_seq * len(k_lens)].view(len(k_lens), per_seq).to(torch.int32)
+        extra = {"seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table}
+    want = reference.Model(H, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
+    got = kernel.Model(H, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_tile_prefix_spans_batches_longer_than_one_chunk(modules: tuple[ModuleType, ModuleType]) -> None:
+    """Programs find their sequence in the running tile count, which the first kernel builds in chunks."""
+    kernel, _ = modules
+    lengths = [(7 * i) % 40 for i in range(1030)]
+    prefix = torch.empty(len(lengths) + 1, dtype=torch.int32)
+    kernel._tile_prefix_kernel[(1,)](_offsets(lengths), prefix, len(lengths), BLOCK_M=16, CHUNK=1024)
+    tiles = torch.tensor([(n + 15) // 16 for n in lengths])
+    assert prefix.tolist() == [0] + tiles.cumsum(0).tolist()
