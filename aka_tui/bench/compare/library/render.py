@@ -25,13 +25,14 @@ def table_rows(report: LibraryCompareReport) -> list[list[str]]:
             met = "-" if r["met"] is None else ("met" if r["met"] else "not met")
             label = ("bar: " if r["role"] == "bar" else "") + r["library"]
             rows.append([r["op"], r["shape"], label, _fmt(r["ours_ms"]), _fmt(r["library_ms"]), _rate(r["ours_tflops"]),
-                         _rate(r["library_tflops"]), _rate(r["ratio"]), f"{r['target']:.2f}",
+                         _rate(r["library_tflops"]), _rate(r["ratio"]), _fmt(r["ours_e2e_ms"]),
+                         _fmt(r["library_e2e_ms"]), _rate(r["e2e_ratio"]), f"{r['target']:.2f}",
                          "dry-run" if report.dry_run else met, r["status"][:120]])
     return rows
 
 
-HEADERS = ["op", "shape", "library", "ours ms", "lib ms", "ours TFLOP/s", "lib TFLOP/s", "ours/lib", "target",
-           "met", "detail"]
+HEADERS = ["op", "shape", "library", "ours ms", "lib ms", "ours TFLOP/s", "lib TFLOP/s", "ours/lib", "ours e2e ms",
+           "lib e2e ms", "e2e ours/lib", "target", "met", "detail"]
 
 
 def _header_lines(report: LibraryCompareReport) -> list[str]:
@@ -40,7 +41,8 @@ def _header_lines(report: LibraryCompareReport) -> list[str]:
     if report.dry_run:
         lines.append("NOTE: " + DRY_RUN_NOTE)
     lines.append("Throughput = the problem's FLOPs / median time, both sides at the same problem; fp8 with coarser "
-                 "scales than block-wise is a throughput bar at the same M, N, K.")
+                 "scales than block-wise is a throughput bar at the same M, N, K. ms: device time; e2e: max(host "
+                 "time of one call, device time), per call as a loop without CUDA graphs sees it.")
     return lines
 
 

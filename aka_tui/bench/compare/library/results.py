@@ -38,6 +38,8 @@ class SideResult:
     max_abs_error: float | None = None
     median_ms: float | None = None
     round_ms: list[float] = field(default_factory=list)
+    e2e_ms: float | None = None  # end to end: max(host time of one call, device time), median of the rounds
+    round_e2e_ms: list[float] = field(default_factory=list)
     rounds: list[dict] = field(default_factory=list)
     details: dict = field(default_factory=dict)
 
@@ -52,13 +54,19 @@ class SideResult:
         return self.flops / (self.median_ms * 1e-3) / 1e12
 
     @property
+    def e2e_tflops(self) -> float | None:
+        if not self.ok or not self.e2e_ms:
+            return None
+        return self.flops / (self.e2e_ms * 1e-3) / 1e12
+
+    @property
     def status(self) -> str:
         if self.ok:
             return PASSED
         return self.verdict or ("wrong_output" if self.check.startswith("disagrees") else "runtime_error")
 
     def to_json(self) -> dict:
-        return asdict(self) | {"tflops": self.tflops, "status": self.status}
+        return asdict(self) | {"tflops": self.tflops, "e2e_tflops": self.e2e_tflops, "status": self.status}
 
 
 @dataclass
@@ -76,6 +84,7 @@ class ShapeComparison:
         out = []
         for lib in self.library:
             ratio = self.ours.tflops / lib.tflops if self.ours.tflops and lib.tflops else None
+            e2e = self.ours.e2e_tflops / lib.e2e_tflops if self.ours.e2e_tflops and lib.e2e_tflops else None
             if not self.ours.ok:
                 status = f"ours: {self.ours.check}"
             elif not lib.ok:
@@ -84,7 +93,8 @@ class ShapeComparison:
                 status = ""
             out.append({"op": self.op, "shape": self.shape_id, "role": lib.role, "library": lib.label,
                         "ours_ms": self.ours.median_ms, "library_ms": lib.median_ms, "ours_tflops": self.ours.tflops,
-                        "library_tflops": lib.tflops, "ratio": ratio, "target": self.target,
+                        "library_tflops": lib.tflops, "ratio": ratio, "ours_e2e_ms": self.ours.e2e_ms,
+                        "library_e2e_ms": lib.e2e_ms, "e2e_ratio": e2e, "target": self.target,
                         "met": None if ratio is None else ratio >= self.target, "status": status})
         return out
 

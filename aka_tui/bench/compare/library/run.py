@@ -18,7 +18,8 @@ timed; a disagreement is reported instead of a ratio. Our side goes through the 
 (`aka_tui.bench.measure`: its checked case, its timing protocol with the timed calls verified); the library side
 through the same timing protocol (`time_cuda`). Both time the evaluator's case inputs with one
 `Timers.capture()`, interleaved (ours, library, ours, library, ... for `rounds` rounds), the median of the
-per-round medians per side, under the per-GPU lock. Each side's `status` uses the engine's verdicts. Layout preparation for the library
+per-round medians per side, under the per-GPU lock; device time, and end to end (max(host time of one call,
+device time), as `e2e_time_ms` in the scores). Each side's `status` uses the engine's verdicts. Layout preparation for the library
 (views, transposes, padding, stacked or expanded K/V heads, scale layouts) happens outside the timed call:
 the library is timed on the layout it likes best, so the bar errs on the library's side.
 

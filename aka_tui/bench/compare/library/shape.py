@@ -178,7 +178,10 @@ def _library_sides(ctx: Context, shape: Shape, check_inputs: dict, refs: _Refere
 
 
 def _time_interleaved(runs: list[tuple[SideResult, Callable[[], Any]]], rounds: int) -> None:
-    """ours, library, ours, library, ... for `rounds` rounds; each side's median of its round medians."""
+    """ours, library, ours, library, ... for `rounds` rounds; each side's median of its round medians, on device
+    time and end to end (`e2e_time_ms`: max(host time of one call, device time), as the scores define it)."""
+    from aka_tui.bench.scoring.score import e2e_time_ms  # imports triton: after the dry-run's interpreter switch
+
     for _ in range(rounds):
         for side, run in runs:
             if not side.ok:
@@ -192,13 +195,17 @@ def _time_interleaved(runs: list[tuple[SideResult, Callable[[], Any]]], rounds: 
             except Exception as exc:
                 side.check, side.verdict = f"error while timing: {short_error(exc)}", "runtime_error"
                 continue
+            e2e = e2e_time_ms(stats)
             side.round_ms.append(stats.median_ms)
+            side.round_e2e_ms.append(e2e if e2e is not None else stats.median_ms)
             side.rounds.append({"median_ms": stats.median_ms, "p20_ms": stats.p20_ms, "p80_ms": stats.p80_ms,
                                 "reps": stats.reps, "saturated": getattr(stats, "saturated", None),
-                                "saturation_note": getattr(stats, "saturation_note", "")})
+                                "saturation_note": getattr(stats, "saturation_note", ""),
+                                "host_call_ms": getattr(stats, "host_call_ms", None), "e2e_ms": e2e})
     for side, _ in runs:
         if side.ok and side.round_ms:
             side.median_ms = statistics.median(side.round_ms)
+            side.e2e_ms = statistics.median(side.round_e2e_ms)
 
 
 def compare_shape(ctx: Context, shape: Shape, selected_as: list[str], cand_cls: Any, cand_label: str,
