@@ -136,11 +136,13 @@ def test_without_a_gpu_it_says_so_in_one_line(argv: list[str], tmp_path: Path, c
 @CPU_ONLY
 def test_dry_run_on_the_interpreter_exercises_all_three_ops(tmp_path: Path) -> None:
     """The CLI in a fresh process without TRITON_INTERPRET in its environment (it must switch the interpreter on
-    before triton is imported), the largest smoke shape of each op, two interleaved rounds."""
+    before triton is imported), the largest smoke shape of each op with a target, two interleaved rounds (the
+    peer-library ops: test_library_peers.py)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "aka_tui", "bench", "--library-compare", "--device", "cpu", "--tier", "smoke",
-         "--shapes", "largest", "--rounds", "2", "--out", str(tmp_path), "--name", "lc"],
+         "--ops", ",".join(results.TARGETS), "--shapes", "largest", "--rounds", "2", "--out", str(tmp_path),
+         "--name", "lc"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "timings and ratios are meaningless" in proc.stdout
