@@ -98,7 +98,8 @@ def rms_norm_plans(mods: dict[str, Any], eps: float, flops: float) -> list[Libra
 
     def plan(mode: str, what: str) -> LibraryPlan:
         return _plan(f"LigerRMSNormFunction, casting_mode {mode}", flops,
-                     "liger_kernel.ops.rms_norm.LigerRMSNormFunction", f"x, weight as given; eps {eps:g}, offset 0; {what}",
+                     "liger_kernel.ops.rms_norm.LigerRMSNormFunction",
+                     f"x, weight as given; eps {eps:g}, offset 0; {what}",
                      prepare=lambda i: {"x": i["x"], "w": i["weight"]},
                      call=lambda p: fn.apply(p["x"], p["w"], eps, 0.0, mode, True, None))
 
