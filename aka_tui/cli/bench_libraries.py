@@ -1,5 +1,6 @@
 """`aka bench libraries [DIR]`: DIR's kernels timed side by side with the vendor libraries on the same problems
-(torch.matmul, torch._scaled_mm, scaled_dot_product_attention); docs/scoring.md."""
+(torch.matmul, torch._scaled_mm, scaled_dot_product_attention) and, where it is installed, the Liger-Kernel peer
+(rms_norm, fused_add_rms_norm, layer_norm, silu_and_mul, rope); docs/scoring.md."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ def register(actions: Any) -> None:
     p = actions.add_parser("libraries", help="time DIR's kernels side by side with torch.matmul, _scaled_mm, SDPA",
                            description="The candidates of DIR (default kb/family) against torch.matmul, "
                                        "torch._scaled_mm and scaled_dot_product_attention on the same problems, "
-                                       "timed side by side (needs a CUDA GPU; --device cpu --tier smoke is a "
+                                       "and against Liger-Kernel on rms_norm, fused_add_rms_norm, layer_norm, "
+                                       "silu_and_mul and rope where liger-kernel is installed (pip install "
+                                       "liger-kernel==0.8.5, or the `peers` extra), timed side by side, device "
+                                       "time and end to end (needs a CUDA GPU; --device cpu --tier smoke is a "
                                        "dry-run); docs/scoring.md. `aka bench --library-compare [DIR]` is this "
                                        "subcommand.")
     p.add_argument("candidates", nargs="?", default=DEFAULT_CANDIDATES, metavar="DIR",

@@ -1,4 +1,5 @@
-"""`aka bench --library-compare`: the CPU dry-run of the three ops, the fp8 form fallback, the GPU-required error."""
+"""`aka bench --library-compare`: the CPU dry-run of the three ops, the fp8 form fallback, the GPU-required error,
+the end-to-end time per side."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 import torch
 
 from aka_tui.bench.compare.library import forms, plans, results, run
+from aka_tui.bench.compare.library.shape import _time_interleaved
+from aka_tui.bench.measure.results import TimingStats
 from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.cli import main
 from aka_tui.errors import EvaluationError
@@ -100,6 +103,24 @@ def test_select_shapes_largest_by_flops_and_weighted() -> None:
         run.parse_shape_sets("largest,biggest")
 
 
+def test_end_to_end_is_the_host_time_of_a_call_when_it_exceeds_the_device_time() -> None:
+    def stats(median: float, host: float | None) -> TimingStats:
+        return TimingStats(median, median, median, median, 10, 1, "cuda_events", 0, host_call_ms=host)
+
+    device_bound = results.SideResult("a", "bar", 1.0, "ok")
+    host_bound = results.SideResult("b", "bar", 1.0, "ok")
+    cpu = results.SideResult("c", "bar", 1.0, "ok")
+    _time_interleaved([(device_bound, lambda: stats(0.5, 0.01)), (host_bound, lambda: stats(0.004, 0.02)),
+                       (cpu, lambda: stats(3.0, None))], rounds=2)
+    assert device_bound.e2e_ms == 0.5 and host_bound.e2e_ms == 0.02 and host_bound.median_ms == 0.004
+    assert cpu.e2e_ms == 3.0 and host_bound.round_e2e_ms == [0.02, 0.02]
+    assert host_bound.rounds[0]["host_call_ms"] == 0.02 and host_bound.rounds[0]["e2e_ms"] == 0.02
+    # The end-to-end ratio reads like the device one (ours over the library's throughput), on e2e times.
+    row, = results.ShapeComparison("op", "s", 1.0, ["largest"], 0.8, "native", host_bound, [device_bound]).rows()
+    assert row["ratio"] == pytest.approx(0.5 / 0.004) and row["e2e_ratio"] == pytest.approx(0.5 / 0.02)
+    assert row["ours_e2e_ms"] == 0.02 and row["library_e2e_ms"] == 0.5 and row["met"] is True
+
+
 @CPU_ONLY
 @pytest.mark.parametrize("argv", [[], ["--device", "cpu"], ["--device", "cpu", "--tier", "full"], ["--device", "cuda"]],
                          ids=["auto", "cpu-full-by-default", "cpu-full", "cuda"])
@@ -115,11 +136,13 @@ def test_without_a_gpu_it_says_so_in_one_line(argv: list[str], tmp_path: Path, c
 @CPU_ONLY
 def test_dry_run_on_the_interpreter_exercises_all_three_ops(tmp_path: Path) -> None:
     """The CLI in a fresh process without TRITON_INTERPRET in its environment (it must switch the interpreter on
-    before triton is imported), the largest smoke shape of each op, two interleaved rounds."""
+    before triton is imported), the largest smoke shape of each op with a target, two interleaved rounds (the
+    peer-library ops: test_library_peers.py)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "aka_tui", "bench", "--library-compare", "--device", "cpu", "--tier", "smoke",
-         "--shapes", "largest", "--rounds", "2", "--out", str(tmp_path), "--name", "lc"],
+         "--ops", ",".join(results.TARGETS), "--shapes", "largest", "--rounds", "2", "--out", str(tmp_path),
+         "--name", "lc"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "timings and ratios are meaningless" in proc.stdout
@@ -135,6 +158,7 @@ def test_dry_run_on_the_interpreter_exercises_all_three_ops(tmp_path: Path) -> N
             assert side["check"] == "ok" and side["median_ms"] > 0 and len(side["round_ms"]) == 2, side
             assert side["status"] == "passed"
         assert all(row["ratio"] is not None and row["met"] is not None for row in comp["rows"])
+        assert all(row["e2e_ratio"] is not None and row["library_e2e_ms"] > 0 for row in comp["rows"])
     gemm = comps["gemm_bf16_linear_epilogue"]  # smoke_m33: silu + residual, so both library rows
     assert [s["role"] for s in gemm["library"]] == ["bar", "context"]
     assert gemm["library"][0]["flops"] < gemm["ours"]["flops"] == gemm["library"][1]["flops"]

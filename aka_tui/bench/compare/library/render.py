@@ -23,24 +23,33 @@ def table_rows(report: LibraryCompareReport) -> list[list[str]]:
     for comp in report.comparisons:
         for r in comp.rows():
             met = "-" if r["met"] is None else ("met" if r["met"] else "not met")
-            label = ("bar: " if r["role"] == "bar" else "") + r["library"]
+            label = {"bar": "bar: ", "peer": "peer: "}.get(r["role"], "") + r["library"]
+            target = "-" if r["target"] is None else f"{r['target']:.2f}"
             rows.append([r["op"], r["shape"], label, _fmt(r["ours_ms"]), _fmt(r["library_ms"]), _rate(r["ours_tflops"]),
-                         _rate(r["library_tflops"]), _rate(r["ratio"]), f"{r['target']:.2f}",
+                         _rate(r["library_tflops"]), _rate(r["ratio"]), _fmt(r["ours_e2e_ms"]),
+                         _fmt(r["library_e2e_ms"]), _rate(r["e2e_ratio"]), target,
                          "dry-run" if report.dry_run else met, r["status"][:120]])
     return rows
 
 
-HEADERS = ["op", "shape", "library", "ours ms", "lib ms", "ours TFLOP/s", "lib TFLOP/s", "ours/lib", "target",
-           "met", "detail"]
+HEADERS = ["op", "shape", "library", "ours ms", "lib ms", "ours TFLOP/s", "lib TFLOP/s", "ours/lib", "ours e2e ms",
+           "lib e2e ms", "e2e ours/lib", "target", "met", "detail"]
 
 
-def _header_lines(report: LibraryCompareReport) -> list[str]:
+def _header_lines(report: LibraryCompareReport, record: bool = False) -> list[str]:
+    """The header; a skipped peer only in the record (`record`): the run has said so on stderr already."""
     lines = [f"library comparison on {report.device} ({report.device_name}), tier {report.tier}, {report.rounds} "
              f"interleaved rounds; torch {report.versions.get('torch')}, triton {report.versions.get('triton')}"]
     if report.dry_run:
         lines.append("NOTE: " + DRY_RUN_NOTE)
     lines.append("Throughput = the problem's FLOPs / median time, both sides at the same problem; fp8 with coarser "
-                 "scales than block-wise is a throughput bar at the same M, N, K.")
+                 "scales than block-wise is a throughput bar at the same M, N, K. ms: device time; e2e: max(host "
+                 "time of one call, device time), per call as a loop without CUDA graphs sees it.")
+    for name, peer in report.peers.items():
+        if peer["available"]:
+            lines.append(f"peer: {name} {peer['version']}")
+        elif record:
+            lines.append(f"peer: {name} skipped ({peer['reason']})")
     return lines
 
 
@@ -49,8 +58,8 @@ def _detail_lines(report: LibraryCompareReport) -> list[str]:
     for comp in report.comparisons:
         for side in comp.library:
             if side.ok:
-                info = [f"{k}: {side.details[k]}" for k in ("strategy", "sdpa_backend", "form", "api", "layout", "note")
-                        if k in side.details]
+                info = [f"{k}: {side.details[k]}" for k in ("strategy", "sdpa_backend", "form", "api", "layout", "note",
+                                                            "mapping") if k in side.details]
                 lines.append(f"{comp.op}:{comp.shape_id}: {side.label}" + (f" ({'; '.join(info)})" if info else ""))
             tried = side.details.get("alternatives", [])
             if len(tried) > 1:
@@ -71,7 +80,7 @@ def _summary_lines(report: LibraryCompareReport) -> list[str]:
 
     lines = []
     for s in report.op_summary():
-        parts = [f"{s['op']}: target {s['target']:.2f}"]
+        parts = [f"{s['op']}: " + (f"target {s['target']:.2f}" if s["target"] is not None else "peers only, no target")]
         if s["largest_shape"]:
             parts.append(f"largest shape {s['largest_shape']} ratio {_fmt(s['largest_ratio'], 3)} "
                          f"({verdict(s['largest_met'])})")
@@ -90,7 +99,7 @@ def render_text(report: LibraryCompareReport) -> str:
 
 
 def render_markdown(report: LibraryCompareReport) -> str:
-    out = ["# Library comparison: our kernels against the vendor library", "", *(line + "  " for line in _header_lines(report)), ""]
+    out = ["# Library comparison: our kernels against the vendor and peer libraries", "", *(line + "  " for line in _header_lines(report, record=True)), ""]
     out.append("| " + " | ".join(HEADERS) + " |")
     out.append("|" + "---|" * len(HEADERS))
     out += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in table_rows(report)]

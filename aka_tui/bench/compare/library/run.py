@@ -11,14 +11,18 @@ problem through PyTorch's library path:
   same M, N, K; the form used is recorded);
 - attention_prefill_varlen: causal `F.scaled_dot_product_attention` formulations of the packed batch
   (SDPA's flash kernel on the packed batch, nested jagged tensors, one call per length group, one padded
-  call; the fastest that agrees with the reference is the bar), with the backend that ran.
+  call; the fastest that agrees with the reference is the bar), with the backend that ran;
+- rms_norm, fused_add_rms_norm, layer_norm, silu_and_mul, rope: a peer library, Liger-Kernel (`liger.py`), where
+  it is installed (without it these ops are left out and the run says so in one line); no target, the ratio
+  as it is.
 
 Every formulation is checked against the problem's reference within the problem's tolerance before it is
 timed; a disagreement is reported instead of a ratio. Our side goes through the evaluator's measurement engine
 (`aka_tui.bench.measure`: its checked case, its timing protocol with the timed calls verified); the library side
 through the same timing protocol (`time_cuda`). Both time the evaluator's case inputs with one
 `Timers.capture()`, interleaved (ours, library, ours, library, ... for `rounds` rounds), the median of the
-per-round medians per side, under the per-GPU lock. Each side's `status` uses the engine's verdicts. Layout preparation for the library
+per-round medians per side, under the per-GPU lock; device time, and end to end (max(host time of one call,
+device time), as `e2e_time_ms` in the scores). Each side's `status` uses the engine's verdicts. Layout preparation for the library
 (views, transposes, padding, stacked or expanded K/V heads, scale layouts) happens outside the timed call:
 the library is timed on the layout it likes best, so the bar errs on the library's side.
 
@@ -38,11 +42,13 @@ from typing import Callable
 
 import torch
 
+from aka_tui.bench.compare.library.liger import INSTALL_HINT, PEER, liger_status, skip_line
 from aka_tui.bench.compare.library.plans import Context
 from aka_tui.bench.compare.library.results import (
     DRY_RUN_NOTE,
     EXACT_FLOP_LIMIT,
     GPU_REQUIRED,
+    PEER_OPS,
     SHAPE_SETS,
     TARGETS,
     LibraryCompareReport,
@@ -98,6 +104,28 @@ def resolve_run_device(device: str, tier: str | None) -> tuple[str, str]:
             return "cpu", "smoke"
         raise EvaluationError(GPU_REQUIRED)
     raise EvaluationError(f"unknown device {device!r}: use cuda, cuda:N, or cpu (with --tier smoke: a dry-run)")
+
+
+def select_ops(requested: list[str] | None, suite: Suite, probe_cache: dict,
+               log: Callable[[str], None]) -> list[str]:
+    """The ops to compare: those asked for, else every op with a target and, where Liger is importable, the ops it
+    covers that the suite has (a run without it says so once). Liger is probed only when one of its ops may run."""
+    ops = list(requested or [])
+    compared = (*TARGETS, *PEER_OPS)
+    unknown = [o for o in ops if o not in compared]
+    if unknown:
+        raise EvaluationError(f"no library comparison for {', '.join(unknown)}; compared ops: {', '.join(compared)}")
+    if not ops:
+        status = liger_status(probe_cache)
+        if not status.available:
+            log(skip_line(status))
+        peers = [o for o in PEER_OPS if o in suite.problems] if status.available else []
+        return [*TARGETS, *peers]
+    peer_only = [o for o in ops if o in PEER_OPS]
+    if peer_only and not liger_status(probe_cache).available:
+        raise EvaluationError(f"{', '.join(peer_only)} compared only against the {PEER} peer, which is not importable "
+                              f"({liger_status(probe_cache).reason}): {INSTALL_HINT}")
+    return ops
 
 
 def _l2_bytes(device: str, hardware: str | None) -> int:
@@ -200,10 +228,8 @@ def run_library_compare(suite: Suite, device: str, tier: str, ops: list[str] | N
                                   "set TRITON_INTERPRET=1 in the environment")
         os.environ["TRITON_INTERPRET"] = "1"
     timers = Timers.capture()  # before any candidate module is imported, as in the evaluator's worker
-    ops = list(ops or TARGETS)
-    unknown = [o for o in ops if o not in TARGETS]
-    if unknown:
-        raise EvaluationError(f"no library comparison for {', '.join(unknown)}; compared ops: {', '.join(TARGETS)}")
+    probe_cache: dict = {}
+    ops = select_ops(ops, suite, probe_cache, log)
     missing = [o for o in ops if o not in suite.problems]
     if missing:
         raise EvaluationError(f"problem(s) {', '.join(missing)} not in the suite {suite.directory}")
@@ -211,7 +237,9 @@ def run_library_compare(suite: Suite, device: str, tier: str, ops: list[str] | N
     if dry_run:
         log(DRY_RUN_NOTE)
     device_name, l2_bytes, versions = _device_facts(device, dry_run, hardware)
-    probe_cache: dict = {}
+    peers = {PEER: probe_cache["liger"].to_json()} if "liger" in probe_cache else {}
+    if peers:
+        versions["liger_kernel"] = peers[PEER]["version"] or "missing"
     comparisons: list[ShapeComparison] = []
     errors: dict[str, str] = {}
 
@@ -219,7 +247,7 @@ def run_library_compare(suite: Suite, device: str, tier: str, ops: list[str] | N
         fp8 = probe_cache.get("fp8")
         return LibraryCompareReport(device, device_name, tier, dry_run, rounds, str(candidates_dir), versions,
                                     fp8.attempts if fp8 else [], list(comparisons), time.time() - started,
-                                    dict(errors))
+                                    dict(errors), peers)
 
     def body() -> None:
         with torch.no_grad():

@@ -1,5 +1,6 @@
-"""One compared shape: our side checked and timed by the engine, each library group's formulations checked
-against the problem's reference and the chosen one timed, all sides interleaved on the same case inputs."""
+"""One compared shape: our side checked and timed by the engine, each library group's formulations (the vendor
+library's, a peer library's) checked against the problem's reference and the chosen one timed, all sides
+interleaved on the same case inputs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, Callable
 import torch
 
 from aka_tui.bench.compare.library.attention import attention_groups
+from aka_tui.bench.compare.library.liger import liger_groups
 from aka_tui.bench.compare.library.plans import Context, LibraryPlan, PlanGroup, gemm_bf16_groups, gemm_fp8_groups
 from aka_tui.bench.compare.library.results import TARGETS, ShapeComparison, SideResult, short_error
 from aka_tui.bench.measure.audit import TritonLaunchRecorder
@@ -22,11 +24,22 @@ from aka_tui.bench.measure.timing import Timers, time_cpu, time_cuda
 from aka_tui.bench.problem.model import Shape
 from aka_tui.bench.problem.tolerance import compare_outputs
 
-OP_GROUPS: dict[str, Callable[[Shape, dict, Context], list[PlanGroup]]] = {
+GroupBuilder = Callable[[Shape, dict, Context], list[PlanGroup]]
+OP_GROUPS: dict[str, GroupBuilder] = {  # the vendor library's side of the ops with a target
     "gemm_bf16_linear_epilogue": gemm_bf16_groups,
     "gemm_fp8_blockscale": gemm_fp8_groups,
     "attention_prefill_varlen": attention_groups,
 }
+PEER_GROUPS: tuple[GroupBuilder, ...] = (liger_groups,)  # peer libraries: each returns [] for an op it lacks
+
+
+def library_groups(shape: Shape, inputs: dict, ctx: Context) -> list[PlanGroup]:
+    """Every library side of the shape: the vendor library's groups, then each peer library's."""
+    builder = OP_GROUPS.get(ctx.problem.name)
+    groups = builder(shape, inputs, ctx) if builder is not None else []
+    for peer in PEER_GROUPS:
+        groups += peer(shape, inputs, ctx)
+    return groups
 
 
 def _sync(device: str) -> None:
@@ -157,7 +170,7 @@ def _library_sides(ctx: Context, shape: Shape, check_inputs: dict, refs: _Refere
                    log: Callable[[str], None]) -> list[tuple[SideResult, LibraryPlan | None]]:
     """The library side: each group's formulations, checked; the chosen one per group (None: none agreed)."""
     sides: list[tuple[SideResult, LibraryPlan | None]] = []
-    for group in OP_GROUPS[ctx.problem.name](shape, check_inputs, ctx):
+    for group in library_groups(shape, check_inputs, ctx):
         chosen, attempts = _choose(group, check_inputs, refs, ctx.device, timed)
         for attempt in attempts:
             log(f"  {group.title}: {attempt['label']}: {attempt['check']}"
@@ -178,7 +191,10 @@ def _library_sides(ctx: Context, shape: Shape, check_inputs: dict, refs: _Refere
 
 
 def _time_interleaved(runs: list[tuple[SideResult, Callable[[], Any]]], rounds: int) -> None:
-    """ours, library, ours, library, ... for `rounds` rounds; each side's median of its round medians."""
+    """ours, library, ours, library, ... for `rounds` rounds; each side's median of its round medians, on device
+    time and end to end (`e2e_time_ms`: max(host time of one call, device time), as the scores define it)."""
+    from aka_tui.bench.scoring.score import e2e_time_ms  # imports triton: after the dry-run's interpreter switch
+
     for _ in range(rounds):
         for side, run in runs:
             if not side.ok:
@@ -192,13 +208,17 @@ def _time_interleaved(runs: list[tuple[SideResult, Callable[[], Any]]], rounds: 
             except Exception as exc:
                 side.check, side.verdict = f"error while timing: {short_error(exc)}", "runtime_error"
                 continue
+            e2e = e2e_time_ms(stats)
             side.round_ms.append(stats.median_ms)
+            side.round_e2e_ms.append(e2e if e2e is not None else stats.median_ms)
             side.rounds.append({"median_ms": stats.median_ms, "p20_ms": stats.p20_ms, "p80_ms": stats.p80_ms,
                                 "reps": stats.reps, "saturated": getattr(stats, "saturated", None),
-                                "saturation_note": getattr(stats, "saturation_note", "")})
+                                "saturation_note": getattr(stats, "saturation_note", ""),
+                                "host_call_ms": getattr(stats, "host_call_ms", None), "e2e_ms": e2e})
     for side, _ in runs:
         if side.ok and side.round_ms:
             side.median_ms = statistics.median(side.round_ms)
+            side.e2e_ms = statistics.median(side.round_e2e_ms)
 
 
 def compare_shape(ctx: Context, shape: Shape, selected_as: list[str], cand_cls: Any, cand_label: str,
@@ -232,5 +252,5 @@ def compare_shape(ctx: Context, shape: Shape, selected_as: list[str], cand_cls: 
                 side.check, side.verdict = f"error preparing the timing inputs: {short_error(exc)}", "runtime_error"
     _time_interleaved(runs, rounds)
     del runs, sets, cases
-    return ShapeComparison(problem.name, shape.shape_id, shape.weight, selected_as, TARGETS[problem.name],
+    return ShapeComparison(problem.name, shape.shape_id, shape.weight, selected_as, TARGETS.get(problem.name),
                            "float64" if exact else "native", ours, [s for s, _ in sides])
