@@ -100,3 +100,18 @@ def test_chunked_comparison_counts_and_locates_across_chunks(monkeypatch: pytest
     assert not whole.ok and chunked.reason == whole.reason and "flat index 703" in chunked.reason
     zeros = compare_outputs(torch.zeros_like(ref), ref, ref, lambda _: Tolerance(1e-4, 1e-4), 1.0)
     assert "all-zero" in zeros.reason
+
+
+def test_outputs_far_below_the_absolute_tolerance_are_still_compared() -> None:
+    """An MoE layer's output (RMS ~0.005) under atol 0.02: any values of that size used to pass. The absolute
+    part now shrinks with the output's RMS; an honest result's rounding still passes."""
+    torch.manual_seed(0)
+    reference = torch.randn(256, 64, dtype=torch.float64) * 0.005
+    unrelated = torch.randn(256, 64, dtype=torch.float64).abs() * 0.0007  # e.g. another kernel's scales
+    rounded = reference.to(torch.bfloat16).to(torch.float64)
+    tol = lambda dtype: Tolerance(0.02, 0.02)  # noqa: E731
+    assert not compare_outputs(unrelated, reference, reference, tol, 0.0).ok
+    assert compare_outputs(rounded, reference, reference, tol, 0.0).ok
+    # unit-scale outputs keep the written tolerance; an all-zero reference keeps a floor, not exact zeros
+    assert Tolerance(0.02, 0.02).scaled_to(1.3) == Tolerance(0.02, 0.02)
+    assert Tolerance(0.02, 0.02).scaled_to(0.0).atol == pytest.approx(2e-5)

@@ -26,6 +26,7 @@ from aka_tui.bench.problem.fuzz import resolve_shape
 from aka_tui.bench.problem.inputs import make_inputs
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.problem.tolerance import output_rms
 
 TOLERANCE_SCALE = 4.0
 STRAY_FRACTION = 0.01
@@ -75,7 +76,10 @@ def _check_shape(problem: Problem, job: MeasureJob, device: str, result: ShapeRe
         return _tampered(result, f"seed {seed}: the reported outputs do not have the reference's structure")
     checked = 0
     for j, (got, want, dtype) in enumerate(zip(reported, expected, sampler_leaves)):
-        bad = bad_elements(got, want.cpu(), problem.tolerance_for(dtype), TOLERANCE_SCALE)
+        tol = problem.tolerance_for(dtype)
+        if want.is_floating_point():
+            tol = tol.scaled_to(output_rms(want))  # as the worker's checks scale it (from the samples' RMS)
+        bad = bad_elements(got, want.cpu(), tol, TOLERANCE_SCALE)
         checked += got.numel()
         if got.numel() and float(bad.to(torch.float64).mean()) > problem.max_mismatch_fraction + STRAY_FRACTION:
             return _tampered(result, f"seed {seed}: the evaluator's own reference disagrees with the outputs the "

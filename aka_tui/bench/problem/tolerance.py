@@ -15,6 +15,33 @@ class Tolerance:
     atol: float
     rtol: float
 
+    def scaled_to(self, rms: float) -> Tolerance:
+        """This tolerance for an output whose reference has root-mean-square `rms` (`output_rms`).
+
+        Tolerances are written for outputs of about unit scale. Below an RMS of `UNIT_RMS` the absolute part
+        shrinks in proportion, so it never exceeds atol / UNIT_RMS × RMS (20% of the RMS for atol 0.02):
+        otherwise an output far smaller than atol — an MoE layer's, a quantisation's scales — would pass
+        whatever values a candidate returned. The floor keeps an all-zero reference from demanding exact
+        zeros of float arithmetic."""
+        factor = min(1.0, max(rms / UNIT_RMS, MIN_ATOL_FACTOR))
+        return self if factor >= 1.0 else Tolerance(self.atol * factor, self.rtol)
+
+
+UNIT_RMS = 0.1
+MIN_ATOL_FACTOR = 1e-3
+
+
+def output_rms(reference: torch.Tensor, chunk: int = 1 << 24) -> float:
+    """Root mean square of a reference output's finite values (float64, in bounded chunks)."""
+    flat = reference.detach().reshape(-1)
+    total, count = 0.0, 0
+    for start in range(0, flat.numel(), chunk):
+        part = flat[start:start + chunk].to(torch.float64)
+        finite = part[torch.isfinite(part)]
+        total += float((finite * finite).sum().item())
+        count += finite.numel()
+    return (total / count) ** 0.5 if count else 0.0
+
 
 # Defaults for problems that give none (Atrex-Bench directories). Chosen as ~4-8 ulps of each format at
 # magnitude 1 for the low-precision types, looser than one rounding of the output but far below an error.
@@ -108,7 +135,7 @@ def compare_outputs(candidate: Any, reference_native: Any, reference_exact: Any,
                 wrong = (cand != ref_x.to(cand.dtype)).sum().item()
                 return Comparison(False, f"{name}: {wrong} of {cand.numel()} integer elements differ (exact match required)")
             continue
-        tol = tolerance_for(cand.dtype)
+        tol = tolerance_for(cand.dtype).scaled_to(output_rms(ref_x))
         leaf = _compare_floating(name, cand, ref_x, tol, max_mismatch_fraction)
         if leaf.max_abs_error is not None:
             worst_abs = max(worst_abs, leaf.max_abs_error)
