@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_tui.argtypes import int_at_least
+from aka_tui.bench.measure.job import BASELINE_KINDS
 from aka_tui.cli.arguments import add_eval_flags
 from aka_tui.cli.from_args import accepted, eval_options, find_problem
 from aka_tui.cli.output import sandbox_line
@@ -18,8 +19,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("eval", help="evaluate one candidate file on one problem",
                        description="Compile, check, audit for fallback and time CANDIDATE on PROBLEM's shapes, "
                                    "in a worker process; print S per shape. CANDIDATE may be a .py file, "
-                                   "'eager' or 'compile' (the reference as a baseline).")
-    p.add_argument("candidate", help="candidate .py file (class Model), or eager / compile")
+                                   "'eager', 'compile' or 'compile-max-autotune' (the reference as a baseline).")
+    p.add_argument("candidate", help="candidate .py file (class Model), or eager / compile / compile-max-autotune")
     p.add_argument("--problem", required=True, help="problem name in the suite, or a problem directory")
     p.add_argument("--shape", action="append", help="evaluate only this shape id (repeatable)")
     p.add_argument("--json", help="write the result record (JSON) here")
@@ -46,7 +47,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     options.replay_seed = args.replay_seed
     options.fuzz = args.fuzz
     options.hardening = not args.no_hardening
-    spec = CandidateSpec(args.candidate) if args.candidate in ("eager", "compile") else CandidateSpec.file(args.candidate)
+    spec = CandidateSpec(args.candidate) if args.candidate in BASELINE_KINDS else CandidateSpec.file(args.candidate)
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
     result = evaluate_candidate(problem, spec, options,
