@@ -59,6 +59,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
                      ["shape", "status", "kernel", "own", "T ms", "T_SOL ms", "S", "S_raw", "detail"]))
     print(f"S_op = {op.s_op:.4f}   S_raw_op = {op.s_raw_op:.4f}   correct={op.correct} real={op.real}"
           + (f"   fuzz failures: {', '.join(op.fuzz_failures)}" if op.fuzz_failures else ""))
+    speedups = _speedup_line(op)
+    if speedups:
+        print(speedups)
     _print_findings(result, op)
     print(sandbox_line([result]))
     if not profile.representative:
@@ -89,6 +92,15 @@ def _shape_rows(result: Any, op: Any) -> list[list[str]]:
                      f"{s.time_ms:.4f}" if s and s.time_ms else "-", f"{s.t_sol_ms:.4f}" if s and s.t_sol_ms else "-",
                      f"{s.s:.3f}" if s else "-", f"{s.s_raw:.3f}" if s else "-", why[:160]])
     return rows
+
+
+def _speedup_line(op: Any) -> str:
+    """The speed-ups over the baselines timed beside the candidate (--compare-...), or '' when none was."""
+    timed = [(name, value) for name, value in (("eager", op.speedup_vs_eager), ("torch.compile", op.speedup_vs_compile),
+                                               ("torch.compile max-autotune", op.speedup_vs_compile_max))
+             if value is not None]
+    return ("speed-up (weighted geometric mean over shapes): " + ", ".join(f"vs {n} {v:.2f}x" for n, v in timed)
+            if timed else "")
 
 
 def _print_findings(result: Any, op: Any) -> None:
