@@ -18,7 +18,7 @@ REPORT = REPO / "docs/benchmarks/2026-11-29-h200-eager-full.json"
 # Options each subcommand must list, and options of the others it must not.
 OWN = {
     "run": {"--baseline", "--candidates", "--naive", "--precompile-workers", "--executor", "--gpus", "--ops",
-            "--accept", "--cases", "--name"},
+            "--accept", "--cases", "--name", "--compare-compile", "--compare-compile-max-autotune"},
     "rescore": {"--suite", "--out", "--name", "--accept", "--accept-reason"},
     "libraries": {"--shapes", "--rounds", "--ops", "--device", "--tier", "--sandbox", "--name"},
     "illusion": {"--cases", "--device", "--tier", "--own-share", "--out"},

@@ -1,6 +1,7 @@
 """`aka optimize --suite DIR`: one offline session per operator of a suite directory under a stated budget, then
 the table of what the agent reached: the path each operator started from, real or fallback (own_share), S_op
-of the eager reference and of the incumbent, the speed-up over torch.compile, and S_agg under the suite's
+of the eager reference and of the incumbent, the speed-up over torch.compile (and over its max-autotune mode
+when asked), and S_agg under the suite's
 weights. An operator the agent could not start on gets the one-line reason instead of a session.
 """
 
@@ -17,6 +18,7 @@ from aka_tui.errors import AkaError
 
 HEADERS = ["op", "w%", "path", "kernel", "min own_share", "S_op eager (S_raw)", "S_op after", "vs compile",
            "iters", "s", "note"]
+MAX_AUTOTUNE_HEADER = "vs max-autotune"  # after "vs compile", with --compare-compile-max-autotune
 
 
 def _session_path(sessions: Path, problem: str) -> Path | None:
@@ -35,23 +37,39 @@ def _start_path(session: Path | None) -> str:
         return "-"
 
 
-def _compile_speedup(problem: Any, session: Path | None, options: Any, profile: Any) -> tuple[float | None, str]:
-    """The incumbent re-evaluated once with torch.compile timed beside it: weighted geomean of T_compile / T."""
+def _compile_speedup(problem: Any, session: Path | None, options: Any, profile: Any, default_mode: bool = True,
+                     max_autotune: bool = False) -> tuple[tuple[float | None, float | None], str]:
+    """The incumbent re-evaluated once with torch.compile timed beside it, in its default mode and/or in
+    max-autotune mode: weighted geomeans of T_compile / T and T_compile_max / T (None where not timed)."""
     from aka_tui.agent.suite_score import incumbent_step
     from aka_tui.bench.evaluator.evaluate import CandidateSpec, evaluate_candidate
     from aka_tui.bench.scoring.score import score_op
     from aka_tui.record.history import read_steps
 
     if session is None:
-        return None, ""
+        return (None, None), ""
     steps, _ = read_steps(session)
     step = incumbent_step(steps)
     if step is None:
-        return None, ""
-    result = evaluate_candidate(problem, CandidateSpec.file(step.kernel_path),
-                                options.__class__(**{**options.__dict__, "compare_compile": True, "fuzz": 0}))
+        return (None, None), ""
+    result = evaluate_candidate(problem, CandidateSpec.file(step.kernel_path), options.__class__(
+        **{**options.__dict__, "compare_compile": default_mode, "compare_compile_max": max_autotune, "fuzz": 0}))
     score = score_op(problem, result, profile)
-    return score.speedup_vs_compile, "" if score.correct else "incorrect when re-evaluated"
+    return ((score.speedup_vs_compile, score.speedup_vs_compile_max),
+            "" if score.correct else "incorrect when re-evaluated")
+
+
+def _speedup_cells(args: argparse.Namespace, problem: Any, session: Path | None, options: Any, profile: Any,
+                   correct: bool) -> tuple[list[str], str]:
+    """The "vs compile" cell (and "vs max-autotune" with --compare-compile-max-autotune) of one operator, and a
+    note when the incumbent was not correct when re-evaluated for them."""
+    max_autotune = bool(getattr(args, "compare_compile_max", False))
+    speedups: tuple[float | None, float | None] = (None, None)
+    note = ""
+    if (args.compare_compile or max_autotune) and correct:
+        speedups, note = _compile_speedup(problem, session, options, profile, bool(args.compare_compile), max_autotune)
+    cells = ["-" if value is None else f"{value:.2f}x" for value in speedups]
+    return cells if max_autotune else cells[:1], note
 
 
 def _child_command(args: argparse.Namespace, problem_dir: Path) -> list[str]:
@@ -150,17 +168,17 @@ def cmd_optimize_suite(args: argparse.Namespace) -> int:
     for op in report.ops:
         o = by_problem.get(op.problem)
         session = _session_path(sessions, op.problem) if o else None
-        speedup, note = (None, "")
-        if args.compare_compile and op.correct:
-            speedup, note = _compile_speedup(suite.problems[op.problem], session, options, profile)
+        speedups, note = _speedup_cells(args, suite.problems[op.problem], session, options, profile, op.correct)
         kernel = "real" if op.correct and op.real else ("fallback" if op.correct else "-")
         rows.append([op.problem, f"{op.weight * 100:.1f}", _start_path(session), kernel,
                      "-" if not o or o.min_own_share is None else f"{o.min_own_share:.2f}",
                      "0 (" + ("-" if not o or o.baseline_s_raw is None else f"{o.baseline_s_raw:.3f}") + ")",
-                     f"{op.s_op:.3f}", "-" if speedup is None else f"{speedup:.2f}x",
+                     f"{op.s_op:.3f}", *speedups,
                      f"{o.accepted_iteration or '-'}/{o.iterations}" if o else "-",
                      f"{seconds.get(op.problem, 0.0):.0f}", notes.get(op.problem, note)[:160]])
-    print(text_table(rows, HEADERS))
+    at = HEADERS.index("vs compile") + 1
+    print(text_table(rows, HEADERS[:at] + [MAX_AUTOTUNE_HEADER] * bool(getattr(args, "compare_compile_max", False))
+                     + HEADERS[at:]))
     for line in aggregate_lines(report.aggregate)[:2]:
         print(line)
     real = sum(1 for op in report.ops if op.correct and op.real)

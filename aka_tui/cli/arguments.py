@@ -33,6 +33,9 @@ def add_eval_flags(p: argparse.ArgumentParser, accept: bool = True) -> None:
     add_sandbox_flags(p)
     p.add_argument("--compare-eager", action="store_true", help="also time the eager reference (speed-up, fast_1)")
     p.add_argument("--compare-compile", action="store_true", help="also time torch.compile of the reference")
+    p.add_argument("--compare-compile-max-autotune", dest="compare_compile_max", action="store_true",
+                   help="also time torch.compile(mode='max-autotune') of the reference (GEMM templates benchmarked "
+                        "on the GPU while compiling; on the CPU it keeps the ATen GEMM)")
     p.add_argument("--own-share", type=fraction(low_open=True), default=DEFAULT_OWN_SHARE_THRESHOLD,
                    help="device-time share of the candidate's own kernels needed to count as real "
                         f"(GPU; default {DEFAULT_OWN_SHARE_THRESHOLD})")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from aka_tui.argtypes import int_at_least
+from aka_tui.bench.measure.job import BASELINE_KINDS
 from aka_tui.cli.arguments import add_eval_flags, add_executor_flags, add_report_flags
 from aka_tui.cli.bench_rescore import rescored_with_acceptances
 from aka_tui.cli.from_args import eval_options, load_suite, make_executor
@@ -20,8 +22,9 @@ def register(actions: Any) -> None:
                                        "writes JSON and Markdown reports. `aka bench --candidates DIR ...` and "
                                        "`aka bench --baseline KIND ...` are this subcommand.")
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--baseline", choices=["eager", "compile"],
-                       help="score the reference itself (eager or torch.compile)")
+    which.add_argument("--baseline", choices=list(BASELINE_KINDS),
+                       help="score the reference itself (eager, torch.compile, or torch.compile with "
+                            "mode='max-autotune')")
     which.add_argument("--candidates", help="directory with <op>.py or <op>/*.py candidate files")
     p.add_argument("--ops", help="comma-separated subset of problems")
     p.add_argument("--naive", action="store_true",
@@ -29,7 +32,8 @@ def register(actions: Any) -> None:
                         "record its verdict per shape: the paper table's naive pass rate (never scored)")
     p.add_argument("--precompile-workers", type=int_at_least(0), default=0,
                    help="with --baseline compile: compile every shape first in N parallel processes (warms "
-                        "inductor's caches; nothing is timed meanwhile)")
+                        "inductor's caches; nothing is timed meanwhile). Not for compile-max-autotune, which "
+                        "benchmarks GEMM choices while compiling")
     add_executor_flags(p)
     add_report_flags(p)
     add_eval_flags(p)
@@ -42,6 +46,9 @@ def cmd_bench_run(args: argparse.Namespace) -> int:
     from aka_tui.executors.suite import run_bench
 
     suite = load_suite(args)
+    if args.precompile_workers and args.baseline == "compile-max-autotune":
+        print("note: --precompile-workers is ignored for compile-max-autotune: its GEMM choices are benchmarked "
+              "while compiling, which parallel compiles would disturb", file=sys.stderr)
     options = eval_options(args)
     ops = args.ops.split(",") if args.ops else None
     executor = make_executor(args)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_tui.argtypes import int_at_least
+from aka_tui.bench.measure.job import BASELINE_KINDS
 from aka_tui.cli.arguments import add_eval_flags
 from aka_tui.cli.from_args import accepted, eval_options, find_problem
 from aka_tui.cli.output import sandbox_line
@@ -18,8 +19,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("eval", help="evaluate one candidate file on one problem",
                        description="Compile, check, audit for fallback and time CANDIDATE on PROBLEM's shapes, "
                                    "in a worker process; print S per shape. CANDIDATE may be a .py file, "
-                                   "'eager' or 'compile' (the reference as a baseline).")
-    p.add_argument("candidate", help="candidate .py file (class Model), or eager / compile")
+                                   "'eager', 'compile' or 'compile-max-autotune' (the reference as a baseline).")
+    p.add_argument("candidate", help="candidate .py file (class Model), or eager / compile / compile-max-autotune")
     p.add_argument("--problem", required=True, help="problem name in the suite, or a problem directory")
     p.add_argument("--shape", action="append", help="evaluate only this shape id (repeatable)")
     p.add_argument("--json", help="write the result record (JSON) here")
@@ -46,7 +47,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     options.replay_seed = args.replay_seed
     options.fuzz = args.fuzz
     options.hardening = not args.no_hardening
-    spec = CandidateSpec(args.candidate) if args.candidate in ("eager", "compile") else CandidateSpec.file(args.candidate)
+    spec = CandidateSpec(args.candidate) if args.candidate in BASELINE_KINDS else CandidateSpec.file(args.candidate)
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
     result = evaluate_candidate(problem, spec, options,
@@ -58,6 +59,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
                      ["shape", "status", "kernel", "own", "T ms", "T_SOL ms", "S", "S_raw", "detail"]))
     print(f"S_op = {op.s_op:.4f}   S_raw_op = {op.s_raw_op:.4f}   correct={op.correct} real={op.real}"
           + (f"   fuzz failures: {', '.join(op.fuzz_failures)}" if op.fuzz_failures else ""))
+    speedups = _speedup_line(op)
+    if speedups:
+        print(speedups)
     _print_findings(result, op)
     print(sandbox_line([result]))
     if not profile.representative:
@@ -88,6 +92,15 @@ def _shape_rows(result: Any, op: Any) -> list[list[str]]:
                      f"{s.time_ms:.4f}" if s and s.time_ms else "-", f"{s.t_sol_ms:.4f}" if s and s.t_sol_ms else "-",
                      f"{s.s:.3f}" if s else "-", f"{s.s_raw:.3f}" if s else "-", why[:160]])
     return rows
+
+
+def _speedup_line(op: Any) -> str:
+    """The speed-ups over the baselines timed beside the candidate (--compare-...), or '' when none was."""
+    timed = [(name, value) for name, value in (("eager", op.speedup_vs_eager), ("torch.compile", op.speedup_vs_compile),
+                                               ("torch.compile max-autotune", op.speedup_vs_compile_max))
+             if value is not None]
+    return ("speed-up (weighted geometric mean over shapes): " + ", ".join(f"vs {n} {v:.2f}x" for n, v in timed)
+            if timed else "")
 
 
 def _print_findings(result: Any, op: Any) -> None:

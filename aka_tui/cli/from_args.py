@@ -50,6 +50,7 @@ def eval_options(args: argparse.Namespace) -> Any:
     return EvalOptions(
         device=args.device, tier=args.tier, cases=args.cases, hardware=args.hardware, measured=args.measured,
         compare_eager=getattr(args, "compare_eager", False), compare_compile=getattr(args, "compare_compile", False),
+        compare_compile_max=getattr(args, "compare_compile_max", False),
         limits=limits, own_share_threshold=args.own_share,
         verify_timed=not getattr(args, "no_timed_verification", False),
     )

@@ -10,10 +10,10 @@ from typing import Any
 def register(sub: Any) -> None:
     p = sub.add_parser("report", help="the benchmark table (Markdown + SVG) from one or more bench reports",
                        description="Per operator: pass rates (naive, hardened, correct and real), S_op, S_e2e, "
-                                   "speed-up over eager and torch.compile, the production kernels' S from the data; "
-                                   "then S_agg, fast_1 and the aggregate pass rates. Give baseline reports "
-                                   "(aka bench run --baseline eager|compile) beside a candidate report for its "
-                                   "speed-ups.")
+                                   "speed-up over eager and torch.compile (and torch.compile max-autotune when "
+                                   "measured), the production kernels' S from the data; then S_agg, fast_1 and the "
+                                   "aggregate pass rates. Give baseline reports (aka bench run --baseline "
+                                   "eager|compile|compile-max-autotune) beside a candidate report for its speed-ups.")
     p.add_argument("reports", nargs="+", metavar="REPORT.json", help="`aka bench` JSON reports")
     p.add_argument("--suite", help="the suite directory (default: the one each report names), for production timings")
     p.add_argument("--out", help="output directory (default: beside the first report)")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, resolve_device, resolve_profile, resolve_tier
+from aka_tui.bench.measure.job import BASELINE_KINDS
 from aka_tui.bench.measure.results import CandidateResult, ShapeResult, StageError
 from aka_tui.bench.problem.model import Problem, Suite
 from aka_tui.bench.roofline.hardware import HardwareProfile, get_profile
@@ -16,6 +17,11 @@ from aka_tui.bench.scoring.score import OpScore, aggregate, score_op
 from aka_tui.errors import EvaluationError
 from aka_tui.executors.base import EvalJob, Executor, JobOutcome
 from aka_tui.executors.local import LocalExecutor
+
+# The baselines whose caches `precompile_workers` warms: the default-mode compile only. max-autotune benchmarks
+# GEMM choices on the GPU while it compiles and inductor caches the winners, so processes compiling side by side
+# would pick them under each other's load; its timed workers compile one shape at a time instead.
+PRECOMPILED_BASELINES = ("compile",)
 
 
 def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, candidates_dir: Path | None = None,
@@ -34,7 +40,7 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
         resolve_profile(options, device) if not executor.remote or options.hardware else None)
     tier = resolve_tier(options, device)
     started = time.time()
-    if baseline == "compile" and precompile_workers > 0 and not executor.remote:
+    if baseline in PRECOMPILED_BASELINES and precompile_workers > 0 and not executor.remote:
         from aka_tui.bench.evaluator.precompile import precompile
 
         pairs = [(str(p.directory.resolve()), s.shape_id) for p in problems for s in p.shapes_for(tier)]
@@ -77,9 +83,9 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
 
 def _check_request(baseline: str | None, candidates_dir: Path | None) -> None:
     if (baseline is None) == (candidates_dir is None):
-        raise EvaluationError("give exactly one of --baseline eager|compile or --candidates DIR")
-    if baseline not in (None, "eager", "compile"):
-        raise EvaluationError(f"unknown baseline {baseline!r}: use eager or compile")
+        raise EvaluationError(f"give exactly one of --baseline {'|'.join(BASELINE_KINDS)} or --candidates DIR")
+    if baseline is not None and baseline not in BASELINE_KINDS:
+        raise EvaluationError(f"unknown baseline {baseline!r}: use one of {', '.join(BASELINE_KINDS)}")
     if candidates_dir is not None and not candidates_dir.is_dir():
         raise EvaluationError(f"candidates directory {candidates_dir} does not exist")
 
@@ -169,7 +175,8 @@ def _attach_naive_verdicts(executor: Executor, jobs: list[EvalJob], finished: di
     from dataclasses import replace
 
     naive_jobs = [EvalJob(j.key, j.problem, j.spec, replace(j.options, hardening=False, cases=1, timing=False,
-                                                             fuzz=0, compare_eager=False, compare_compile=False)) for j in jobs]
+                                                             fuzz=0, compare_eager=False, compare_compile=False,
+                                                             compare_compile_max=False)) for j in jobs]
     for outcome in executor.run(naive_jobs):
         verdicts = {s.shape_id: s.passed for s in outcome.result.shapes}
         hardened = finished[outcome.job.key]

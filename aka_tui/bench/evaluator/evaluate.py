@@ -15,6 +15,7 @@ from typing import Any, Callable
 from aka_tui.bench.evaluator.isolation import WorkerLimits, WorkerOutcome, run_job
 from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
 from aka_tui.bench.measure.job import (
+    BASELINE_KINDS,
     DEFAULT_CASES,
     DEFAULT_CPU_REPS,
     DEFAULT_FP64_FLOP_LIMIT,
@@ -23,7 +24,7 @@ from aka_tui.bench.measure.job import (
     MeasureJob,
 )
 from aka_tui.bench.measure.parent_check import check_outcome
-from aka_tui.bench.measure.results import SCHEMA_VERSION, CandidateResult, ShapeResult
+from aka_tui.bench.measure.results import BASELINE_TIMING_FIELDS, SCHEMA_VERSION, CandidateResult, ShapeResult
 from aka_tui.bench.measure.static_scan import scan_source
 from aka_tui.bench.problem.fuzz import domain_error, fuzz_shapes, resolve_shape
 from aka_tui.bench.problem.model import Problem, RooflineEntry
@@ -35,9 +36,10 @@ from aka_tui.secrets import scrub
 
 @dataclass(frozen=True)
 class CandidateSpec:
-    """What to evaluate: a candidate file, or the reference itself as a baseline (eager / torch.compile)."""
+    """What to evaluate: a candidate file, or the reference itself as a baseline (eager, torch.compile,
+    torch.compile with max-autotune: job.BASELINE_KINDS)."""
 
-    kind: str  # "file" | "eager" | "compile"
+    kind: str  # "file" | "eager" | "compile" | "compile-max-autotune"
     path: Path | None = None
 
     @property
@@ -63,6 +65,7 @@ class EvalOptions:
     timing: bool = True
     compare_eager: bool = False
     compare_compile: bool = False
+    compare_compile_max: bool = False  # torch.compile(mode="max-autotune") of the reference
     hardware: str | None = None
     measured: bool = False
     shape_ids: list[str] | None = None
@@ -205,8 +208,9 @@ def build_job(problem: Problem, candidate: CandidateSpec, options: EvalOptions, 
 def _baselines_wanted(job: MeasureJob, options: EvalOptions) -> list[str]:
     if not options.timing:
         return []
-    return [kind for kind, wanted in (("eager", options.compare_eager), ("compile", options.compare_compile))
-            if wanted and job.candidate.kind != kind]
+    wanted = {"eager": options.compare_eager, "compile": options.compare_compile,
+              "compile-max-autotune": options.compare_compile_max}
+    return [kind for kind in BASELINE_KINDS if wanted[kind] and job.candidate.kind != kind]
 
 
 def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[[ShapeResult], None] | None,
@@ -239,7 +243,7 @@ def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[
 def _with_baselines(result: ShapeResult, baseline: ShapeResult | None) -> ShapeResult:
     if baseline is None or not baseline.passed:
         return result
-    return replace(result, eager_timing=baseline.eager_timing, compile_timing=baseline.compile_timing)
+    return replace(result, **{name: getattr(baseline, name) for name in BASELINE_TIMING_FIELDS.values()})
 
 
 def cache_new_rooflines(problem: Problem, shapes: list[ShapeResult]) -> None:

@@ -4,6 +4,10 @@ Compilation, not timing, dominates the compile baseline (~8.7 s per shape with a
 an H200 machine, 2026-11-29). Compiling every shape once in a process pool fills inductor's FX-graph and
 Triton caches; the sequential, timed workers then load instead of compiling. Nothing is timed while the
 pool runs, so timing integrity is untouched.
+
+The max-autotune baseline (`--baseline compile-max-autotune`) is not warmed here: it benchmarks GEMM templates
+on the GPU while compiling and inductor caches the winners, so a pool compiling side by side would choose them
+under its own load (`executors/suite.py`, PRECOMPILED_BASELINES).
 """
 
 from __future__ import annotations

@@ -15,13 +15,19 @@ DEFAULT_INPUT_SETS = 3  # rotating timing input sets (each a correctness case to
 DEFAULT_CPU_REPS = 3  # timed calls on the CPU (over the input sets in turn)
 DEFAULT_FP64_FLOP_LIMIT = 5e11  # above this many FLOPs a shape's reference runs in its own dtype, not float64
 
+# The reference itself as a baseline (a candidate kind of its own, or timed beside a candidate for its speed-ups):
+# eager, torch.compile in its default mode, and torch.compile(mode="max-autotune"), which also benchmarks GEMM
+# templates on the GPU while it compiles, tunes Triton configs by coordinate descent and replays CUDA graphs.
+BASELINE_KINDS = ("eager", "compile", "compile-max-autotune")
+COMPILE_MODES: dict[str, str | None] = {"compile": None, "compile-max-autotune": "max-autotune"}  # torch.compile(mode=)
+
 
 @dataclass(frozen=True)
 class CandidateRef:
-    """A candidate file, the reference itself as a baseline (`eager`, `compile`), or `baselines` (time the
+    """A candidate file, the reference itself as a baseline (one of BASELINE_KINDS), or `baselines` (time the
     eager and/or compiled reference alone, in their own worker, for a candidate's speed-ups)."""
 
-    kind: str  # "file" | "eager" | "compile" | "baselines"
+    kind: str  # "file" | "eager" | "compile" | "compile-max-autotune" | "baselines"
     path: str | None = None
 
     @property
@@ -50,7 +56,7 @@ class MeasureJob:
     fuzz_shape_ids: list[str] = field(default_factory=list)
     visible_devices: str | None = None
     seeds: list[int] | None = None  # replay: exactly these correctness seeds
-    baselines: list[str] = field(default_factory=list)  # kind "baselines": "eager" and/or "compile"
+    baselines: list[str] = field(default_factory=list)  # kind "baselines": some of BASELINE_KINDS
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

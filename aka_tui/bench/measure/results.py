@@ -9,6 +9,10 @@ from aka_tui.bench.measure.verdicts import PASSED, STATUSES, VERDICTS  # noqa: F
 
 SCHEMA_VERSION = 1
 
+# Where a shape's result keeps each baseline's timing (job.BASELINE_KINDS), when it was timed beside the candidate
+BASELINE_TIMING_FIELDS = {"eager": "eager_timing", "compile": "compile_timing",
+                          "compile-max-autotune": "compile_max_timing"}
+
 
 @dataclass(frozen=True)
 class StageError:
@@ -94,6 +98,7 @@ class ShapeResult:
     roofline: dict[str, Any] | None = None
     eager_timing: TimingStats | None = None
     compile_timing: TimingStats | None = None
+    compile_max_timing: TimingStats | None = None  # torch.compile(mode="max-autotune"); absent from older results
     fuzz: bool = False  # a fuzzed shape: correctness only, weight 0, must pass for the op to count
     # What tied the timed calls to the checked ones (timed_calls, sampled_calls, launches_compared,
     # timed_over_profiled) and whether the parent's own reference agreed (parent_check)
@@ -121,8 +126,8 @@ class ShapeResult:
             reference_precision=data.get("reference_precision"),
             max_abs_error=data.get("max_abs_error"), max_rel_error=data.get("max_rel_error"),
             timing=timing("timing"), audit=AuditReport(**data["audit"]) if data.get("audit") else None,
-            roofline=data.get("roofline"), eager_timing=timing("eager_timing"),
-            compile_timing=timing("compile_timing"), fuzz=bool(data.get("fuzz", False)),
+            roofline=data.get("roofline"), eager_timing=timing("eager_timing"), compile_timing=timing("compile_timing"),
+            compile_max_timing=timing("compile_max_timing"), fuzz=bool(data.get("fuzz", False)),
             verification=dict(data.get("verification") or {}), naive_passed=data.get("naive_passed"),
         )
 
@@ -132,7 +137,7 @@ class CandidateResult:
     """One candidate evaluated on one problem."""
 
     problem: str
-    candidate: str  # label: file path, "eager" or "compile"
+    candidate: str  # label: file path, or a baseline kind ("eager", "compile", "compile-max-autotune")
     compiled: bool
     shapes: list[ShapeResult]
     provenance: dict[str, Any] = field(default_factory=dict)

@@ -13,7 +13,7 @@ from aka_tui.bench.measure.audit import TritonLaunchRecorder
 from aka_tui.bench.measure.calls import Call, MeasureFailure, run_calls, trace_of
 from aka_tui.bench.measure.cases import ShapeCases, case_seeds, problem_call, reference_model
 from aka_tui.bench.measure.integrity import IntegritySnapshot, ThreadStartCounter
-from aka_tui.bench.measure.job import MeasureJob
+from aka_tui.bench.measure.job import COMPILE_MODES, MeasureJob
 from aka_tui.bench.measure.plan import PlanOptions, ShapePlan
 from aka_tui.bench.measure.results import PASSED, AuditReport, ShapeResult, TimingStats
 from aka_tui.bench.measure.timed_checks import drive_protocol
@@ -99,13 +99,24 @@ def build_candidate_model(model_cls: Any, shape: Shape, ref_model: torch.nn.Modu
     return cand
 
 
+def baseline_model(kind: str, ref_model: torch.nn.Module) -> Any:
+    """The reference as the baseline `kind` runs it: itself (eager), or torch.compile'd in the kind's mode.
+
+    Dynamo's in-memory caches are dropped before each compile: one worker compiles the reference for every
+    shape, in up to two modes, and past dynamo's recompile limit (8 per code object) it would run the rest
+    eagerly without a word. The on-disk caches (inductor's FX graphs, Triton kernels) are kept; dropping
+    dynamo's state also frees the CUDA graphs a previous max-autotune compile recorded."""
+    if kind == "eager":
+        return ref_model
+    torch._dynamo.reset()
+    return torch.compile(ref_model, mode=COMPILE_MODES[kind], dynamic=False)
+
+
 def build_candidate(session: Session, shape: Shape, ref_model: torch.nn.Module) -> Any:
     """The candidate's Model (or the reference itself for a baseline)."""
     kind = session.job.candidate.kind
-    if kind == "eager":
-        return ref_model
-    if kind == "compile":
-        return torch.compile(ref_model, dynamic=False)
+    if kind in COMPILE_MODES or kind == "eager":
+        return baseline_model(kind, ref_model)
     return build_candidate_model(session.model_cls, shape, ref_model, session.device)
 
 
@@ -148,8 +159,9 @@ def measure_shape(session: Session, shape: Shape, fuzz: bool) -> tuple[ShapeResu
 
 
 def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
-    """Time the eager and/or compiled reference on the shape's timing sets (the candidate's case seeds), in this
-    worker of their own, so nothing they start (inductor's threads and processes) is blamed on a candidate."""
+    """Time the job's baselines (eager, compiled, compiled with max-autotune) on the shape's timing sets (the
+    candidate's case seeds), in this worker of their own, so nothing they start (inductor's threads and
+    processes, max-autotune's benchmarking) is blamed on a candidate."""
     job, problem = session.job, session.problem
     seeds = case_seeds(problem, shape, max(1, min(job.cases, job.input_sets)), job.seeds)
     timings: dict[str, TimingStats] = {}
@@ -159,19 +171,19 @@ def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
         ref_model = reference_model(problem, shape, session.ref_module, session.device)
         hooks = TimingHooks(harness_seconds=lambda: session.recorder.own_seconds)
         for kind in job.baselines:
-            model = ref_model if kind == "eager" else torch.compile(ref_model, dynamic=False)
+            model = baseline_model(kind, ref_model)
             protocol = cuda_protocol(len(sets), session.timers, job.l2_bytes, hooks) \
                 if session.device.startswith("cuda") else cpu_protocol(len(sets), session.timers, job.cpu_reps, hooks)
             timings[kind] = run_calls(model, _timing_only(protocol, sets)).stats
     except MeasureFailure as failure:
         return ShapeResult(shape.shape_id, failure.error.kind, seeds, failure.error)
     return ShapeResult(shape.shape_id, PASSED, seeds, eager_timing=timings.get("eager"),
-                       compile_timing=timings.get("compile"))
+                       compile_timing=timings.get("compile"), compile_max_timing=timings.get("compile-max-autotune"))
 
 
 def _timing_only(protocol: Any, sets: list[dict[str, Any]]) -> Any:
     return (yield from drive_protocol(protocol, sets))
 
 
-__all__ = ["Call", "Session", "build_candidate", "build_candidate_model", "measure_baselines", "measure_shape",
+__all__ = ["Call", "Session", "baseline_model", "build_candidate", "build_candidate_model", "measure_baselines", "measure_shape",
            "roofline_entry"]

@@ -10,6 +10,7 @@ from aka_tui.bench.scoring.svg_charts import Bar, Point, bar_chart, document, ro
 
 ROW_HEADERS = ["op", "weight", "shapes", "naive", "hardened", "correct & real", "S_op", "S_raw_op",
                "S_e2e_raw", "vs eager", "vs compile", "production S (data)"]
+MAX_AUTOTUNE_HEADER = "vs max-autotune"  # after "vs compile", when some subject has torch.compile max-autotune
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -25,23 +26,32 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
 
 
-def _subject_section(subject: Subject) -> list[str]:
+def _has_max_autotune(subjects: list[Subject]) -> bool:
+    return any(r.vs_compile_max is not None for s in subjects for r in s.rows)
+
+
+def _subject_section(subject: Subject, max_autotune: bool = False) -> list[str]:
+    """`max_autotune`: with the speed-up over torch.compile(mode="max-autotune") column and fast_1."""
+    at = ROW_HEADERS.index("vs compile") + 1
+    headers = ROW_HEADERS[:at] + [MAX_AUTOTUNE_HEADER] * max_autotune + ROW_HEADERS[at:]
     rows = [[r.op, f"{r.weight:.4f}", str(r.shapes), _pct(r.naive_rate), _pct(r.hardened_rate), _pct(r.real_rate),
              _f(r.s_op), _f(r.s_raw_op), _f(r.s_e2e_raw_op), _f(r.vs_eager, 2), _f(r.vs_compile, 2),
-             f"{_f(r.production_s)} {r.production_device}".strip()]
+             *([_f(r.vs_compile_max, 2)] if max_autotune else []), f"{_f(r.production_s)} {r.production_device}".strip()]
             for r in sorted(subject.rows, key=lambda r: -r.weight)]
     a: dict[str, Any] = subject.aggregate
     return [f"## {subject.label}", "",
             f"- device {subject.device} ({subject.hardware.get('display_name', '?')}, roofline profile "
             f"`{subject.hardware.get('name', '?')}`); wall time {subject.wall_s:.1f} s", "",
-            *_table(ROW_HEADERS, rows), "",
+            *_table(headers, rows), "",
             f"- **S_agg = {a.get('s_agg', 0):.4f}** (weights normalised over the ops evaluated); raw-weight form "
             f"{a.get('s_agg_raw_weight', 0):.4f}; S_raw_agg {a.get('s_raw_agg', 0):.4f}; "
             f"S_e2e_agg {a.get('s_e2e_agg', 0):.4f}; S_e2e_raw_agg {a.get('s_e2e_raw_agg', 0):.4f}",
             f"- fast_1 vs eager {_f(a.get('fast_1_vs_eager'), 2)}, vs torch.compile "
             f"{_f(a.get('fast_1_vs_compile'), 2)} (correct and real); ignoring fallback: vs eager "
             f"{_f(a.get('fast_1_vs_eager_ignoring_fallback'), 2)}, vs torch.compile "
-            f"{_f(a.get('fast_1_vs_compile_ignoring_fallback'), 2)}",
+            f"{_f(a.get('fast_1_vs_compile_ignoring_fallback'), 2)}"
+            + (f"; vs torch.compile max-autotune {_f(a.get('fast_1_vs_compile_max'), 2)} (correct and real), "
+               f"{_f(a.get('fast_1_vs_compile_max_ignoring_fallback'), 2)} ignoring fallback" if max_autotune else ""),
             f"- pass rates over {len(subject.rows)} ops: naive {_pct(a.get('naive_op_rate'))}, hardened "
             f"{_pct(a.get('hardened_op_rate'))}, correct and real {_pct(a.get('real_op_rate'))}; over shapes: "
             f"hardened {_pct(a.get('hardened_shape_rate'))}, correct and real {_pct(a.get('real_shape_rate'))}", ""]
@@ -56,8 +66,9 @@ NOTES = [
     "max(host time to issue the call, device time).",
     "- naive = one input, allclose(1e-2), no poisoning, fuzzing or attribution; '-' when the report has no naive "
     "verdicts. Pass rates are per shape within an op, per op in the aggregate.",
-    "- vs eager / vs compile: weighted geometric mean over shapes of the baseline's time over this subject's "
-    "(side-by-side timings when the run had them, else the baseline report given alongside).",
+    "- vs eager / vs compile (/ vs max-autotune: torch.compile(mode=\"max-autotune\"), shown when measured): "
+    "weighted geometric mean over shapes of the baseline's time over this subject's (side-by-side timings when "
+    "the run had them, else the baseline report given alongside).",
     "- production S (data) = the data's own SOL_time_ms on the production device / the published production "
     "kernel time, averaged over shapes: the published figures, not measured here.", ""]
 
@@ -66,8 +77,9 @@ def render_markdown(subjects: list[Subject], picture: str | None) -> str:
     parts = ["# Benchmark table", ""]
     if picture:
         parts += [f"![per-operator S and roofline]({picture})", ""]
+    max_autotune = _has_max_autotune(subjects)
     for subject in subjects:
-        parts += _subject_section(subject)
+        parts += _subject_section(subject, max_autotune)
     return "\n".join(parts + NOTES)
 
 

@@ -1,9 +1,10 @@
 """The benchmark paper's table from stored `aka bench` reports: per operator pass rates, S, speed-ups and
 the production kernels' S from the data, then the aggregates; Markdown plus an SVG picture.
 
-Each report is one *subject* (a candidate set, or the eager / torch.compile baseline). Speed-ups over eager
-and torch.compile come from the subject's own side-by-side timings when it has them (`--compare-eager`,
-`--compare-compile`), else from a baseline report given alongside (same shapes, matched by id).
+Each report is one *subject* (a candidate set, or the eager / torch.compile / torch.compile max-autotune
+baseline). Speed-ups over each baseline come from the subject's own side-by-side timings when it has them
+(`--compare-eager`, `--compare-compile`, `--compare-compile-max-autotune`), else from a baseline report given
+alongside (same shapes, matched by id).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class OpRow:
     production_device: str
     correct: bool
     real: bool
+    vs_compile_max: float | None = None  # over torch.compile(mode="max-autotune")
 
 
 @dataclass
@@ -44,7 +46,7 @@ class Subject:
     """One report as a column of the paper: its rows and aggregates."""
 
     label: str
-    role: str  # "eager" | "compile" | "candidates"
+    role: str  # "eager" | "compile" | "compile-max-autotune" | "candidates"
     device: str
     hardware: dict[str, Any]
     wall_s: float
@@ -64,14 +66,16 @@ def read_report(path: Path) -> dict[str, Any]:
     return data
 
 
+BASELINE_ROLES = ("eager", "compile", "compile-max-autotune")
+
+
 def role_of(label: str, results: list[dict[str, Any]] | None = None) -> str:
-    """eager / compile for a baseline report (by its label, else by what every result evaluated)."""
-    if label.startswith("baseline:eager"):
-        return "eager"
-    if label.startswith("baseline:compile"):
-        return "compile"
+    """The baseline a report scored (by its label, else by what every result evaluated), else candidates."""
+    kind = label.removeprefix("baseline:").split(" ", 1)[0] if label.startswith("baseline:") else None
+    if kind in BASELINE_ROLES:
+        return str(kind)
     evaluated = {r.get("candidate") for r in results or [] if r.get("candidate") != "none"}
-    return evaluated.pop() if evaluated in ({"eager"}, {"compile"}) else "candidates"
+    return str(evaluated.pop()) if len(evaluated) == 1 and evaluated <= set(BASELINE_ROLES) else "candidates"
 
 
 def _median_times(report: dict[str, Any], key: str = "timing") -> dict[tuple[str, str], float]:
@@ -110,15 +114,15 @@ def _production_s(problem: Any) -> tuple[float | None, str]:
     return None, ""
 
 
-def _rows(report: dict[str, Any], problems: dict[str, Any], eager: dict[str, Any] | None,
-          compile_: dict[str, Any] | None) -> list[OpRow]:
+def _rows(report: dict[str, Any], problems: dict[str, Any], baselines: dict[str, dict[str, Any]]) -> list[OpRow]:
+    """`baselines`: the baseline reports given alongside, by role (for speed-ups the report did not time)."""
     ops = {o["problem"]: o for o in report["ops"]}
     role = role_of(report["label"], report["results"])
     total_w = sum(o["weight"] for o in ops.values())
     mine = _median_times(report)
     own_eager, own_compile = _median_times(report, "eager_timing"), _median_times(report, "compile_timing")
-    eager_t = _median_times(eager) if eager else {}
-    compile_t = _median_times(compile_) if compile_ else {}
+    own_compile_max = _median_times(report, "compile_max_timing")
+    eager_t, compile_t, compile_max_t = (_median_times(baselines[r]) if r in baselines else {} for r in BASELINE_ROLES)
     rows = []
     for result in report["results"]:
         name = result["problem"]
@@ -145,7 +149,9 @@ def _rows(report: dict[str, Any], problems: dict[str, Any], eager: dict[str, Any
             float(op["s_op"]), float(op["s_raw_op"]), float(op.get("s_e2e_raw_op", 0.0)),
             None if role == "eager" else speedup(own_eager, eager_t, op.get("speedup_vs_eager")),
             None if role == "compile" else speedup(own_compile, compile_t, op.get("speedup_vs_compile")),
-            production, device, bool(op["correct"]), bool(op["real"])))
+            production, device, bool(op["correct"]), bool(op["real"]),
+            None if role == "compile-max-autotune" else speedup(own_compile_max, compile_max_t,
+                                                                op.get("speedup_vs_compile_max"))))
     return rows
 
 
@@ -163,6 +169,8 @@ def _aggregate(report: dict[str, Any], rows: list[OpRow]) -> dict[str, Any]:
         "fast_1_vs_eager": fast_1("vs_eager", True), "fast_1_vs_compile": fast_1("vs_compile", True),
         "fast_1_vs_eager_ignoring_fallback": fast_1("vs_eager", False),
         "fast_1_vs_compile_ignoring_fallback": fast_1("vs_compile", False),
+        "fast_1_vs_compile_max": fast_1("vs_compile_max", True),
+        "fast_1_vs_compile_max_ignoring_fallback": fast_1("vs_compile_max", False),
         "naive_op_rate": sum(r.naive_rate == 1.0 for r in naive_rows) / len(naive_rows) if naive_rows else None,
         "hardened_op_rate": sum(r.correct for r in rows) / n,
         "real_op_rate": sum(r.correct and r.real for r in rows) / n,
@@ -188,11 +196,12 @@ def _points(report: dict[str, Any], label: str) -> list[tuple[float, float, str]
 
 def build_subjects(reports: list[dict[str, Any]], problems: dict[str, Any]) -> list[Subject]:
     """One subject per report; baselines among them serve the others' speed-up columns."""
-    eager = next((r for r in reports if role_of(r["label"], r["results"]) == "eager"), None)
-    compile_ = next((r for r in reports if role_of(r["label"], r["results"]) == "compile"), None)
+    baselines: dict[str, dict[str, Any]] = {}
+    for report in reports:
+        baselines.setdefault(role_of(report["label"], report["results"]), report)
     subjects = []
     for report in reports:
-        rows = _rows(report, problems, eager, compile_)
+        rows = _rows(report, problems, baselines)
         subject = Subject(report["label"], role_of(report["label"], report["results"]), str(report.get("device")),
                           report.get("hardware") or {}, float(report.get("wall_s", 0.0)), rows)
         subject.aggregate = _aggregate(report, rows)

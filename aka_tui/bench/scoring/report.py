@@ -28,19 +28,36 @@ def _status_summary(result: CandidateResult) -> str:
     return f"{first.status}: {reason}"[:90]
 
 
+HEADERS = ["op", "w%", "pass", "kernel", "S_op", "S_raw", "S_e2e_raw", "S_launch", "vs eager", "status"]
+# Speed-up columns shown only when some shape of the report had that baseline timed beside it:
+# (header, OpScore attribute, ShapeResult timing field)
+OPTIONAL_SPEEDUPS = [("vs compile", "speedup_vs_compile", "compile_timing"),
+                     ("vs max-autotune", "speedup_vs_compile_max", "compile_max_timing")]
+
+
+def _optional_speedups(report: BenchReport) -> list[tuple[str, str, str]]:
+    return [column for column in OPTIONAL_SPEEDUPS
+            if any(getattr(s, column[2]) is not None for r in report.results for s in r.shapes)]
+
+
+def op_headers(report: BenchReport) -> list[str]:
+    """HEADERS with the speed-up columns of the baselines this report timed (`--compare-compile...`)."""
+    return HEADERS[:-1] + [header for header, _, _ in _optional_speedups(report)] + HEADERS[-1:]
+
+
 def op_rows(report: BenchReport) -> list[list[str]]:
+    """One row per op, in the order of `op_headers(report)`."""
+    optional = _optional_speedups(report)
     rows = []
     for op, result in zip(report.ops, report.results):
         passed = sum(s.passed for s in result.shapes)
         rows.append([
             op.problem, f"{op.weight * 100:.1f}", f"{passed}/{len(result.shapes)}",
             "real" if op.real else ("fallback" if op.correct else "-"), _f(op.s_op), _f(op.s_raw_op),
-            _f(op.s_e2e_raw_op), _f(op.s_launch_op), _f(op.speedup_vs_eager, 2), _status_summary(result),
+            _f(op.s_e2e_raw_op), _f(op.s_launch_op), _f(op.speedup_vs_eager, 2),
+            *(_f(getattr(op, attr), 2) for _, attr, _ in optional), _status_summary(result),
         ])
     return rows
-
-
-HEADERS = ["op", "w%", "pass", "kernel", "S_op", "S_raw", "S_e2e_raw", "S_launch", "vs eager", "status"]
 
 
 def text_table(rows: list[list[str]], headers: list[str]) -> str:
@@ -59,7 +76,9 @@ def aggregate_lines(agg: AggregateScore) -> list[str]:
         f"S_e2e_raw_agg = {agg.s_e2e_raw_agg:.4f}",
         f"pass rates over {agg.ops} ops: compiled {agg.compiled_rate:.0%}, correct {agg.correct_rate:.0%}, "
         f"correct-and-real {agg.correct_and_real_rate:.0%}",
-        f"fast_1 vs eager = {_f(agg.fast_1_vs_eager, 2)}   fast_1 vs torch.compile = {_f(agg.fast_1_vs_compile, 2)}",
+        f"fast_1 vs eager = {_f(agg.fast_1_vs_eager, 2)}   fast_1 vs torch.compile = {_f(agg.fast_1_vs_compile, 2)}"
+        + (f"   fast_1 vs torch.compile max-autotune = {_f(agg.fast_1_vs_compile_max, 2)}"
+           if agg.fast_1_vs_compile_max is not None else ""),
     ]
 
 
@@ -70,7 +89,7 @@ MIXED_NOTE = ("note: GPUs of several models measured this run ({}); each op's S 
 def render_text(report: BenchReport) -> str:
     head = (f"{report.label} on {report.device} ({report.hardware.display_name}, profile {report.hardware.name}), "
             f"tier {report.tier}, {report.wall_s:.1f} s")
-    parts = [head, text_table(op_rows(report), HEADERS), *aggregate_lines(report.aggregate)]
+    parts = [head, text_table(op_rows(report), op_headers(report)), *aggregate_lines(report.aggregate)]
     held = [f"{o.problem}:{h}" for o in report.ops for h in o.holds]
     if held:
         parts.append("held, S = 0 until a person accepts (--accept KIND=OP[:SHAPE] --accept-reason TEXT): "
@@ -105,7 +124,7 @@ def render_markdown(report: BenchReport) -> str:
              f"- tier: {report.tier}; wall time {report.wall_s:.1f} s", ""]
     if report.mixed_hardware:
         parts[-1:-1] = ["- " + MIXED_NOTE.format(", ".join(report.mixed_hardware))]
-    parts += ["## Per op", "", md(op_rows(report), HEADERS), ""]
+    parts += ["## Per op", "", md(op_rows(report), op_headers(report)), ""]
     parts += ["## Aggregate", ""] + [f"- {line}" for line in aggregate_lines(report.aggregate)] + [""]
     shape_headers = ["op", "shape", "correct", "kernel", "T_SOL ms", "T ms", "T_e2e ms", "S", "S_raw", "S_e2e_raw",
                      "bound"]

@@ -33,6 +33,7 @@ class ShapeScore:
     time_e2e_ms: float | None = None  # one call as a serving loop without CUDA graphs sees it (e2e_time_ms)
     s_e2e: float = 0.0  # T_SOL / T_e2e for a passed real kernel, else 0
     s_e2e_raw: float = 0.0  # T_SOL / T_e2e ignoring the fallback verdict
+    speedup_vs_compile_max: float | None = None  # over torch.compile(mode="max-autotune"), when it was timed
 
     @property
     def held_for_audit(self) -> bool:
@@ -59,6 +60,7 @@ class OpScore:
     holds: list[str] = field(default_factory=list)  # verdicts waiting for a person ("suspicious", "over_roofline:<shape>")
     s_e2e_op: float = 0.0
     s_e2e_raw_op: float = 0.0
+    speedup_vs_compile_max: float | None = None
 
     @property
     def audit_shapes(self) -> list[str]:
@@ -81,6 +83,7 @@ class AggregateScore:
     fast_1_vs_compile: float | None
     s_e2e_agg: float = 0.0  # like s_agg, on end-to-end per-call times
     s_e2e_raw_agg: float = 0.0
+    fast_1_vs_compile_max: float | None = None  # None: no op had torch.compile(mode="max-autotune") timed
 
 
 def e2e_time_ms(timing: TimingStats | None) -> float | None:
@@ -132,7 +135,8 @@ def score_shape(result: ShapeResult, weight: float, profile: HardwareProfile, ro
                       s, s_raw, s_launch, bottleneck,
                       speedup(result.eager_timing.median_ms if result.eager_timing else None),
                       speedup(result.compile_timing.median_ms if result.compile_timing else None), verdict,
-                      e2e_ms, s_e2e_raw if (real and s > 0.0) else 0.0, s_e2e_raw)
+                      e2e_ms, s_e2e_raw if (real and s > 0.0) else 0.0, s_e2e_raw,
+                      speedup(result.compile_max_timing.median_ms if result.compile_max_timing else None))
 
 
 def weighted_geomean(pairs: list[tuple[float, float | None]]) -> float | None:
@@ -181,11 +185,13 @@ def score_op(problem: Problem, result: CandidateResult, profile: HardwareProfile
         weighted_geomean([(s.weight, s.speedup_vs_eager) for s in shapes]) if correct else None,
         weighted_geomean([(s.weight, s.speedup_vs_compile) for s in shapes]) if correct else None, holds,
         mean("s_e2e"), mean("s_e2e_raw"),
+        weighted_geomean([(s.weight, s.speedup_vs_compile_max) for s in shapes]) if correct else None,
     )
 
 
 def aggregate(ops: list[OpScore]) -> AggregateScore:
-    """S_agg (normalised and raw-weight forms), pass rates, fast_1 against eager and torch.compile."""
+    """S_agg (normalised and raw-weight forms), pass rates, fast_1 against eager and torch.compile (default mode
+    and max-autotune)."""
     n = len(ops)
     total_w = sum(o.weight for o in ops)
 
@@ -209,4 +215,5 @@ def aggregate(ops: list[OpScore]) -> AggregateScore:
         correct_and_real_rate=sum(o.correct and o.real and not o.holds for o in ops) / n if n else 0.0,
         fast_1_vs_eager=fast_1("speedup_vs_eager"), fast_1_vs_compile=fast_1("speedup_vs_compile"),
         s_e2e_agg=weighted("s_e2e_op"), s_e2e_raw_agg=weighted("s_e2e_raw_op"),
+        fast_1_vs_compile_max=fast_1("speedup_vs_compile_max"),
     )
