@@ -35,6 +35,7 @@ class Param:
     name: str
     default: Any  # inspect.Parameter.empty when required
     example: Any = None  # a value the kernel's own problem passes (tensor or scalar), None when unknown
+    annotation: str = ""  # the parameter's annotation as written ("str | None"), "" when there is none
 
     @property
     def required(self) -> bool:
@@ -61,7 +62,8 @@ def signature_params(fn: Any, examples: dict[str, Any] | None = None) -> list[Pa
     for p in inspect.signature(fn).parameters.values():
         if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
-        params.append(Param(p.name, p.default, (examples or {}).get(p.name)))
+        annotation = "" if p.annotation is inspect.Parameter.empty else str(p.annotation)
+        params.append(Param(p.name, p.default, (examples or {}).get(p.name), annotation))
     return params
 
 
@@ -133,6 +135,8 @@ def _init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[st
     """Values to try for one kernel init parameter, most plausible first."""
     kind = _kind(param.example if param.example is not None else
                  (param.default if not param.required else None))
+    if kind == "none" and "str" in param.annotation and "int" not in param.annotation:
+        kind = "str"  # `out_dtype: str | None = None`: a name, never a size
     options: list[list[Any]] = []
     if param.name in problem_init:
         options.append(["init", param.name])

@@ -12,7 +12,7 @@ Inputs:
     topk_weights  [T, k]        float32
     topk_ids      [T, k]        int32, values in [0, E); the k ids of a token are distinct
 Output:
-    out           [T, H]        dtype of hidden
+    out           [T, H]        dtype of hidden, or `out_dtype` (init, a dtype name such as "float32")
 Precision: both GEMMs run in the input dtype with fp32 accumulation (torch matmul), the activation is
 computed in promote(dtype, float32) and rounded back to the input dtype before the down projection (as
 fused kernels do), and the top-k combine is done in promote(dtype, float32). With float64 inputs every
@@ -26,8 +26,9 @@ import torch.nn.functional as F
 
 
 class Model(nn.Module):
-    def __init__(self):
+    def __init__(self, out_dtype: str | None = None):
         super().__init__()
+        self.out_dtype = out_dtype  # the output's dtype name ("float32"); default: the input's dtype
 
     def forward(self, hidden, w1, w2, topk_weights, topk_ids):
         T, H = hidden.shape
@@ -58,7 +59,7 @@ class Model(nn.Module):
         y_pairs = torch.empty_like(y_sorted)
         y_pairs[order] = y_sorted
         out = y_pairs.view(T, k, H).sum(dim=1)                             # fixed-order sum over slots
-        return out.to(dt)
+        return out.to(getattr(torch, self.out_dtype) if self.out_dtype else dt)
 
 
 def _used_experts(topk_ids, num_experts):

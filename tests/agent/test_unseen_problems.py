@@ -137,3 +137,13 @@ def test_transfer_derives_sizes_and_flags_the_new_interface_leaves_out() -> None
     assert all(match.arg_map[name][0] != "input" for name in ("cu_seqlens_k", "seqused_k", "block_table"))
     assert match.init_map["num_heads"] == ["dim", "query", -2]
     assert match.init_map["head_dim"][0] == "dim" and match.init_map["causal"] == ["const", False]
+
+
+def test_transfer_chooses_an_output_dtype_by_name() -> None:
+    """A routed-experts layer that returns float32: the MoE kernel's `out_dtype: str | None` takes the dtype
+    name of the reference's output (a name, never a size)."""
+    problem = load_problem(UNSEEN / "routed_experts_fp32_out")
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "moe-fused-experts-reference-kernel"
+    assert matches[0].arg_map["hidden"] == ["input", "x"]
+    assert matches[0].init_map["out_dtype"] == ["const", "float32"]
