@@ -140,11 +140,11 @@ def _init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[st
     options: list[list[Any]] = []
     if param.name in problem_init:
         options.append(["init", param.name])
-    options += _derived_dims(param, forward_params or [], arg_map, inputs)
     same_kind = [n for n, v in problem_init.items() if _kind(v) == kind and n != param.name]
     options += [["init", n] for n in same_kind]
     if not param.required:
         options.append(["default"])
+    options += _derived_dims(param, forward_params or [], arg_map, inputs)
     if kind in ("int", "none", "other"):
         mapped = [spec[1] for spec in arg_map.values() if spec[0] == "input"]
         for name in mapped + [n for n in inputs if n not in mapped]:

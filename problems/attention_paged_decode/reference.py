@@ -19,6 +19,9 @@ Inputs
 q             [batch, num_heads, head_dim]                         float (bf16 / fp16 / fp32 / fp64)
 key_cache     [num_blocks, block_size, num_kv_heads, head_dim]     same dtype as q
 value_cache   [num_blocks, block_size, num_kv_heads, head_dim]     same dtype as q
+              (or the split layout of vLLM's paged-attention kernels, told apart by the key cache's rank:
+              key_cache [num_blocks, num_kv_heads, head_dim / x, block_size, x], value_cache
+              [num_blocks, num_kv_heads, head_dim, block_size])
 block_tables  [batch, max_blocks_per_seq] int32, ids in [0, num_blocks)
 seq_lens      [batch] int32, 1 <= seq_lens[b] <= max_blocks_per_seq * block_size
 
@@ -26,7 +29,8 @@ Output
 ------
 out           [batch, num_heads, head_dim], dtype of q
 
-Init kwargs: num_heads, num_kv_heads, head_dim, block_size, softmax_scale.
+Init kwargs: num_heads, num_kv_heads, head_dim, block_size (each optional: read from the tensors, and when
+given they must agree with them), softmax_scale (default head_dim ** -0.5).
 
 Roofline hooks: only the blocks actually used (ceil(seq_len / block_size) per sequence) of both caches are
 counted as read, plus q, the used block-table entries and seq_lens; out is written. FLOPs are the two
@@ -38,29 +42,35 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int, block_size: int,
-                 softmax_scale: float | None = None):
+    def __init__(self, num_heads: int | None = None, num_kv_heads: int | None = None, head_dim: int | None = None,
+                 block_size: int | None = None, softmax_scale: float | None = None):
         super().__init__()
-        assert num_heads % num_kv_heads == 0
-        self.num_heads = num_heads
-        self.num_kv_heads = num_kv_heads
-        self.head_dim = head_dim
-        self.block_size = block_size
-        self.softmax_scale = float(softmax_scale) if softmax_scale is not None else head_dim ** -0.5
+        self.num_heads, self.num_kv_heads, self.head_dim, self.block_size = num_heads, num_kv_heads, head_dim, \
+            block_size
+        self.softmax_scale = float(softmax_scale) if softmax_scale is not None else None
 
     def forward(self, q, key_cache, value_cache, block_tables, seq_lens):
+        if key_cache.dim() == 5:  # vLLM's split layout -> [num_blocks, block_size, num_kv_heads, head_dim]
+            blocks, heads_kv, d_hi, page, x = key_cache.shape
+            key_cache = key_cache.permute(0, 3, 1, 2, 4).reshape(blocks, page, heads_kv, d_hi * x)
+            value_cache = value_cache.permute(0, 3, 1, 2)
         B, H, D = q.shape
-        KV = self.num_kv_heads
+        block_size, KV = key_cache.shape[1], key_cache.shape[2]
+        given = (self.num_heads, self.num_kv_heads, self.head_dim, self.block_size)
+        if any(g is not None and g != a for g, a in zip(given, (H, KV, D, block_size))):
+            raise ValueError(f"init sizes {given} disagree with the tensors' {(H, KV, D, block_size)}")
+        assert H % KV == 0
         G = H // KV
+        scale = self.softmax_scale if self.softmax_scale is not None else D ** -0.5
         cdt = torch.promote_types(q.dtype, torch.float32)
         n_blk = block_tables.shape[1]
-        T = n_blk * self.block_size
+        T = n_blk * block_size
         idx = block_tables.long()
         # gather every sequence's blocks: [B, n_blk, block_size, KV, D] -> [B, KV, T, D]
         k = key_cache[idx].reshape(B, T, KV, D).transpose(1, 2).to(cdt)
         v = value_cache[idx].reshape(B, T, KV, D).transpose(1, 2).to(cdt)
         qg = q.to(cdt).reshape(B, KV, G, D)
-        scores = torch.matmul(qg, k.transpose(-1, -2)) * self.softmax_scale  # [B, KV, G, T]
+        scores = torch.matmul(qg, k.transpose(-1, -2)) * scale  # [B, KV, G, T]
         pos = torch.arange(T, device=q.device)
         valid = pos[None, :] < seq_lens.long()[:, None]  # [B, T]
         scores = scores.masked_fill(~valid[:, None, None, :], float("-inf"))

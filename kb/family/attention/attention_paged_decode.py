@@ -45,9 +45,10 @@ def _cap_stages(requested: int, stage_bytes: int, fixed_bytes: int = 0, budget: 
 def _attention_paged_decode_kernel(
     q_ptr, kc_ptr, vc_ptr, bt_ptr, sl_ptr, out_ptr, ws_m_ptr, ws_l_ptr, ws_acc_ptr,
     group, head_dim, block_size, qk_scale, partition, num_splits,
-    sq_b, sq_h, sq_d, sk_blk, sk_s, sk_h, sk_d, sv_blk, sv_s, sv_h, sv_d, sbt_b, sbt_n, so_b, so_h, so_d,
+    sq_b, sq_h, sq_d, sk_blk, sk_s, sk_h, sk_d, sk_dx, sv_blk, sv_s, sv_h, sv_d, sbt_b, sbt_n, so_b, so_h, so_d,
     num_heads,
     BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT_KV: tl.constexpr,
+    K_SPLIT_X: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     kvh = tl.program_id(1)
@@ -66,6 +67,10 @@ def _attention_paged_decode_kernel(
     g_ok = offs_g < group
     d_ok = offs_d < head_dim
     heads = (kvh * group + offs_g).to(tl.int64)
+    if K_SPLIT_X > 0:  # keys stored [blocks, kv_heads, head_dim / x, block_size, x]: d = (d // x, d % x)
+        k_d = (offs_d // K_SPLIT_X) * sk_dx + (offs_d % K_SPLIT_X) * sk_d
+    else:
+        k_d = offs_d * sk_d
     q = tl.load(q_ptr + b * sq_b + heads[:, None] * sq_h + offs_d[None, :] * sq_d,
                 mask=g_ok[:, None] & d_ok[None, :], other=0.0)
 
@@ -79,7 +84,7 @@ def _attention_paged_decode_kernel(
         page = offs_n // block_size
         slot = (offs_n - page * block_size).to(tl.int64)
         phys = tl.load(bt_row + page * sbt_n, mask=n_ok, other=0).to(tl.int64)
-        kt = tl.load(kc_ptr + (phys * sk_blk + slot * sk_s + kvh * sk_h)[None, :] + offs_d[:, None] * sk_d,
+        kt = tl.load(kc_ptr + (phys * sk_blk + slot * sk_s + kvh * sk_h)[None, :] + k_d[:, None],
                      mask=n_ok[None, :] & d_ok[:, None], other=0.0)
         s = tl.dot(q, kt, input_precision="ieee") * qk_scale
         s = tl.where(n_ok[None, :], s, float("-inf"))
@@ -138,9 +143,23 @@ def _attention_paged_decode_reduce_kernel(
              mask=offs_d < head_dim)
 
 
+def cache_layout(key_cache, value_cache):
+    """(block_size, kv_heads, K strides (block, slot, head, d, d // x), x, V strides (block, slot, head, d)) of
+    the two cache layouts: [blocks, block_size, kv_heads, head_dim] for both, or the split layout of vLLM's
+    paged-attention kernels, K [blocks, kv_heads, head_dim / x, block_size, x] with V [blocks, kv_heads,
+    head_dim, block_size] (told apart by K's rank)."""
+    if key_cache.dim() == 5:
+        k, v = key_cache.stride(), value_cache.stride()
+        return (key_cache.shape[3], key_cache.shape[1], (k[0], k[3], k[1], k[4], k[2]), key_cache.shape[4],
+                (v[0], v[3], v[1], v[2]))
+    k, v = key_cache.stride(), value_cache.stride()
+    return key_cache.shape[1], key_cache.shape[2], (*k, 0), 0, v
+
+
 def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_lens, num_heads, num_kv_heads,
                                   block_size, softmax_scale):
     batch, _, head_dim = q.shape
+    block_size, num_kv_heads, k_strides, split_x, v_strides = cache_layout(key_cache, value_cache)
     out = torch.empty_like(q)
     if batch == 0:
         return out
@@ -160,9 +179,9 @@ def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_l
     _attention_paged_decode_kernel[(batch, num_kv_heads, num_splits)](
         q, key_cache, value_cache, block_tables, seq_lens, out, ws_m, ws_l, ws_acc,
         group, head_dim, block_size, softmax_scale * LOG2E, partition, num_splits,
-        *q.stride(), *key_cache.stride(), *value_cache.stride(), *block_tables.stride(), *out.stride(),
+        *q.stride(), *k_strides, *v_strides, *block_tables.stride(), *out.stride(),
         num_heads,
-        BLOCK_G=block_g, BLOCK_N=TUNABLES["BLOCK_N"], BLOCK_D=block_d, SPLIT_KV=split,
+        BLOCK_G=block_g, BLOCK_N=TUNABLES["BLOCK_N"], BLOCK_D=block_d, SPLIT_KV=split, K_SPLIT_X=split_x,
         num_warps=TUNABLES["num_warps"],
         num_stages=_cap_stages(TUNABLES["num_stages"], 2 * TUNABLES["BLOCK_N"] * block_d * q.element_size()),
     )
@@ -175,16 +194,23 @@ def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_l
 
 
 class Model(nn.Module):
-    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int, block_size: int,
-                 softmax_scale: float | None = None):
+    """The sizes are read from the tensors (q: heads and head size; the cache: block size and KV heads); the init
+    arguments, when given, must agree with them."""
+
+    def __init__(self, num_heads: int | None = None, num_kv_heads: int | None = None, head_dim: int | None = None,
+                 block_size: int | None = None, softmax_scale: float | None = None):
         super().__init__()
-        assert num_heads % num_kv_heads == 0
-        self.num_heads = num_heads
-        self.num_kv_heads = num_kv_heads
-        self.head_dim = head_dim
-        self.block_size = block_size
-        self.softmax_scale = float(softmax_scale) if softmax_scale is not None else head_dim ** -0.5
+        self.num_heads, self.num_kv_heads, self.head_dim, self.block_size = num_heads, num_kv_heads, head_dim, \
+            block_size
+        self.softmax_scale = float(softmax_scale) if softmax_scale is not None else None
 
     def forward(self, q, key_cache, value_cache, block_tables, seq_lens):
-        return launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_lens, self.num_heads,
-                                             self.num_kv_heads, self.block_size, self.softmax_scale)
+        _, heads, head_dim = q.shape
+        block_size, kv_heads, _, _, _ = cache_layout(key_cache, value_cache)
+        given = (self.num_heads, self.num_kv_heads, self.head_dim, self.block_size)
+        if any(g is not None and g != a for g, a in zip(given, (heads, kv_heads, head_dim, block_size))):
+            raise ValueError(f"init sizes {given} disagree with the tensors' {(heads, kv_heads, head_dim, block_size)}")
+        assert heads % kv_heads == 0
+        scale = self.softmax_scale if self.softmax_scale is not None else head_dim ** -0.5
+        return launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_lens, heads, kv_heads,
+                                             block_size, scale)

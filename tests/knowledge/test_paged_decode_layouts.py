@@ -1,0 +1,43 @@
+"""The paged decode reference kernel on both cache layouts its reference defines (CPU interpreter, float32):
+[blocks, block_size, kv_heads, head_dim], and vLLM's split layout (K [blocks, kv_heads, head_dim / x,
+block_size, x], V [blocks, kv_heads, head_dim, block_size]); sizes read from the tensors."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from tests.conftest import REPO
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("split_kv", [0, 1])
+def test_paged_decode_reads_either_cache_layout(split_kv: int) -> None:
+    kernel = _load("paged_kernel", REPO / "kb/family/attention/attention_paged_decode.py")
+    reference = _load("paged_reference", REPO / "problems/attention_paged_decode/reference.py")
+    kernel.TUNABLES["SPLIT_KV"] = split_kv
+    torch.manual_seed(0)
+    batch, heads, kv_heads, dim, page, x, blocks = 3, 8, 2, 32, 4, 8, 20
+    q = torch.randn(batch, heads, dim)
+    k, v = torch.randn(blocks, page, kv_heads, dim), torch.randn(blocks, page, kv_heads, dim)
+    table = torch.randperm(blocks)[: batch * 5].view(batch, 5).to(torch.int32)
+    lengths = torch.tensor([3, 17, 9], dtype=torch.int32)
+    want = reference.Model()(q, k, v, table, lengths)
+    torch.testing.assert_close(kernel.Model()(q, k, v, table, lengths), want, atol=1e-5, rtol=1e-5)
+    k_split = k.reshape(blocks, page, kv_heads, dim // x, x).permute(0, 2, 3, 1, 4).contiguous()
+    v_split = v.permute(0, 2, 3, 1).contiguous()
+    torch.testing.assert_close(reference.Model()(q, k_split, v_split, table, lengths), want)
+    torch.testing.assert_close(kernel.Model()(q, k_split, v_split, table, lengths), want, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="disagree"):
+        kernel.Model(num_kv_heads=4)(q, k, v, table, lengths)
