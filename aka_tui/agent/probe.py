@@ -18,7 +18,7 @@ import torch
 from aka_tui.bench.problem.inputs import clone_inputs, make_inputs
 from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.bench.problem.module_loading import import_file
-from aka_tui.bench.problem.tolerance import Tolerance, output_rms
+from aka_tui.bench.problem.tolerance import Tolerance, output_rms, scaled_to
 
 PROBE_SEED = 20261201
 
@@ -151,7 +151,7 @@ def outputs_close(expected: torch.Tensor, actual: Any, atol: float, rtol: float,
     if not expected.is_floating_point():
         return bool(torch.equal(expected.cpu(), actual.cpu()))
     e, a = expected.detach().cpu().double(), actual.detach().cpu().double()
-    atol = Tolerance(atol, rtol).scaled_to(output_rms(e)).atol  # as the evaluator compares (outputs far below atol)
+    atol = scaled_to(Tolerance(atol, rtol), output_rms(e)).atol  # as the evaluator compares (outputs far below atol)
     if expected.dtype.itemsize == 1:  # fp8: a few mantissa bits, one rounding step apart is the same value
         rtol = max(rtol, 0.13)
     finite = torch.isfinite(e)

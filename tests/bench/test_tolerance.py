@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aka_tui.bench.problem.tolerance import Tolerance, compare_outputs, default_tolerance
+from aka_tui.bench.problem.tolerance import Tolerance, compare_outputs, default_tolerance, scaled_to
 
 
 def _cmp(cand, ref, tol=Tolerance(1e-3, 1e-3), frac=0.0):  # type: ignore[no-untyped-def]  # noqa: B008 (a frozen value)
@@ -113,5 +113,5 @@ def test_outputs_far_below_the_absolute_tolerance_are_still_compared() -> None:
     assert not compare_outputs(unrelated, reference, reference, tol, 0.0).ok
     assert compare_outputs(rounded, reference, reference, tol, 0.0).ok
     # unit-scale outputs keep the written tolerance; an all-zero reference keeps a floor, not exact zeros
-    assert Tolerance(0.02, 0.02).scaled_to(1.3) == Tolerance(0.02, 0.02)
-    assert Tolerance(0.02, 0.02).scaled_to(0.0).atol == pytest.approx(2e-5)
+    assert scaled_to(Tolerance(0.02, 0.02), 1.3) == Tolerance(0.02, 0.02)
+    assert scaled_to(Tolerance(0.02, 0.02), 0.0).atol == pytest.approx(2e-5)

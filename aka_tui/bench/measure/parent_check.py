@@ -26,7 +26,7 @@ from aka_tui.bench.problem.fuzz import resolve_shape
 from aka_tui.bench.problem.inputs import make_inputs
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.problem.module_loading import import_file
-from aka_tui.bench.problem.tolerance import output_rms
+from aka_tui.bench.problem.tolerance import output_rms, scaled_to
 
 TOLERANCE_SCALE = 4.0
 STRAY_FRACTION = 0.01
@@ -78,7 +78,7 @@ def _check_shape(problem: Problem, job: MeasureJob, device: str, result: ShapeRe
     for j, (got, want, dtype) in enumerate(zip(reported, expected, sampler_leaves)):
         tol = problem.tolerance_for(dtype)
         if want.is_floating_point():
-            tol = tol.scaled_to(output_rms(want))  # as the worker's checks scale it (from the samples' RMS)
+            tol = scaled_to(tol, output_rms(want))  # as the worker's checks scale it (from the samples' RMS)
         bad = bad_elements(got, want.cpu(), tol, TOLERANCE_SCALE)
         checked += got.numel()
         if got.numel() and float(bad.to(torch.float64).mean()) > problem.max_mismatch_fraction + STRAY_FRACTION:

@@ -16,7 +16,14 @@ import numpy as np
 import torch
 
 from aka_tui.bench.problem.seeds import derive_seed
-from aka_tui.bench.problem.tolerance import Tolerance, check_plain_tensor, flatten_outputs, output_rms, structure_of
+from aka_tui.bench.problem.tolerance import (
+    Tolerance,
+    check_plain_tensor,
+    flatten_outputs,
+    output_rms,
+    scaled_to,
+    structure_of,
+)
 
 TIMED_SAMPLE = 4096  # elements per output leaf read from every timed call
 PARENT_SAMPLE = 1024  # elements per output leaf sent to the parent per checked case
@@ -110,7 +117,7 @@ def failing_calls(samples: list[list[torch.Tensor]], expected: list[torch.Tensor
         stacked = torch.stack([s[j] for s in samples])  # [calls, K]
         tol = tolerance_for(stacked.dtype)
         if ref.is_floating_point():
-            tol = tol.scaled_to(output_rms(ref))  # the sample's RMS stands for the output's
+            tol = scaled_to(tol, output_rms(ref))  # the sample's RMS stands for the output's
         bad = bad_elements(stacked, ref, tol)
         fraction = bad.to(torch.float64).mean(dim=1)
         zero = (stacked == 0).all(dim=1) & bool((ref != 0).any())
