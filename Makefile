@@ -20,7 +20,7 @@ bench: setup
 
 ## Set up with test dependencies and run the test suite (GPU tests skip without a GPU).
 test: setup-test
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q --durations=20
 
 ## While developing: the tests not marked slow (the full `make test` is what CI runs).
 test-fast: setup-test
