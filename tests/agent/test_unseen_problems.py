@@ -147,3 +147,13 @@ def test_transfer_chooses_an_output_dtype_by_name() -> None:
     assert matches and matches[0].kernel.entry_id == "moe-fused-experts-reference-kernel"
     assert matches[0].arg_map["hidden"] == ["input", "x"]
     assert matches[0].init_map["out_dtype"] == ["const", "float32"]
+
+
+def test_optimize_runs_the_transferred_attention_as_a_real_kernel(tmp_path: Path) -> None:
+    """The varlen attention kernel behind an encoder's interface (no mask, head size 40, its own names), through
+    the adapter and the evaluator: correct and real on every shape."""
+    run = _optimize(UNSEEN / "packed_bidirectional_attention", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "transfer from attention-prefill-varlen-reference-kernel"
+    assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
