@@ -3,31 +3,23 @@ aligned at the bottom right or not causal, keys in a paged cache (CPU interprete
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
 
+from aka_tui.bench.problem.module_loading import import_file
 from tests.conftest import REPO
 
 H, KVH, D, PAGE = 4, 2, 24, 4
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
 def modules() -> tuple[ModuleType, ModuleType]:
-    kernel = _load("varlen_kernel", REPO / "kb/family/attention/attention_prefill_varlen.py")
+    kernel = import_file(REPO / "kb/family/attention/attention_prefill_varlen.py", "varlen_kernel")
     kernel.TUNABLES.update(BLOCK_M=16, BLOCK_N=16)  # several tiles and chunks per sequence at these sizes
-    return kernel, _load("varlen_reference", REPO / "problems/attention_prefill_varlen/reference.py")
+    return kernel, import_file(REPO / "problems/attention_prefill_varlen/reference.py", "varlen_reference")
 
 
 def _offsets(lengths: list[int]) -> torch.Tensor:

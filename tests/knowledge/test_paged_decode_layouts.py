@@ -4,28 +4,17 @@ block_size, x], V [blocks, kv_heads, head_dim, block_size]); sizes read from the
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 import torch
 
+from aka_tui.bench.problem.module_loading import import_file
 from tests.conftest import REPO
-
-
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("split_kv", [0, 1])
 def test_paged_decode_reads_either_cache_layout(split_kv: int) -> None:
-    kernel = _load("paged_kernel", REPO / "kb/family/attention/attention_paged_decode.py")
-    reference = _load("paged_reference", REPO / "problems/attention_paged_decode/reference.py")
+    kernel = import_file(REPO / "kb/family/attention/attention_paged_decode.py", "paged_kernel")
+    reference = import_file(REPO / "problems/attention_paged_decode/reference.py", "paged_reference")
     kernel.TUNABLES["SPLIT_KV"] = split_kv
     torch.manual_seed(0)
     batch, heads, kv_heads, dim, page, x, blocks = 3, 8, 2, 32, 4, 8, 20

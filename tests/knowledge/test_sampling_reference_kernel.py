@@ -7,37 +7,29 @@ pivot window, values off the bf16 grid, ties, fp16, a strided view, and the one-
 
 from __future__ import annotations
 
-import importlib.util
 import zlib
 from types import ModuleType
-from typing import Any
 
 import pytest
 import torch
 
+from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.knowledge.store import default_kb_dir
 from tests.conftest import PROBLEMS
 
 KERNEL = default_kb_dir() / "family" / "sampling" / "sampling_top_k_top_p.py"
 
 
-def _load(path: Any, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
 def kernel() -> ModuleType:
-    module = _load(KERNEL, "sampling_top_k_top_p_under_test")
+    module = import_file(KERNEL, "sampling_top_k_top_p_under_test")
     module._MIN_SLICE = 64  # let the launcher use slices far smaller than a row
     return module
 
 
 def _inputs(kind: str, batch: int, vocab: int, gen: torch.Generator) -> tuple[torch.Tensor, ...]:
-    snap_top_p = _load(PROBLEMS / "sampling_top_k_top_p" / "input.py", "sampling_inputs")._snap_top_p
+    snap_top_p = import_file(PROBLEMS / "sampling_top_k_top_p" / "input.py", "sampling_inputs")._snap_top_p
     base = torch.randn(batch, 2 * vocab, generator=gen)
     logits = {
         "bf16": (base * 3).to(torch.bfloat16).float(),
@@ -67,7 +59,7 @@ CONFIGS = {
 @pytest.mark.parametrize("config", list(CONFIGS))
 @pytest.mark.parametrize("kind", ["bf16", "fp32", "ties", "wide", "fp16"])
 def test_split_row_paths_match_the_reference(kernel: ModuleType, config: str, kind: str) -> None:
-    reference = _load(PROBLEMS / "sampling_top_k_top_p" / "reference.py", "sampling_reference").Model
+    reference = import_file(PROBLEMS / "sampling_top_k_top_p" / "reference.py", "sampling_reference").Model
     gen = torch.Generator().manual_seed(zlib.crc32(f"{config}/{kind}".encode()))
     batch, vocab = 5, 700
     logits, top_k, top_p = _inputs(kind, batch, vocab, gen)
