@@ -387,9 +387,15 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
 
 def find_transfers(problem: Problem, kernels: list[ReferenceKernel], probes: list[Probe],
                    suite_dir: Path | None, budget_s: float = SEARCH_BUDGET_S, limit: int = 1) -> list[TransferMatch]:
-    """Reference kernels that reproduce the problem's semantics, at most `limit`, family matches tried first."""
+    """Reference kernels that reproduce the problem's semantics, at most `limit`: family matches first, and
+    within each group the kernels whose semantics is a suite reference (PyTorch, fast) before those that run
+    as their own semantics on the interpreter (seconds per trial on full-size probes)."""
     deadline = time.monotonic() + budget_s
-    ordered = sorted(kernels, key=lambda k: (k.family != problem.family, k.entry_id))
+
+    def on_interpreter(kernel: ReferenceKernel) -> bool:
+        return suite_dir is None or not any((suite_dir / op / "reference.py").exists() for op in kernel.ops)
+
+    ordered = sorted(kernels, key=lambda k: (k.family != problem.family, on_interpreter(k), k.entry_id))
     matches: list[TransferMatch] = []
     for kernel in ordered:
         if time.monotonic() > deadline or len(matches) >= limit:

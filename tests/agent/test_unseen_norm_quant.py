@@ -53,6 +53,19 @@ def test_norm_quant_transfers_behind_another_interface() -> None:
     assert match.out_map == [[0], [1], [2]] and match.structure == ("dict", ("codes", "row_scale", "stream"))
 
 
+def test_kernels_with_suite_semantics_are_tried_before_those_on_the_interpreter(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from aka_tui.agent import transfer
+
+    tried: list[str] = []
+    monkeypatch.setattr(transfer, "kb_semantics", lambda kernel, suite_dir: tried.append(kernel.entry_id))
+    problem = load_problem(REPO / "tests" / "data" / "unseen" / "scaled_hidden_norm")  # family "other"
+    assert find_transfers(problem, KERNELS, [], default_suite_dir()) == []
+    with_suite_problem = [k.entry_id for k in KERNELS if k.ops]
+    assert len(tried) == len(KERNELS) and set(tried[:len(with_suite_problem)]) == set(with_suite_problem)
+    assert tried.index(ENTRY) >= len(with_suite_problem)
+
+
 @pytest.mark.slow
 def test_optimize_starts_from_the_transferred_kernel_and_it_is_correct_and_real(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
