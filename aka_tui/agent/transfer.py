@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,11 +188,11 @@ class KbSemantics:
 
 def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics | None:
     """The semantics of a reference kernel: the reference of its own problem when the suite has it (plain
-    PyTorch, fast), else the kernel's own Model; examples of its arguments from that problem's smallest shape."""
+    PyTorch, fast), else the kernel's own Model on Triton's interpreter; examples of its arguments from that
+    problem's smallest shape, else from the Model's `EXAMPLE_CALL`."""
     from aka_tui.agent.probe import load_modules, probe_shapes
     from aka_tui.bench.problem.inputs import make_inputs
     from aka_tui.bench.problem.lookup import load_problem
-    from aka_tui.bench.problem.module_loading import import_file
 
     init_examples: dict[str, Any] = {}
     forward_examples: dict[str, Any] = {}
@@ -212,14 +213,51 @@ def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics
         break
     if module is None:
         try:
-            module = import_file(kernel.path, "kb_kernel")
+            module = _import_interpreted(kernel.path)
         except Exception:
             return None
+        init_examples, forward_examples = declared_examples(getattr(module, "Model", None))
     model_class = getattr(module, "Model", None)
     if model_class is None:
         return None
     return KbSemantics(kernel, model_class, signature_params(model_class.__init__, init_examples),
                        signature_params(model_class.forward, forward_examples))
+
+
+def _import_interpreted(path: Path) -> ModuleType:
+    """A kernel file imported with Triton's interpreter: its kernels then run on the CPU probe inputs (and on
+    CUDA ones, copied through the host) in any session, and a wrong trial mapping raises in Python instead of
+    ending a CUDA context. `@triton.jit` reads TRITON_INTERPRET when each kernel is defined, so setting it for
+    the import is enough; the session's own candidates are unaffected."""
+    from aka_tui.bench.problem.module_loading import import_file
+
+    previous = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        return import_file(path, "kb_kernel")
+    finally:
+        if previous is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = previous
+
+
+def declared_examples(model_class: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(init, forward) examples a kernel's Model declares in `EXAMPLE_CALL` (used when no suite problem defines
+    its interface): init values as they are, forward tensors as [dtype name, shape] (zeros: only kind, rank,
+    dtype and sizes are read). Anything malformed is left out."""
+    declared = getattr(model_class, "EXAMPLE_CALL", None)
+    if not isinstance(declared, dict):
+        return {}, {}
+    init = declared.get("init")
+    forward: dict[str, Any] = {}
+    for name, spec in (declared.get("forward") or {}).items():
+        dtype = getattr(torch, spec[0], None) if isinstance(spec, (list, tuple)) and len(spec) == 2 else None
+        if isinstance(dtype, torch.dtype) and all(isinstance(n, int) and n >= 0 for n in spec[1]):
+            forward[name] = torch.zeros(tuple(spec[1]), dtype=dtype)
+        elif isinstance(spec, (bool, int, float, str)):
+            forward[name] = spec
+    return (dict(init) if isinstance(init, dict) else {}), forward
 
 
 def _arg_maps(semantics: KbSemantics, inputs: dict[str, Any]) -> Iterator[dict[str, list[Any]]]:
@@ -349,9 +387,15 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
 
 def find_transfers(problem: Problem, kernels: list[ReferenceKernel], probes: list[Probe],
                    suite_dir: Path | None, budget_s: float = SEARCH_BUDGET_S, limit: int = 1) -> list[TransferMatch]:
-    """Reference kernels that reproduce the problem's semantics, at most `limit`, family matches tried first."""
+    """Reference kernels that reproduce the problem's semantics, at most `limit`: family matches first, and
+    within each group the kernels whose semantics is a suite reference (PyTorch, fast) before those that run
+    as their own semantics on the interpreter (seconds per trial on full-size probes)."""
     deadline = time.monotonic() + budget_s
-    ordered = sorted(kernels, key=lambda k: (k.family != problem.family, k.entry_id))
+
+    def on_interpreter(kernel: ReferenceKernel) -> bool:
+        return suite_dir is None or not any((suite_dir / op / "reference.py").exists() for op in kernel.ops)
+
+    ordered = sorted(kernels, key=lambda k: (k.family != problem.family, on_interpreter(k), k.entry_id))
     matches: list[TransferMatch] = []
     for kernel in ordered:
         if time.monotonic() > deadline or len(matches) >= limit:
