@@ -157,3 +157,22 @@ def test_optimize_runs_the_transferred_attention_as_a_real_kernel(tmp_path: Path
     proposal, result = _recorded(tmp_path / "sessions")
     assert proposal["path"] == "transfer from attention-prefill-varlen-reference-kernel"
     assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
+
+
+def test_transfer_finds_the_align_kernel_behind_exact_sizes_and_runs_it(tmp_path: Path) -> None:
+    """An expert-parallel rank's block schedule with data-dependent output sizes (no worst-case buffers), -1 for
+    other ranks' experts, its own names and its init arguments in another order: the MoE align kernel with
+    `exact_sizes` on, through the adapter and the evaluator, correct and real on every shape."""
+    problem = load_problem(UNSEEN / "local_expert_schedule")
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "moe-align-sort-reference-kernel"
+    match = matches[0]
+    assert match.arg_map == {"topk_ids": ["input", "routing"]}
+    assert match.init_map == {"num_experts": ["init", "local_experts"], "block_size": ["init", "tile"],
+                              "exact_sizes": ["const", True]}
+    assert match.structure == ("dict", ("rows", "tile_expert", "padded_rows"))
+    run = _optimize(UNSEEN / "local_expert_schedule", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "transfer from moe-align-sort-reference-kernel"
+    assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
