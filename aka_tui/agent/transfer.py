@@ -130,22 +130,47 @@ def _derived_dims(param: Param, forward_params: list[Param], arg_map: dict[str, 
     return found
 
 
-def _init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[str, Any],
-                     arg_map: dict[str, list[Any]], output_dtypes: list[str],
-                     forward_params: list[Param] | None = None) -> list[list[Any]]:
-    """Values to try for one kernel init parameter, most plausible first."""
+def _param_kind(param: Param) -> str:
+    """The kind of value an init parameter takes: its example's, else its default's."""
     kind = _kind(param.example if param.example is not None else
                  (param.default if not param.required else None))
     if kind == "none" and "str" in param.annotation and "int" not in param.annotation:
         kind = "str"  # `out_dtype: str | None = None`: a name, never a size
+    return kind
+
+
+def init_claims(params: list[Param], problem_init: dict[str, Any]) -> dict[str, str]:
+    """The kernel parameter each problem init argument most plausibly feeds: its namesake, else the first
+    parameter (in signature order, without a namesake) of its kind not yet fed. Orders the search only."""
+    claims = {p.name: p.name for p in params if p.name in problem_init}
+    for param in params:
+        if param.name in problem_init:
+            continue
+        kind = _param_kind(param)
+        free = [n for n, v in problem_init.items() if n not in claims and _kind(v) == kind]
+        if free:
+            claims[free[0]] = param.name
+    return claims
+
+
+def _init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[str, Any],
+                     arg_map: dict[str, list[Any]], output_dtypes: list[str],
+                     forward_params: list[Param] | None = None,
+                     claims: dict[str, str] | None = None) -> list[list[Any]]:
+    """Values to try for one kernel init parameter, most plausible first: a problem init argument of the same
+    name or one that feeds no other parameter (`init_claims`), the default, sizes derived from the kernel's
+    own examples, arguments that feed another parameter, then any input size."""
+    kind = _param_kind(param)
+    claims = claims or {}
     options: list[list[Any]] = []
     if param.name in problem_init:
         options.append(["init", param.name])
     same_kind = [n for n, v in problem_init.items() if _kind(v) == kind and n != param.name]
-    options += [["init", n] for n in same_kind]
+    options += [["init", n] for n in same_kind if claims.get(n, param.name) == param.name]
     if not param.required:
         options.append(["default"])
     options += _derived_dims(param, forward_params or [], arg_map, inputs)
+    options += [["init", n] for n in same_kind if claims.get(n, param.name) != param.name]
     if kind in ("int", "none", "other"):
         mapped = [spec[1] for spec in arg_map.values() if spec[0] == "input"]
         for name in mapped + [n for n in inputs if n not in mapped]:
@@ -351,9 +376,10 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
     for probe in probes:
         for name, value in probe.inputs.items():
             union.setdefault(name, value)
+    claims = init_claims(semantics.init_params, init)
     tried = 0
     for arg_map in _arg_maps(semantics, union):
-        per_init = [_init_candidates(p, init, union, arg_map, dtypes, semantics.forward_params)
+        per_init = [_init_candidates(p, init, union, arg_map, dtypes, semantics.forward_params, claims)
                     for p in semantics.init_params]
         if any(not c for c in per_init):
             continue

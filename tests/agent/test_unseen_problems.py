@@ -176,3 +176,42 @@ def test_transfer_finds_the_align_kernel_behind_exact_sizes_and_runs_it(tmp_path
     proposal, result = _recorded(tmp_path / "sessions")
     assert proposal["path"] == "transfer from moe-align-sort-reference-kernel"
     assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
+
+
+def test_init_claims_offer_each_init_argument_to_one_parameter() -> None:
+    """Namesakes first, then the first parameter of the argument's kind, in signature order, that has none."""
+    from aka_tui.agent.transfer import Param, init_claims
+
+    params = [Param("num_heads", None, 4), Param("kv_lora_rank", None, 512), Param("rope_dim", None, 64),
+              Param("block_size", None, 16), Param("softmax_scale", None, 0.1)]
+    claims = init_claims(params, {"heads": 16, "kv_lora_rank": 512, "rope": 64})
+    assert claims == {"kv_lora_rank": "kv_lora_rank", "heads": "num_heads", "rope": "rope_dim"}
+
+
+def test_transfer_maps_init_sizes_that_repeat_the_tensors() -> None:
+    """MLA decode over a packed latent cache, with init sizes of its own names that repeat the tensors' (rope
+    width 16, not DeepSeek's 64): the MLA kernel refuses sizes that disagree with the tensors, so each init
+    argument must reach its own parameter before the search gives the forward mapping up; the block table stays
+    out (the packed form)."""
+    problem = load_problem(UNSEEN / "packed_latent_decode")
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "attention-mla-decode-reference-kernel"
+    match = matches[0]
+    assert match.init_map["num_heads"] == ["init", "n_heads"]
+    assert match.init_map["kv_lora_rank"] == ["init", "latent_rank"]
+    assert match.init_map["rope_dim"] == ["init", "rope_width"]
+    assert match.init_map["block_size"] == ["default"]
+    assert match.arg_map["kv_cache"] == ["input", "latent_cache"]
+    assert match.arg_map["seq_lens"] == ["input", "context_lens"]
+    assert match.arg_map["block_tables"][0] != "input"
+
+
+@pytest.mark.slow
+def test_optimize_runs_the_transferred_mla_decode_as_a_real_kernel(tmp_path: Path) -> None:
+    """The MLA kernel's packed mode behind that interface, through the adapter and the evaluator: correct and real
+    on every shape."""
+    run = _optimize(UNSEEN / "packed_latent_decode", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "transfer from attention-mla-decode-reference-kernel"
+    assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
