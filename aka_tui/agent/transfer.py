@@ -10,8 +10,10 @@ kernels with the same names but another computation do not.
 
 from __future__ import annotations
 
+import heapq
 import inspect
 import itertools
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,7 @@ from aka_tui.bench.problem.model import Problem
 from aka_tui.knowledge.reference_kernels import ReferenceKernel
 
 MAX_MAPPINGS_PER_KERNEL = 96
+MAX_COMBINATIONS_VISITED = 200_000  # forward mappings looked at per kernel, injective or not
 SEARCH_BUDGET_S = 120.0
 
 
@@ -83,8 +86,11 @@ def _kind(value: Any) -> str:
     return "none" if value is None else "other"
 
 
-def _arg_candidates(param: Param, inputs: dict[str, Any]) -> list[tuple[float, list[Any]]]:
-    """(score, spec) for one kernel forward parameter: problem inputs of the same kind, None, or its default."""
+def _arg_candidates(param: Param, inputs: dict[str, Any],
+                    namesakes: frozenset[str] = frozenset()) -> list[tuple[float, list[Any]]]:
+    """(score, spec) for one kernel forward parameter: problem inputs of the same kind, None, or its default.
+    An input named after another of the kernel's parameters (`namesakes`) scores one less: it most likely
+    feeds that one."""
     options: list[tuple[float, list[Any]]] = []
     example = param.example
     for name, value in inputs.items():
@@ -100,12 +106,20 @@ def _arg_candidates(param: Param, inputs: dict[str, Any]) -> list[tuple[float, l
         if isinstance(value, torch.Tensor) and isinstance(example, torch.Tensor):
             score += 2.0 if value.ndim == example.ndim else (0.0 if value.ndim > example.ndim else -1.0)
             score += 1.0 if value.dtype == example.dtype else 0.0
+        if name != param.name and name in namesakes:
+            score -= 1.0
         options.append((score, ["input", name]))
     if not param.required:
         options.append((-0.5, ["default"]))
-    if param.default is None or (param.example is None and not param.required):
-        options.append((-1.0, ["none"]))
+    if param.example is None and not param.required and param.default is not None:
+        options.append((-1.0, ["none"]))  # (where the default is None, leaving it out already passes None)
     return sorted(options, key=lambda o: -o[0])
+
+
+def _shortlist(options: list[tuple[float, list[Any]]], keep: int = 5) -> list[tuple[float, list[Any]]]:
+    """The best `keep` options, and leaving the parameter out (or None) even when it scores lower: an optional
+    parameter with an example still has to be able to stay at its default."""
+    return options[:keep] + [o for o in options[keep:] if o[1][0] in ("default", "none")]
 
 
 def _derived_dims(param: Param, forward_params: list[Param], arg_map: dict[str, list[Any]],
@@ -187,11 +201,11 @@ class KbSemantics:
 
 def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics | None:
     """The semantics of a reference kernel: the reference of its own problem when the suite has it (plain
-    PyTorch, fast), else the kernel's own Model; examples of its arguments from that problem's smallest shape."""
+    PyTorch, fast), else the kernel's own Model on Triton's interpreter; examples of its arguments from that
+    problem's smallest shape, else from the Model's `EXAMPLE_CALL`."""
     from aka_tui.agent.probe import load_modules, probe_shapes
     from aka_tui.bench.problem.inputs import make_inputs
     from aka_tui.bench.problem.lookup import load_problem
-    from aka_tui.bench.problem.module_loading import import_file
 
     init_examples: dict[str, Any] = {}
     forward_examples: dict[str, Any] = {}
@@ -212,9 +226,10 @@ def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics
         break
     if module is None:
         try:
-            module = import_file(kernel.path, "kb_kernel")
+            module = _import_interpreted(kernel.path)
         except Exception:
             return None
+        init_examples, forward_examples = declared_examples(getattr(module, "Model", None))
     model_class = getattr(module, "Model", None)
     if model_class is None:
         return None
@@ -222,29 +237,80 @@ def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics
                        signature_params(model_class.forward, forward_examples))
 
 
+def _import_interpreted(path: Path) -> ModuleType:
+    """A kernel file imported with Triton's interpreter: its kernels then run on the CPU probe inputs (and on
+    CUDA ones, copied through the host) in any session, and a wrong trial mapping raises in Python instead of
+    ending a CUDA context. `@triton.jit` reads TRITON_INTERPRET when each kernel is defined, so setting it for
+    the import is enough; the session's own candidates are unaffected."""
+    from aka_tui.bench.problem.module_loading import import_file
+
+    previous = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        return import_file(path, "kb_kernel")
+    finally:
+        if previous is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = previous
+
+
+def declared_examples(model_class: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(init, forward) examples a kernel's Model declares in `EXAMPLE_CALL` (used when no suite problem defines
+    its interface): init values as they are, forward tensors as [dtype name, shape] (zeros: only kind, rank,
+    dtype and sizes are read). Anything malformed is left out."""
+    declared = getattr(model_class, "EXAMPLE_CALL", None)
+    if not isinstance(declared, dict):
+        return {}, {}
+    init = declared.get("init")
+    forward: dict[str, Any] = {}
+    for name, spec in (declared.get("forward") or {}).items():
+        dtype = getattr(torch, spec[0], None) if isinstance(spec, (list, tuple)) and len(spec) == 2 else None
+        if isinstance(dtype, torch.dtype) and all(isinstance(n, int) and n >= 0 for n in spec[1]):
+            forward[name] = torch.zeros(tuple(spec[1]), dtype=dtype)
+        elif isinstance(spec, (bool, int, float, str)):
+            forward[name] = spec
+    return (dict(init) if isinstance(init, dict) else {}), forward
+
+
 def _arg_maps(semantics: KbSemantics, inputs: dict[str, Any]) -> Iterator[dict[str, list[Any]]]:
-    """Injective mappings of the kernel's forward parameters onto the problem's inputs, best-scored first."""
-    per_param = [_arg_candidates(p, inputs) for p in semantics.forward_params]
+    """Injective mappings of the kernel's forward parameters onto the problem's inputs, best-scored first (ties
+    in the product's order). Enumerated lazily from a heap: a kernel with a dozen optional parameters has
+    millions of combinations, of which the search reads a few dozen."""
+    names = frozenset(p.name for p in semantics.forward_params)
+    per_param = [_shortlist(_arg_candidates(p, inputs, names)) for p in semantics.forward_params]
     if any(not c for c in per_param):
         return
-    per_param = [c[:5] for c in per_param]
-    combos = []
-    for combo in itertools.product(*per_param):
-        used = [spec[1] for _, spec in combo if spec[0] == "input"]
-        if len(used) != len(set(used)):
+    any_tensor = any(isinstance(v, torch.Tensor) for v in inputs.values())
+
+    def score(index: tuple[int, ...]) -> float:
+        return sum(per_param[i][j][0] for i, j in enumerate(index))
+
+    first = (0,) * len(per_param)
+    heap: list[tuple[float, tuple[int, ...]]] = [(-score(first), first)]
+    seen = {first}
+    for _ in range(MAX_COMBINATIONS_VISITED):
+        if not heap:
+            return
+        _, index = heapq.heappop(heap)
+        for i in range(len(index)):
+            if index[i] + 1 < len(per_param[i]):
+                following = index[:i] + (index[i] + 1,) + index[i + 1:]
+                if following not in seen:
+                    seen.add(following)
+                    heapq.heappush(heap, (-score(following), following))
+        combo = [per_param[i][j][1] for i, j in enumerate(index)]
+        used = [spec[1] for spec in combo if spec[0] == "input"]
+        if len(used) != len(set(used)) or (not used and any_tensor):
             continue
-        if not used and any(isinstance(v, torch.Tensor) for v in inputs.values()):
-            continue
-        combos.append((sum(s for s, _ in combo), combo))
-    combos.sort(key=lambda c: -c[0])
-    for _, combo in combos:
-        yield {p.name: spec for p, (_, spec) in zip(semantics.forward_params, combo)}
+        yield {p.name: spec for p, spec in zip(semantics.forward_params, combo)}
 
 
 def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dict[str, list[Any]],
-            probe: Probe) -> tuple[list[torch.Tensor], tuple] | None:
+            probe: Probe, read_only: frozenset[str] = frozenset()) -> tuple[list[torch.Tensor], tuple] | None:
     """The kernel's semantics on one probe under a mapping (flat outputs and their structure); None when it
-    does not run."""
+    does not run; no outputs when it writes into a problem input named in `read_only` (the evaluator fails a
+    candidate that modifies an input its reference only reads: an in-place form of the kernel cannot serve)."""
     init = probe.init or dict(probe.shape.init_kwargs or {})
     try:
         kwargs = {k: resolve(v, init, probe.inputs) for k, v in init_map.items() if v[0] != "default"}
@@ -257,6 +323,10 @@ def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dic
                 for v in [resolve(spec, init, probe.inputs)]}
         with torch.no_grad():
             flat, structure = flatten_outputs(model(**args))
+        for name, spec in arg_map.items():
+            given = probe.inputs.get(spec[1]) if spec[0] == "input" and spec[1] in read_only else None
+            if isinstance(given, torch.Tensor) and not torch.equal(args[name], given):
+                return [], structure
         return [t for t in flat if isinstance(t, torch.Tensor)], structure
     except Exception:
         return None
@@ -313,6 +383,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
     for probe in probes:
         for name, value in probe.inputs.items():
             union.setdefault(name, value)
+    read_only = frozenset(name for name in union if name not in problem.mutates_inputs)
     tried = 0
     for arg_map in _arg_maps(semantics, union):
         per_init = [_init_candidates(p, init, union, arg_map, dtypes, semantics.forward_params)
@@ -325,7 +396,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
             if tried > MAX_MAPPINGS_PER_KERNEL or time.monotonic() > deadline:
                 return None
             init_map = {p.name: spec for p, spec in zip(semantics.init_params, init_combo)}
-            ran = _run_kb(semantics, init_map, arg_map, first)
+            ran = _run_kb(semantics, init_map, arg_map, first, read_only)
             if ran is None:
                 failures += 1
                 if failures >= 6:  # this forward mapping does not run: other init values rarely help
@@ -335,7 +406,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
             out_map = _match_outputs(first, produced, tolerance)
             if out_map is None:
                 continue
-            others = [(_run_kb(semantics, init_map, arg_map, p) or ([], ()))[0] for p in probes[1:]]
+            others = [(_run_kb(semantics, init_map, arg_map, p, read_only) or ([], ()))[0] for p in probes[1:]]
             if all(_out_map_holds(p, flat, out_map, tolerance) for p, flat in zip(probes[1:], others)):
                 renamed = {k: v[1] for k, v in arg_map.items() if v[0] == "input" and v[1] != k}
                 why = (f"transfer from the knowledge base's {semantics.kernel.entry_id}: reproduces every output "
@@ -349,9 +420,15 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
 
 def find_transfers(problem: Problem, kernels: list[ReferenceKernel], probes: list[Probe],
                    suite_dir: Path | None, budget_s: float = SEARCH_BUDGET_S, limit: int = 1) -> list[TransferMatch]:
-    """Reference kernels that reproduce the problem's semantics, at most `limit`, family matches tried first."""
+    """Reference kernels that reproduce the problem's semantics, at most `limit`: family matches first, and
+    within each group the kernels whose semantics is a suite reference (PyTorch, fast) before those that run
+    as their own semantics on the interpreter (seconds per trial on full-size probes)."""
     deadline = time.monotonic() + budget_s
-    ordered = sorted(kernels, key=lambda k: (k.family != problem.family, k.entry_id))
+
+    def on_interpreter(kernel: ReferenceKernel) -> bool:
+        return suite_dir is None or not any((suite_dir / op / "reference.py").exists() for op in kernel.ops)
+
+    ordered = sorted(kernels, key=lambda k: (k.family != problem.family, on_interpreter(k), k.entry_id))
     matches: list[TransferMatch] = []
     for kernel in ordered:
         if time.monotonic() > deadline or len(matches) >= limit:
