@@ -27,7 +27,7 @@ from aka_tui.bench.problem.model import Problem
 from aka_tui.knowledge.reference_kernels import ReferenceKernel
 
 MAX_MAPPINGS_PER_KERNEL = 96
-MAX_COMBINATIONS_VISITED = 200_000  # forward mappings looked at per kernel, injective or not
+MAX_PARTIAL_MAPPINGS = 100_000  # partial forward mappings the search expands per kernel
 SEARCH_BUDGET_S = 120.0
 
 
@@ -275,35 +275,32 @@ def declared_examples(model_class: Any) -> tuple[dict[str, Any], dict[str, Any]]
 
 def _arg_maps(semantics: KbSemantics, inputs: dict[str, Any]) -> Iterator[dict[str, list[Any]]]:
     """Injective mappings of the kernel's forward parameters onto the problem's inputs, best-scored first (ties
-    in the product's order). Enumerated lazily from a heap: a kernel with a dozen optional parameters has
-    millions of combinations, of which the search reads a few dozen."""
+    in the product's order). A best-first search over partial mappings, bounded by the best score each
+    remaining parameter could add: a kernel with a dozen optional parameters has millions of combinations,
+    most of them using an input twice, and the search reads a few dozen mappings."""
     names = frozenset(p.name for p in semantics.forward_params)
     per_param = [_shortlist(_arg_candidates(p, inputs, names)) for p in semantics.forward_params]
     if any(not c for c in per_param):
         return
     any_tensor = any(isinstance(v, torch.Tensor) for v in inputs.values())
-
-    def score(index: tuple[int, ...]) -> float:
-        return sum(per_param[i][j][0] for i, j in enumerate(index))
-
-    first = (0,) * len(per_param)
-    heap: list[tuple[float, tuple[int, ...]]] = [(-score(first), first)]
-    seen = {first}
-    for _ in range(MAX_COMBINATIONS_VISITED):
+    best_rest = [0.0] * (len(per_param) + 1)
+    for i in reversed(range(len(per_param))):
+        best_rest[i] = best_rest[i + 1] + per_param[i][0][0]
+    heap: list[tuple[float, tuple[int, ...], float]] = [(-best_rest[0], (), 0.0)]
+    for _ in range(MAX_PARTIAL_MAPPINGS):
         if not heap:
             return
-        _, index = heapq.heappop(heap)
-        for i in range(len(index)):
-            if index[i] + 1 < len(per_param[i]):
-                following = index[:i] + (index[i] + 1,) + index[i + 1:]
-                if following not in seen:
-                    seen.add(following)
-                    heapq.heappush(heap, (-score(following), following))
-        combo = [per_param[i][j][1] for i, j in enumerate(index)]
-        used = [spec[1] for spec in combo if spec[0] == "input"]
-        if len(used) != len(set(used)) or (not used and any_tensor):
+        _, prefix, score = heapq.heappop(heap)
+        specs = [per_param[i][j][1] for i, j in enumerate(prefix)]
+        used = {spec[1] for spec in specs if spec[0] == "input"}
+        if len(prefix) == len(per_param):
+            if used or not any_tensor:
+                yield {p.name: spec for p, spec in zip(semantics.forward_params, specs)}
             continue
-        yield {p.name: spec for p, spec in zip(semantics.forward_params, combo)}
+        for j, (option_score, spec) in enumerate(per_param[len(prefix)]):
+            if spec[0] != "input" or spec[1] not in used:
+                total = score + option_score
+                heapq.heappush(heap, (-(total + best_rest[len(prefix) + 1]), prefix + (j,), total))
 
 
 def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dict[str, list[Any]],
