@@ -15,9 +15,17 @@ from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
-def kernel() -> ModuleType:
-    module = import_file(REPO / "kb/family/linear_attention/linear_attn_chunk_delta_state.py", "chunk_state_kernel")
-    module.TUNABLES.update(BLOCK_V=32)  # two column slices of v_dim 40, the second one partial
+def module() -> ModuleType:
+    return import_file(REPO / "kb/family/linear_attention/linear_attn_chunk_delta_state.py", "chunk_state_kernel")
+
+
+@pytest.fixture(params=["interpreter launch", "compiled launch"])
+def kernel(module: ModuleType, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The kernel as the interpreter launches it (one column slice, the slot copy in tiles of slots), and as a
+    GPU would (BLOCK_V 16: three slices of v_dim 40, the last one partial; one slot per copy program)."""
+    if request.param == "compiled launch":
+        monkeypatch.setattr(module, "_INTERPRETED", False)  # fp32 operands: the interpreter's dot is right
+        monkeypatch.setitem(module.TUNABLES, "BLOCK_V", 16)
     return module
 
 
@@ -85,7 +93,8 @@ def test_slot_pool_returned_or_written_in_place(kernel: ModuleType, inplace: boo
     assert (final is pool) == inplace and torch.equal(pool, given) != inplace
 
 
-def test_calls_that_do_not_fit_fail_with_one_line(kernel: ModuleType) -> None:
+def test_calls_that_do_not_fit_fail_with_one_line(module: ModuleType) -> None:
+    kernel = module
     k, w, u, g = _inputs(1, 8, 1, 2)
     pool = torch.randn(3, 2, 32, 40)
     for args in [(k, w, u, g, pool),  # a pool of 3 for 1 sequence, no indices

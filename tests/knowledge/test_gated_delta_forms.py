@@ -96,3 +96,16 @@ def test_reference_rejects_calls_that_do_not_fit(modules: tuple[ModuleType, Modu
         reference.Model()(**args)
     with pytest.raises(ValueError):
         reference.Model()(**{**args, "state": None, "cu_seqlens": torch.tensor([0], dtype=torch.int32)})
+
+
+def test_returned_pool_copied_as_a_gpu_launches_it(modules: tuple[ModuleType, ModuleType],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """One slot per copy program (the interpreter copies tiles of slots): the same pool."""
+    kernel, reference = modules
+    monkeypatch.setattr(kernel, "_INTERPRETED", False)
+    init, make = CASES["tokens, pool returned, F.normalize, scale"]
+    torch.manual_seed(2)
+    args = make()
+    (_, want_state), _ = _run(reference.Model, init, args)
+    (_, got_state), _ = _run(kernel.Model, init, args)
+    torch.testing.assert_close(got_state, want_state, atol=1e-4, rtol=1e-4)

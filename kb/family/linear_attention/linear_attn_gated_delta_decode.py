@@ -65,6 +65,27 @@ def _l2_mul(sumsq, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr):
 
 
 @triton.jit
+def _token_step(S, q_tok, k_tok, v_tok, o_tok, g_off, beta_off, q_offs, k_offs, k_ok, v_ok, q_scale, g_ptr,
+                beta_ptr, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A: tl.constexpr,
+                BETA_FROM_B: tl.constexpr, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr):
+    """One token on a state slice held whole in registers: decay, delta update, output stored; the new slice."""
+    qv = tl.load(q_tok + q_offs, mask=k_ok, other=0.0).to(tl.float32)
+    kv_ = tl.load(k_tok + k_offs, mask=k_ok, other=0.0).to(tl.float32)
+    qn = qv * (q_scale * _l2_mul(tl.sum(qv * qv, axis=0), USE_L2NORM, L2NORM_CLAMP))
+    kn = kv_ * _l2_mul(tl.sum(kv_ * kv_, axis=0), USE_L2NORM, L2NORM_CLAMP)
+    decay, beta = _gates(g_ptr, beta_ptr, g_off, beta_off, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A,
+                         BETA_FROM_B)
+    vv = tl.load(v_tok, mask=v_ok, other=0.0).to(tl.float32)
+    S = S * decay
+    kvm = tl.sum(S * kn[:, None], axis=0)
+    u = beta * (vv - kvm)
+    S = S + kn[:, None] * u[None, :]
+    o = tl.sum(S * qn[:, None], axis=0)
+    tl.store(o_tok, o.to(o_tok.dtype.element_ty), mask=v_ok)
+    return S
+
+
+@triton.jit
 def _linear_attn_gated_delta_decode_kernel(
     q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, a_log_ptr, dt_bias_ptr, state_ptr, final_ptr, idx_ptr, cu_ptr, out_ptr,
     tokens, heads, group, k_dim, v_dim, q_scale, sp_beta, sp_threshold,
@@ -72,7 +93,7 @@ def _linear_attn_gated_delta_decode_kernel(
     sg_b, sg_t, sg_h, sbe_b, sbe_t, sbe_h, ss_n, ss_h, ss_k, ss_v, sf_n, sf_h, sf_k, sf_v, so_b, so_t, so_h, so_v,
     BLOCK_K: tl.constexpr, BLOCK_V: tl.constexpr, SINGLE_PASS: tl.constexpr, HAS_STATE: tl.constexpr,
     HAS_INDICES: tl.constexpr, IS_VARLEN: tl.constexpr, GATE_FROM_A: tl.constexpr, BETA_FROM_B: tl.constexpr,
-    HAS_DT_BIAS: tl.constexpr, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr,
+    HAS_DT_BIAS: tl.constexpr, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr, ONE_TOKEN: tl.constexpr,
 ):
     pid_v = tl.program_id(0)
     pid_nh = tl.program_id(1)
@@ -119,20 +140,17 @@ def _linear_attn_gated_delta_decode_kernel(
             S = tl.load(s_base + (ks[:, None] * ss_k + vs[None, :] * ss_v), mask=m, other=0.0).to(tl.float32)
         else:
             S = tl.zeros((BLOCK_K, BLOCK_V), dtype=tl.float32)
-        for t in range(t_begin, t_end):
-            qv = tl.load(q_row + t * sq_t + ks * sq_k, mask=k_ok, other=0.0).to(tl.float32)
-            kv_ = tl.load(k_row + t * sk_t + ks * sk_k, mask=k_ok, other=0.0).to(tl.float32)
-            qn = qv * (q_scale * _l2_mul(tl.sum(qv * qv, axis=0), USE_L2NORM, L2NORM_CLAMP))
-            kn = kv_ * _l2_mul(tl.sum(kv_ * kv_, axis=0), USE_L2NORM, L2NORM_CLAMP)
-            decay, beta = _gates(g_ptr, beta_ptr, g_row + t * sg_t, beta_row + t * sbe_t, neg_rate, dt_bias,
-                                 sp_beta, sp_threshold, GATE_FROM_A, BETA_FROM_B)
-            vv = tl.load(v_row + t * sv_t, mask=v_ok, other=0.0).to(tl.float32)
-            S = S * decay
-            kvm = tl.sum(S * kn[:, None], axis=0)
-            u = beta * (vv - kvm)
-            S = S + kn[:, None] * u[None, :]
-            o = tl.sum(S * qn[:, None], axis=0)
-            tl.store(o_row + t * so_t, o.to(out_ptr.dtype.element_ty), mask=v_ok)
+        if ONE_TOKEN:  # a decode step: straight-line code
+            S = _token_step(S, q_row + t_begin * sq_t, k_row + t_begin * sk_t, v_row + t_begin * sv_t,
+                            o_row + t_begin * so_t, g_row + t_begin * sg_t, beta_row + t_begin * sbe_t, ks * sq_k,
+                            ks * sk_k, k_ok, v_ok, q_scale, g_ptr, beta_ptr, neg_rate, dt_bias, sp_beta,
+                            sp_threshold, GATE_FROM_A, BETA_FROM_B, USE_L2NORM, L2NORM_CLAMP)
+        else:  # the sequence's tokens in order, the slice kept in registers
+            for t in range(t_begin, t_end):
+                S = _token_step(S, q_row + t * sq_t, k_row + t * sk_t, v_row + t * sv_t, o_row + t * so_t,
+                                g_row + t * sg_t, beta_row + t * sbe_t, ks * sq_k, ks * sk_k, k_ok, v_ok, q_scale,
+                                g_ptr, beta_ptr, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A,
+                                BETA_FROM_B, USE_L2NORM, L2NORM_CLAMP)
         tl.store(f_base + (ks[:, None] * sf_k + vs[None, :] * sf_v), S.to(final_ptr.dtype.element_ty), mask=m)
     else:  # one token, the state slice walked in [BLOCK_K, BLOCK_V] chunks, twice
         t = t_begin
@@ -275,7 +293,8 @@ def launch_linear_attn_gated_delta_decode(q, k, v, g=None, beta=None, state=None
         BLOCK_K=bk, BLOCK_V=bv, SINGLE_PASS=bk >= k_dim, HAS_STATE=state is not None,
         HAS_INDICES=state_indices is not None, IS_VARLEN=cu_seqlens is not None, GATE_FROM_A=g is None,
         BETA_FROM_B=beta is None, HAS_DT_BIAS=dt_bias is not None, USE_L2NORM=bool(use_qk_l2norm),
-        L2NORM_CLAMP=bool(l2norm_clamp), num_warps=TUNABLES["num_warps"],
+        L2NORM_CLAMP=bool(l2norm_clamp), ONE_TOKEN=tokens == 1 and cu_seqlens is None,
+        num_warps=TUNABLES["num_warps"],
     )
     return out, final
 
