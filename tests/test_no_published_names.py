@@ -5,7 +5,6 @@ time, so this test knows none of them either."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

@@ -10,6 +10,7 @@ kernels with the same names but another computation do not.
 
 from __future__ import annotations
 
+import heapq
 import inspect
 import itertools
 import os
@@ -26,6 +27,7 @@ from aka_tui.bench.problem.model import Problem
 from aka_tui.knowledge.reference_kernels import ReferenceKernel
 
 MAX_MAPPINGS_PER_KERNEL = 96
+MAX_PARTIAL_MAPPINGS = 100_000  # partial forward mappings the search expands per kernel
 SEARCH_BUDGET_S = 120.0
 
 
@@ -99,8 +101,11 @@ def _kind(value: Any) -> str:
     return "none" if value is None else "other"
 
 
-def _arg_candidates(param: Param, inputs: dict[str, Any]) -> list[tuple[float, list[Any]]]:
-    """(score, spec) for one kernel forward parameter: problem inputs of the same kind, None, or its default."""
+def _arg_candidates(param: Param, inputs: dict[str, Any],
+                    namesakes: frozenset[str] = frozenset()) -> list[tuple[float, list[Any]]]:
+    """(score, spec) for one kernel forward parameter: problem inputs of the same kind, None, or its default.
+    An input named after another of the kernel's parameters (`namesakes`) scores one less: it most likely
+    feeds that one."""
     options: list[tuple[float, list[Any]]] = []
     example = param.example
     for name, value in inputs.items():
@@ -116,12 +121,20 @@ def _arg_candidates(param: Param, inputs: dict[str, Any]) -> list[tuple[float, l
         if isinstance(value, torch.Tensor) and isinstance(example, torch.Tensor):
             score += 2.0 if value.ndim == example.ndim else (0.0 if value.ndim > example.ndim else -1.0)
             score += 1.0 if _same_dtype(value, param) else 0.0
+        if name != param.name and name in namesakes:
+            score -= 1.0
         options.append((score, ["input", name]))
     if not param.required:
         options.append((-0.5, ["default"]))
-    if param.default is None or (param.example is None and not param.required):
-        options.append((-1.0, ["none"]))
+    if param.example is None and not param.required and param.default is not None:
+        options.append((-1.0, ["none"]))  # (where the default is None, leaving it out already passes None)
     return sorted(options, key=lambda o: -o[0])
+
+
+def _shortlist(options: list[tuple[float, list[Any]]], keep: int = 5) -> list[tuple[float, list[Any]]]:
+    """The best `keep` options, and leaving the parameter out (or None) even when it scores lower: an optional
+    parameter with an example still has to be able to stay at its default."""
+    return options[:keep] + [o for o in options[keep:] if o[1][0] in ("default", "none")]
 
 
 def _derived_dims(param: Param, forward_params: list[Param], arg_map: dict[str, list[Any]],
@@ -309,28 +322,40 @@ def declared_examples(model_class: Any) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def _arg_maps(semantics: KbSemantics, inputs: dict[str, Any]) -> Iterator[dict[str, list[Any]]]:
-    """Injective mappings of the kernel's forward parameters onto the problem's inputs, best-scored first."""
-    per_param = [_arg_candidates(p, inputs) for p in semantics.forward_params]
+    """Injective mappings of the kernel's forward parameters onto the problem's inputs, best-scored first (ties
+    in the product's order). A best-first search over partial mappings, bounded by the best score each
+    remaining parameter could add: a kernel with a dozen optional parameters has millions of combinations,
+    most of them using an input twice, and the search reads a few dozen mappings."""
+    names = frozenset(p.name for p in semantics.forward_params)
+    per_param = [_shortlist(_arg_candidates(p, inputs, names)) for p in semantics.forward_params]
     if any(not c for c in per_param):
         return
-    per_param = [c[:5] for c in per_param]
-    combos = []
-    for combo in itertools.product(*per_param):
-        used = [spec[1] for _, spec in combo if spec[0] == "input"]
-        if len(used) != len(set(used)):
+    any_tensor = any(isinstance(v, torch.Tensor) for v in inputs.values())
+    best_rest = [0.0] * (len(per_param) + 1)
+    for i in reversed(range(len(per_param))):
+        best_rest[i] = best_rest[i + 1] + per_param[i][0][0]
+    heap: list[tuple[float, tuple[int, ...], float]] = [(-best_rest[0], (), 0.0)]
+    for _ in range(MAX_PARTIAL_MAPPINGS):
+        if not heap:
+            return
+        _, prefix, score = heapq.heappop(heap)
+        specs = [per_param[i][j][1] for i, j in enumerate(prefix)]
+        used = {spec[1] for spec in specs if spec[0] == "input"}
+        if len(prefix) == len(per_param):
+            if used or not any_tensor:
+                yield {p.name: spec for p, spec in zip(semantics.forward_params, specs)}
             continue
-        if not used and any(isinstance(v, torch.Tensor) for v in inputs.values()):
-            continue
-        combos.append((sum(s for s, _ in combo), combo))
-    combos.sort(key=lambda c: -c[0])
-    for _, combo in combos:
-        yield {p.name: spec for p, (_, spec) in zip(semantics.forward_params, combo)}
+        for j, (option_score, spec) in enumerate(per_param[len(prefix)]):
+            if spec[0] != "input" or spec[1] not in used:
+                total = score + option_score
+                heapq.heappush(heap, (-(total + best_rest[len(prefix) + 1]), prefix + (j,), total))
 
 
 def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dict[str, list[Any]],
-            probe: Probe) -> tuple[list[torch.Tensor], tuple] | None:
+            probe: Probe, read_only: frozenset[str] = frozenset()) -> tuple[list[torch.Tensor], tuple] | None:
     """The kernel's semantics on one probe under a mapping (flat outputs and their structure); None when it
-    does not run."""
+    does not run; no outputs when it writes into a problem input named in `read_only` (the evaluator fails a
+    candidate that modifies an input its reference only reads: an in-place form of the kernel cannot serve)."""
     init = probe.init or dict(probe.shape.init_kwargs or {})
     try:
         kwargs = {k: resolve(v, init, probe.inputs) for k, v in init_map.items() if v[0] != "default"}
@@ -343,6 +368,10 @@ def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dic
                 for v in [resolve(spec, init, probe.inputs)]}
         with torch.no_grad():
             flat, structure = flatten_outputs(model(**args))
+        for name, spec in arg_map.items():
+            given = probe.inputs.get(spec[1]) if spec[0] == "input" and spec[1] in read_only else None
+            if isinstance(given, torch.Tensor) and not torch.equal(args[name], given):
+                return [], structure
         return [t for t in flat if isinstance(t, torch.Tensor)], structure
     except Exception:
         return None
@@ -400,6 +429,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
         for name, value in probe.inputs.items():
             union.setdefault(name, value)
     claims = init_claims(semantics.init_params, init)
+    read_only = frozenset(name for name in union if name not in problem.mutates_inputs)
     tried = 0
     for arg_map in _arg_maps(semantics, union):
         per_init = [_init_candidates(p, init, union, arg_map, dtypes, semantics.forward_params, claims)
@@ -412,7 +442,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
             if tried > MAX_MAPPINGS_PER_KERNEL or time.monotonic() > deadline:
                 return None
             init_map = {p.name: spec for p, spec in zip(semantics.init_params, init_combo)}
-            ran = _run_kb(semantics, init_map, arg_map, first)
+            ran = _run_kb(semantics, init_map, arg_map, first, read_only)
             if ran is None:
                 failures += 1
                 if failures >= 6:  # this forward mapping does not run: other init values rarely help
@@ -422,7 +452,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
             out_map = _match_outputs(first, produced, tolerance)
             if out_map is None:
                 continue
-            others = [(_run_kb(semantics, init_map, arg_map, p) or ([], ()))[0] for p in probes[1:]]
+            others = [(_run_kb(semantics, init_map, arg_map, p, read_only) or ([], ()))[0] for p in probes[1:]]
             if all(_out_map_holds(p, flat, out_map, tolerance) for p, flat in zip(probes[1:], others)):
                 renamed = {k: v[1] for k, v in arg_map.items() if v[0] == "input" and v[1] != k}
                 why = (f"transfer from the knowledge base's {semantics.kernel.entry_id}: reproduces every output "

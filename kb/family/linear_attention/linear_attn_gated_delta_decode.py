@@ -1,14 +1,23 @@
-"""Reference Triton kernel for linear_attn_gated_delta_decode (one gated-delta-rule step, state in place).
+"""Reference Triton kernel for linear_attn_gated_delta_decode: the gated delta rule, one decode step or a
+recurrent update over every token of a sequence, state in place or returned.
 
-Grid (cdiv(v_dim, BLOCK_V), batch * heads): a program owns the state columns S[:, v0:v0+BLOCK_V] of one
-(sequence, head). Value columns are independent in the delta rule (u, the update and out are all
+Grid (cdiv(v_dim, BLOCK_V), sequences * heads): a program owns the state columns S[:, v0:v0+BLOCK_V] of one
+(sequence, value head). Value columns are independent in the delta rule (u, the update and out are all
 column-wise once the [k_dim] vectors q_n, k_n are known), so programs never communicate; each one
 recomputes the two L2 norms over k_dim (a few hundred bytes, from L2).
 
-Per program, in fp32:  S *= exp(g);  kv = S^T k_n;  u = beta * (v - kv);  S += k_n u^T;  out = S^T q_n.
-Tactic K_SPLIT (BLOCK_K < k_dim): the state slice is walked in [BLOCK_K, BLOCK_V] chunks in two passes
-(pass 1: kv; pass 2: update, store, out), reading the slice twice but keeping few registers. With
-BLOCK_K >= k_dim the slice is loaded once, kept in registers and written once (minimum traffic).
+Per token, in fp32:  S *= exp(g);  kv = S^T k_n;  u = beta * (v - kv);  S += k_n u^T;  out = S^T q_n.
+With BLOCK_K >= k_dim the slice is loaded once, kept in registers over all of the sequence's tokens and
+written once (minimum traffic). Tactic K_SPLIT (BLOCK_K < k_dim, one decode step only): the slice is walked
+in [BLOCK_K, BLOCK_V] chunks in two passes (pass 1: kv; pass 2: update, store, out), reading it twice but
+keeping few registers; several tokens always take the single pass.
+
+Interface forms (constexpr branches, so the decode step compiles to the same code as before): q/k/v as
+[batch, heads, dim] (one token) or [batch, tokens, heads, dim] (grouped: value head h reads query/key head
+h // (heads // q_heads)), or packed sequences by cu_seqlens; g/beta given, or g = -exp(A_log) *
+softplus(a + dt_bias) and beta = sigmoid(b) computed per token; the state per sequence or a pool of slots
+read at state_indices; final states written in place, or into a new pool (a copy kernel moves the slots
+no sequence owns).
 """
 
 import torch
@@ -25,64 +34,146 @@ SEARCH_SPACE = {
 
 
 @triton.jit
+def _gates(g_ptr, beta_ptr, g_off, beta_off, neg_rate, dt_bias, sp_beta, sp_threshold,
+           GATE_FROM_A: tl.constexpr, BETA_FROM_B: tl.constexpr):
+    """(decay, beta) of one token: exp(g) and beta as given, or from a / b through softplus and sigmoid."""
+    gt = tl.load(g_ptr + g_off).to(tl.float32)
+    if GATE_FROM_A:
+        x = gt + dt_bias
+        xb = x * sp_beta
+        soft = tl.where(xb < -15.0, tl.exp(xb), tl.log(1.0 + tl.exp(xb))) / sp_beta
+        decay = tl.exp(neg_rate * tl.where(xb > sp_threshold, x, soft))
+    else:
+        decay = tl.exp(gt)
+    bt = tl.load(beta_ptr + beta_off).to(tl.float32)
+    if BETA_FROM_B:
+        bt = tl.sigmoid(bt)
+    return decay, bt
+
+
+@triton.jit
+def _l2_mul(sumsq, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr):
+    """The factor that L2-normalises a vector with this sum of squares (1 without normalisation)."""
+    if USE_L2NORM:
+        if L2NORM_CLAMP:
+            mul = 1.0 / tl.maximum(tl.sqrt(sumsq), 1e-6)
+        else:
+            mul = 1.0 / tl.sqrt(sumsq + 1e-6)
+    else:
+        mul = sumsq * 0.0 + 1.0
+    return mul
+
+
+@triton.jit
+def _token_step(S, q_tok, k_tok, v_tok, o_tok, g_off, beta_off, q_offs, k_offs, k_ok, v_ok, q_scale, g_ptr,
+                beta_ptr, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A: tl.constexpr,
+                BETA_FROM_B: tl.constexpr, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr):
+    """One token on a state slice held whole in registers: decay, delta update, output stored; the new slice."""
+    qv = tl.load(q_tok + q_offs, mask=k_ok, other=0.0).to(tl.float32)
+    kv_ = tl.load(k_tok + k_offs, mask=k_ok, other=0.0).to(tl.float32)
+    qn = qv * (q_scale * _l2_mul(tl.sum(qv * qv, axis=0), USE_L2NORM, L2NORM_CLAMP))
+    kn = kv_ * _l2_mul(tl.sum(kv_ * kv_, axis=0), USE_L2NORM, L2NORM_CLAMP)
+    decay, beta = _gates(g_ptr, beta_ptr, g_off, beta_off, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A,
+                         BETA_FROM_B)
+    vv = tl.load(v_tok, mask=v_ok, other=0.0).to(tl.float32)
+    S = S * decay
+    kvm = tl.sum(S * kn[:, None], axis=0)
+    u = beta * (vv - kvm)
+    S = S + kn[:, None] * u[None, :]
+    o = tl.sum(S * qn[:, None], axis=0)
+    tl.store(o_tok, o.to(o_tok.dtype.element_ty), mask=v_ok)
+    return S
+
+
+@triton.jit
 def _linear_attn_gated_delta_decode_kernel(
-    q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, state_ptr, out_ptr,
-    heads, k_dim, v_dim, q_scale,
-    sq_b, sq_h, sq_k, sk_b, sk_h, sk_k, sv_b, sv_h, sv_v,
-    sg_b, sg_h, sbe_b, sbe_h, ss_b, ss_h, ss_k, ss_v, so_b, so_h, so_v,
-    BLOCK_K: tl.constexpr, BLOCK_V: tl.constexpr, SINGLE_PASS: tl.constexpr,
+    q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, a_log_ptr, dt_bias_ptr, state_ptr, final_ptr, idx_ptr, cu_ptr, out_ptr,
+    tokens, heads, group, k_dim, v_dim, q_scale, sp_beta, sp_threshold,
+    sq_b, sq_t, sq_h, sq_k, sk_b, sk_t, sk_h, sk_k, sv_b, sv_t, sv_h, sv_v,
+    sg_b, sg_t, sg_h, sbe_b, sbe_t, sbe_h, ss_n, ss_h, ss_k, ss_v, sf_n, sf_h, sf_k, sf_v, so_b, so_t, so_h, so_v,
+    BLOCK_K: tl.constexpr, BLOCK_V: tl.constexpr, SINGLE_PASS: tl.constexpr, HAS_STATE: tl.constexpr,
+    HAS_INDICES: tl.constexpr, IS_VARLEN: tl.constexpr, GATE_FROM_A: tl.constexpr, BETA_FROM_B: tl.constexpr,
+    HAS_DT_BIAS: tl.constexpr, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr, ONE_TOKEN: tl.constexpr,
 ):
     pid_v = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = (pid_bh // heads).to(tl.int64)
-    h = (pid_bh % heads).to(tl.int64)
+    pid_nh = tl.program_id(1)
+    n = (pid_nh // heads).to(tl.int64)
+    h = (pid_nh % heads).to(tl.int64)
+    hq = h // group
+    if IS_VARLEN:  # packed sequences: batch axis 0, tokens cu_seqlens[n]:cu_seqlens[n+1]
+        t_begin = tl.load(cu_ptr + n).to(tl.int64)
+        t_end = tl.load(cu_ptr + n + 1).to(tl.int64)
+        b = n * 0
+    else:
+        t_begin = n * 0
+        t_end = t_begin + tokens
+        b = n
+    if HAS_INDICES:
+        row = tl.load(idx_ptr + n).to(tl.int64)
+    else:
+        row = n
     vs = pid_v * BLOCK_V + tl.arange(0, BLOCK_V)
     v_ok = vs < v_dim
     vs64 = vs.to(tl.int64)
     ks0 = tl.arange(0, BLOCK_K)
 
-    q_row = q_ptr + b * sq_b + h * sq_h
-    k_row = k_ptr + b * sk_b + h * sk_h
-    s_base = state_ptr + b * ss_b + h * ss_h
-
-    # L2 norms of q and k over k_dim (fp32)
-    qq = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    kk = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    for k0 in range(0, k_dim, BLOCK_K):
-        ks = k0 + ks0
-        qv = tl.load(q_row + ks * sq_k, mask=ks < k_dim, other=0.0).to(tl.float32)
-        kv_ = tl.load(k_row + ks * sk_k, mask=ks < k_dim, other=0.0).to(tl.float32)
-        qq += qv * qv
-        kk += kv_ * kv_
-    q_mul = q_scale / tl.sqrt(tl.sum(qq, axis=0) + 1e-6)
-    k_mul = 1.0 / tl.sqrt(tl.sum(kk, axis=0) + 1e-6)
-
-    decay = tl.exp(tl.load(g_ptr + b * sg_b + h * sg_h).to(tl.float32))
-    beta = tl.load(beta_ptr + b * sbe_b + h * sbe_h).to(tl.float32)
-    vv = tl.load(v_ptr + b * sv_b + h * sv_h + vs64 * sv_v, mask=v_ok, other=0.0).to(tl.float32)
+    q_row = q_ptr + b * sq_b + hq * sq_h
+    k_row = k_ptr + b * sk_b + hq * sk_h
+    v_row = v_ptr + b * sv_b + h * sv_h + vs64 * sv_v
+    o_row = out_ptr + b * so_b + h * so_h + vs64 * so_v
+    g_row = b * sg_b + h * sg_h
+    beta_row = b * sbe_b + h * sbe_h
+    s_base = state_ptr + row * ss_n + h * ss_h
+    f_base = final_ptr + row * sf_n + h * sf_h
+    neg_rate = 0.0
+    dt_bias = 0.0
+    if GATE_FROM_A:
+        neg_rate = -tl.exp(tl.load(a_log_ptr + h).to(tl.float32))
+        if HAS_DT_BIAS:
+            dt_bias = tl.load(dt_bias_ptr + h).to(tl.float32)
 
     if SINGLE_PASS:
         ks = ks0
         k_ok = ks < k_dim
         m = k_ok[:, None] & v_ok[None, :]
-        ptrs = s_base + (ks[:, None] * ss_k + vs[None, :] * ss_v)  # int32 offsets inside one slice
-        S = tl.load(ptrs, mask=m, other=0.0).to(tl.float32) * decay
-        kn = tl.load(k_row + ks * sk_k, mask=k_ok, other=0.0).to(tl.float32) * k_mul
-        qn = tl.load(q_row + ks * sq_k, mask=k_ok, other=0.0).to(tl.float32) * q_mul
-        kvm = tl.sum(S * kn[:, None], axis=0)
-        u = beta * (vv - kvm)
-        S = S + kn[:, None] * u[None, :]
-        tl.store(ptrs, S.to(state_ptr.dtype.element_ty), mask=m)
-        o = tl.sum(S * qn[:, None], axis=0)
-    else:
+        if HAS_STATE:
+            S = tl.load(s_base + (ks[:, None] * ss_k + vs[None, :] * ss_v), mask=m, other=0.0).to(tl.float32)
+        else:
+            S = tl.zeros((BLOCK_K, BLOCK_V), dtype=tl.float32)
+        if ONE_TOKEN:  # a decode step: straight-line code
+            S = _token_step(S, q_row + t_begin * sq_t, k_row + t_begin * sk_t, v_row + t_begin * sv_t,
+                            o_row + t_begin * so_t, g_row + t_begin * sg_t, beta_row + t_begin * sbe_t, ks * sq_k,
+                            ks * sk_k, k_ok, v_ok, q_scale, g_ptr, beta_ptr, neg_rate, dt_bias, sp_beta,
+                            sp_threshold, GATE_FROM_A, BETA_FROM_B, USE_L2NORM, L2NORM_CLAMP)
+        else:  # the sequence's tokens in order, the slice kept in registers
+            for t in range(t_begin, t_end):
+                S = _token_step(S, q_row + t * sq_t, k_row + t * sk_t, v_row + t * sv_t, o_row + t * so_t,
+                                g_row + t * sg_t, beta_row + t * sbe_t, ks * sq_k, ks * sk_k, k_ok, v_ok, q_scale,
+                                g_ptr, beta_ptr, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A,
+                                BETA_FROM_B, USE_L2NORM, L2NORM_CLAMP)
+        tl.store(f_base + (ks[:, None] * sf_k + vs[None, :] * sf_v), S.to(final_ptr.dtype.element_ty), mask=m)
+    else:  # one token, the state slice walked in [BLOCK_K, BLOCK_V] chunks, twice
+        t = t_begin
+        qq = tl.zeros((BLOCK_K,), dtype=tl.float32)
+        kk = tl.zeros((BLOCK_K,), dtype=tl.float32)
+        for k0 in range(0, k_dim, BLOCK_K):
+            ks = k0 + ks0
+            qv = tl.load(q_row + t * sq_t + ks * sq_k, mask=ks < k_dim, other=0.0).to(tl.float32)
+            kv_ = tl.load(k_row + t * sk_t + ks * sk_k, mask=ks < k_dim, other=0.0).to(tl.float32)
+            qq += qv * qv
+            kk += kv_ * kv_
+        q_mul = q_scale * _l2_mul(tl.sum(qq, axis=0), USE_L2NORM, L2NORM_CLAMP)
+        k_mul = _l2_mul(tl.sum(kk, axis=0), USE_L2NORM, L2NORM_CLAMP)
+        decay, beta = _gates(g_ptr, beta_ptr, g_row + t * sg_t, beta_row + t * sbe_t, neg_rate, dt_bias,
+                             sp_beta, sp_threshold, GATE_FROM_A, BETA_FROM_B)
+        vv = tl.load(v_row + t * sv_t, mask=v_ok, other=0.0).to(tl.float32)
         kvm = tl.zeros((BLOCK_V,), dtype=tl.float32)
         for k0 in range(0, k_dim, BLOCK_K):
             ks = k0 + ks0
             k_ok = ks < k_dim
             m = k_ok[:, None] & v_ok[None, :]
-            ptrs = s_base + (ks[:, None] * ss_k + vs[None, :] * ss_v)  # int32 offsets inside one slice
-            S = tl.load(ptrs, mask=m, other=0.0).to(tl.float32) * decay
-            kn = tl.load(k_row + ks * sk_k, mask=k_ok, other=0.0).to(tl.float32) * k_mul
+            S = tl.load(s_base + (ks[:, None] * ss_k + vs[None, :] * ss_v), mask=m, other=0.0).to(tl.float32) * decay
+            kn = tl.load(k_row + t * sk_t + ks * sk_k, mask=k_ok, other=0.0).to(tl.float32) * k_mul
             kvm += tl.sum(S * kn[:, None], axis=0)
         u = beta * (vv - kvm)
         o = tl.zeros((BLOCK_V,), dtype=tl.float32)
@@ -90,39 +181,135 @@ def _linear_attn_gated_delta_decode_kernel(
             ks = k0 + ks0
             k_ok = ks < k_dim
             m = k_ok[:, None] & v_ok[None, :]
-            ptrs = s_base + (ks[:, None] * ss_k + vs[None, :] * ss_v)  # int32 offsets inside one slice
-            S = tl.load(ptrs, mask=m, other=0.0).to(tl.float32) * decay
-            kn = tl.load(k_row + ks * sk_k, mask=k_ok, other=0.0).to(tl.float32) * k_mul
-            qn = tl.load(q_row + ks * sq_k, mask=k_ok, other=0.0).to(tl.float32) * q_mul
+            S = tl.load(s_base + (ks[:, None] * ss_k + vs[None, :] * ss_v), mask=m, other=0.0).to(tl.float32) * decay
+            kn = tl.load(k_row + t * sk_t + ks * sk_k, mask=k_ok, other=0.0).to(tl.float32) * k_mul
+            qn = tl.load(q_row + t * sq_t + ks * sq_k, mask=k_ok, other=0.0).to(tl.float32) * q_mul
             S = S + kn[:, None] * u[None, :]
-            tl.store(ptrs, S.to(state_ptr.dtype.element_ty), mask=m)
+            tl.store(f_base + (ks[:, None] * sf_k + vs[None, :] * sf_v), S.to(final_ptr.dtype.element_ty), mask=m)
             o += tl.sum(S * qn[:, None], axis=0)
-    tl.store(out_ptr + b * so_b + h * so_h + vs64 * so_v, o.to(out_ptr.dtype.element_ty), mask=v_ok)
+        tl.store(o_row + t * so_t, o.to(out_ptr.dtype.element_ty), mask=v_ok)
 
 
-def launch_linear_attn_gated_delta_decode(q, k, v, g, beta, state):
-    batch, heads, k_dim = q.shape
-    v_dim = v.shape[-1]
-    out = torch.empty((batch, heads, v_dim), dtype=q.dtype, device=q.device)
-    if batch * heads == 0:
-        return out, state
+@triton.jit
+def _copy_free_slots_kernel(src_ptr, dst_ptr, idx_ptr, n_slots, n_idx, heads, k_dim, v_dim,
+                            ss_n, ss_h, ss_k, ss_v, sd_n, sd_h, sd_k, sd_v,
+                            SLOTS: tl.constexpr, BLOCK: tl.constexpr, BLOCK_I: tl.constexpr, FLAT: tl.constexpr):
+    """dst[slot] = src[slot] for every slot of the pool that no sequence's index names (those the main kernel
+    writes), a [SLOTS, BLOCK] tile of slots and elements per program. FLAT: both pools' slots are contiguous."""
+    slots = tl.program_id(0).to(tl.int64) * SLOTS + tl.arange(0, SLOTS)
+    hits = tl.zeros((SLOTS,), dtype=tl.int32)
+    for i0 in range(0, n_idx, BLOCK_I):
+        ii = i0 + tl.arange(0, BLOCK_I)
+        ids = tl.load(idx_ptr + ii, mask=ii < n_idx, other=-1).to(tl.int64)
+        hits += tl.sum((ids[None, :] == slots[:, None]).to(tl.int32), axis=1)
+    offs = tl.program_id(1).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = ((slots < n_slots) & (hits == 0))[:, None] & (offs < heads * k_dim * v_dim)[None, :]
+    if FLAT:
+        x = tl.load(src_ptr + slots[:, None] * ss_n + offs[None, :], mask=m)
+        tl.store(dst_ptr + slots[:, None] * sd_n + offs[None, :], x, mask=m)
+    else:
+        within = (offs // (k_dim * v_dim)) * ss_h + ((offs // v_dim) % k_dim) * ss_k + (offs % v_dim) * ss_v
+        x = tl.load(src_ptr + slots[:, None] * ss_n + within[None, :], mask=m)
+        within = (offs // (k_dim * v_dim)) * sd_h + ((offs // v_dim) % k_dim) * sd_k + (offs % v_dim) * sd_v
+        tl.store(dst_ptr + slots[:, None] * sd_n + within[None, :], x, mask=m)
+
+
+_INTERPRETED = type(_copy_free_slots_kernel).__name__ == "InterpretedFunction"  # Triton's CPU interpreter
+
+
+def _token_strides(t, rank):
+    """(batch, token, head, last) strides of a [batch, heads, d] / [batch, tokens, heads, d] tensor, and of a
+    [batch, heads] / [batch, tokens, heads] gate when rank counts one axis less."""
+    s = t.stride()
+    return (s[0], 0, *s[1:]) if t.dim() == rank - 1 else s
+
+
+def _flat_slots(pool):
+    """True when every slot of a [slots, heads, k_dim, v_dim] pool is one contiguous block."""
+    expected = 1
+    for size, stride in zip(reversed(pool.shape[1:]), reversed(pool.stride()[1:])):
+        if size > 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _copy_free_slots(pool, final, indices):
+    """final[slot] = pool[slot] for the slots no index names. One slot per program when compiled; under
+    Triton's interpreter, which costs milliseconds per program, tiles of up to 2**20 elements over slots."""
+    slots, heads, k_dim, v_dim = pool.shape
+    per_slot = heads * k_dim * v_dim
+    block = min(1 << 15 if _INTERPRETED else 1 << 14, triton.next_power_of_2(per_slot))
+    tile = (min(32, triton.next_power_of_2(slots), (1 << 20) // block) if _INTERPRETED else 1, block)
+    grid = (triton.cdiv(slots, tile[0]), triton.cdiv(per_slot, tile[1]))
+    _copy_free_slots_kernel[grid](pool, final, indices, slots, indices.numel(), heads, k_dim, v_dim,
+                                  *pool.stride(), *final.stride(), SLOTS=tile[0], BLOCK=tile[1],
+                                  BLOCK_I=min(1024, triton.next_power_of_2(max(indices.numel(), 1))),
+                                  FLAT=_flat_slots(pool) and _flat_slots(final))
+
+
+def launch_linear_attn_gated_delta_decode(q, k, v, g=None, beta=None, state=None, state_indices=None,
+                                          A_log=None, a=None, dt_bias=None, b=None, cu_seqlens=None,
+                                          scale=None, use_qk_l2norm=True, l2norm_clamp=False,
+                                          softplus_beta=1.0, softplus_threshold=20.0, inplace_final_state=True):
+    tokens = 1 if q.dim() == 3 else q.shape[1]
+    batch, q_heads, k_dim = q.shape[0], q.shape[-2], q.shape[-1]
+    heads, v_dim = v.shape[-2], v.shape[-1]
+    gate, strength = (g if g is not None else a), (beta if beta is not None else b)
+    if gate is None or strength is None or (g is None and A_log is None) or heads % q_heads:
+        raise ValueError("the gated delta rule needs g (or A_log and a), beta (or b), and heads divisible by q's")
+    if state is None and state_indices is not None:
+        raise ValueError("state_indices index a state pool; pass the pool as state")
+    seqs = cu_seqlens.numel() - 1 if cu_seqlens is not None else batch
+    out = torch.empty(v.shape, dtype=q.dtype, device=q.device)
+    if state is None:
+        final = torch.empty((seqs, heads, k_dim, v_dim), dtype=torch.float32, device=q.device)
+    elif inplace_final_state:
+        final = state
+    else:
+        final = torch.empty_like(state)
+        if state_indices is not None and state.numel():
+            _copy_free_slots(state, final, state_indices)
+    if seqs * heads == 0:
+        return out, final
+    if state is not None and state_indices is None and final.shape[0] != seqs:
+        raise ValueError(f"state {tuple(state.shape)} holds {state.shape[0]} sequences, not {seqs}")
     bv = TUNABLES["BLOCK_V"]
     bk = min(TUNABLES["BLOCK_K"], triton.next_power_of_2(k_dim))  # no wider than the (padded) key dim
-    grid = (triton.cdiv(v_dim, bv), batch * heads)
+    if bk < k_dim and (tokens > 1 or cu_seqlens is not None or state is None):
+        bk = triton.next_power_of_2(k_dim)  # several tokens keep the slice in registers
+    src = state if state is not None else final
+    any_ptr = q  # a valid pointer for arguments a form does not use
+    grid = (triton.cdiv(v_dim, bv), seqs * heads)
     _linear_attn_gated_delta_decode_kernel[grid](
-        q, k, v, g, beta, state, out, heads, k_dim, v_dim, float(k_dim) ** -0.5,
-        *q.stride(), *k.stride(), *v.stride(), *g.stride(), *beta.stride(), *state.stride(), *out.stride(),
-        BLOCK_K=bk, BLOCK_V=bv, SINGLE_PASS=bk >= k_dim, num_warps=TUNABLES["num_warps"],
+        q, k, v, gate, strength, A_log if A_log is not None else any_ptr, dt_bias if dt_bias is not None else any_ptr,
+        src, final, state_indices if state_indices is not None else any_ptr,
+        cu_seqlens if cu_seqlens is not None else any_ptr, out,
+        tokens, heads, heads // q_heads, k_dim, v_dim, float(scale) if scale is not None else float(k_dim) ** -0.5,
+        float(softplus_beta), float(softplus_threshold),
+        *_token_strides(q, 4), *_token_strides(k, 4), *_token_strides(v, 4),
+        *_token_strides(gate, 3), *_token_strides(strength, 3), *src.stride(), *final.stride(),
+        *_token_strides(out, 4),
+        BLOCK_K=bk, BLOCK_V=bv, SINGLE_PASS=bk >= k_dim, HAS_STATE=state is not None,
+        HAS_INDICES=state_indices is not None, IS_VARLEN=cu_seqlens is not None, GATE_FROM_A=g is None,
+        BETA_FROM_B=beta is None, HAS_DT_BIAS=dt_bias is not None, USE_L2NORM=bool(use_qk_l2norm),
+        L2NORM_CLAMP=bool(l2norm_clamp), ONE_TOKEN=tokens == 1 and cu_seqlens is None,
+        num_warps=TUNABLES["num_warps"],
     )
-    return out, state
+    return out, final
 
 
 class Model(nn.Module):
-    def __init__(self, heads: int, k_dim: int, v_dim: int):
+    def __init__(self, heads: int | None = None, k_dim: int | None = None, v_dim: int | None = None,
+                 scale: float | None = None, use_qk_l2norm: bool = True, l2norm_clamp: bool = False,
+                 softplus_beta: float = 1.0, softplus_threshold: float = 20.0, inplace_final_state: bool = True):
         super().__init__()
-        self.heads = heads
-        self.k_dim = k_dim
-        self.v_dim = v_dim
+        self.heads, self.k_dim, self.v_dim = heads, k_dim, v_dim
+        self.options = dict(scale=scale, use_qk_l2norm=use_qk_l2norm, l2norm_clamp=l2norm_clamp,
+                            softplus_beta=softplus_beta, softplus_threshold=softplus_threshold,
+                            inplace_final_state=inplace_final_state)
 
-    def forward(self, q, k, v, g, beta, state):
-        return launch_linear_attn_gated_delta_decode(q, k, v, g, beta, state)
+    def forward(self, q, k, v, g=None, beta=None, state=None, state_indices=None, A_log=None, a=None,
+                dt_bias=None, b=None, cu_seqlens=None):
+        return launch_linear_attn_gated_delta_decode(q, k, v, g, beta, state, state_indices, A_log, a, dt_bias, b,
+                                                     cu_seqlens, **self.options)

@@ -1,0 +1,111 @@
+"""The gated delta rule reference kernel in every form its reference defines: the decode step (both passes),
+several tokens with grouped heads and gates from A_log/a/dt_bias/b, a state pool in place or returned,
+packed sequences, no state, no L2 norm (CPU interpreter, float32)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import pytest
+import torch
+
+from aka_tui.bench.problem.module_loading import import_file
+from tests.conftest import REPO
+
+KD, VD = 32, 24
+
+
+@pytest.fixture(scope="module")
+def modules() -> tuple[ModuleType, ModuleType]:
+    kernel = import_file(REPO / "kb/family/linear_attention/linear_attn_gated_delta_decode.py", "gdr_kernel")
+    kernel.TUNABLES.update(BLOCK_V=16)  # two column slices, the second one partial
+    return kernel, import_file(REPO / "problems/linear_attn_gated_delta_decode/reference.py", "gdr_reference")
+
+
+def _run(model_class: Any, init: dict[str, Any], args: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    copies = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in args.items()}
+    return model_class(**init)(**copies), copies
+
+
+def _tokens(batch: int, tokens: int, q_heads: int, heads: int, fused_gates: bool) -> dict[str, torch.Tensor]:
+    torch.manual_seed(tokens + 10 * heads)
+    args = {"q": torch.randn(batch, tokens, q_heads, KD), "k": torch.randn(batch, tokens, q_heads, KD),
+            "v": torch.randn(batch, tokens, heads, VD)}
+    if fused_gates:
+        args.update(A_log=torch.randn(heads) * 0.5, a=torch.randn(batch, tokens, heads),
+                    dt_bias=torch.randn(heads), b=torch.randn(batch, tokens, heads))
+    else:
+        args.update(g=-torch.rand(batch, tokens, heads), beta=torch.rand(batch, tokens, heads))
+    return args
+
+
+CASES = {
+    "decode": ({}, lambda: {"q": torch.randn(3, 5, KD), "k": torch.randn(3, 5, KD), "v": torch.randn(3, 5, VD),
+                            "g": -torch.rand(3, 5), "beta": torch.rand(3, 5), "state": torch.randn(3, 5, KD, VD)}),
+    "tokens, fused gates, pool in place": (
+        {}, lambda: {**_tokens(2, 5, 2, 4, True), "state": torch.randn(5, 4, KD, VD),
+                     "state_indices": torch.tensor([3, 0], dtype=torch.int32)}),
+    "tokens, pool returned, F.normalize, scale": (
+        {"inplace_final_state": False, "l2norm_clamp": True, "scale": 0.3, "softplus_beta": 2.0,
+         "softplus_threshold": 1.0},
+        lambda: {**_tokens(2, 4, 1, 3, True), "state": torch.randn(4, 3, KD, VD).transpose(0, 1).contiguous()
+                 .transpose(0, 1), "state_indices": torch.tensor([2, 1], dtype=torch.int32)}),
+    "packed sequences, no state, no L2 norm": (
+        {"use_qk_l2norm": False},
+        lambda: {**_tokens(1, 7, 2, 2, False), "cu_seqlens": torch.tensor([0, 3, 3, 7], dtype=torch.int32)}),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_kernel_matches_its_reference(modules: tuple[ModuleType, ModuleType], name: str) -> None:
+    kernel, reference = modules
+    init, make = CASES[name]
+    torch.manual_seed(0)
+    args = make()
+    (want_out, want_state), ref_args = _run(reference.Model, init, args)
+    (got_out, got_state), kernel_args = _run(kernel.Model, init, args)
+    torch.testing.assert_close(got_out, want_out, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(got_state, want_state, atol=1e-4, rtol=1e-4)
+    if "state" in args:  # in place: both write the state they were given; returned: both leave it as it was
+        for given in (ref_args, kernel_args):
+            assert torch.equal(given["state"], args["state"]) != init.get("inplace_final_state", True)
+        assert (got_state is kernel_args["state"]) == init.get("inplace_final_state", True)
+
+
+def test_decode_step_walked_in_key_chunks(modules: tuple[ModuleType, ModuleType]) -> None:
+    """BLOCK_K below k_dim: the two-pass path of one decode step."""
+    kernel, reference = modules
+    torch.manual_seed(1)
+    args = CASES["decode"][1]()
+    kernel.TUNABLES["BLOCK_K"] = 16
+    try:
+        (got_out, got_state), _ = _run(kernel.Model, {}, args)
+    finally:
+        kernel.TUNABLES["BLOCK_K"] = 256
+    (want_out, want_state), _ = _run(reference.Model, {}, args)
+    torch.testing.assert_close(got_out, want_out, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(got_state, want_state, atol=1e-4, rtol=1e-4)
+
+
+def test_reference_rejects_calls_that_do_not_fit(modules: tuple[ModuleType, ModuleType]) -> None:
+    """A wrong argument mapping in the transfer search must fail, not compute something else."""
+    _, reference = modules
+    args = {**_tokens(1, 2, 2, 4, True), "state": torch.randn(2, 4, KD, VD)}  # a pool of 2 for 1 sequence
+    with pytest.raises(ValueError):
+        reference.Model()(**args)
+    with pytest.raises(ValueError):
+        reference.Model()(**{**args, "state": None, "cu_seqlens": torch.tensor([0], dtype=torch.int32)})
+
+
+def test_returned_pool_copied_as_a_gpu_launches_it(modules: tuple[ModuleType, ModuleType],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """One slot per copy program (the interpreter copies tiles of slots): the same pool."""
+    kernel, reference = modules
+    monkeypatch.setattr(kernel, "_INTERPRETED", False)
+    init, make = CASES["tokens, pool returned, F.normalize, scale"]
+    torch.manual_seed(2)
+    args = make()
+    (_, want_state), _ = _run(reference.Model, init, args)
+    (_, got_state), _ = _run(kernel.Model, init, args)
+    torch.testing.assert_close(got_state, want_state, atol=1e-4, rtol=1e-4)
