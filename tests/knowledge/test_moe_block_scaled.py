@@ -1,8 +1,9 @@
 """The fused MoE reference kernel's block-scaled fp8 path on the CPU interpreter: the software codec of the
 fnuz encoding (which NVIDIA Triton cannot type) is exact, and the kernel reproduces its problem's reference for
-w8a8 (e4m3fn and fnuz), w8a16, block sizes read from the scale shapes and partial edge blocks. The bf16
-operands of the GPU path (a bf16 SwiGLU buffer for fp8 activations with a 16-bit or fp8 output) are not
-checked here: the interpreter's bf16 dots are not reliable (tests/gpu/test_moe_block_scaled_gpu.py)."""
+w8a8 (e4m3fn and fnuz), w8a16, block sizes read from the scale shapes and partial edge blocks. The bf16 dots
+of the GPU path (bf16 activations with fp8 weights; the fp32 SwiGLU output of fp8 activations split into bf16
+halves, ACT_SPLIT, which the launcher takes on CUDA only) are not checked here: the interpreter's bf16 dots
+are not reliable (tests/gpu/test_moe_block_scaled_gpu.py checks them)."""
 
 from __future__ import annotations
 

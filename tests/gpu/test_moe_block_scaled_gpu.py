@@ -1,0 +1,80 @@
+"""On a CUDA GPU: the fused MoE reference kernel's block-scaled fp8 path against the float64 reference on
+serving sizes (fp8 x fp8 dots for e4m3fn, decoded fnuz, w8a16 bf16, the fp32 SwiGLU output split into two bf16
+dots, an fnuz output encoded in software), the plain bf16 path unchanged, and the published fp8 block-scale
+MoE's transferred candidate through the evaluator where the published subset is present."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from aka_tui.bench.problem.inputs import upcast_inputs
+from aka_tui.bench.problem.module_loading import import_file
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.gpu
+KERNEL = import_file(REPO / "kb/family/moe/moe_fused_experts.py", "moe_block_scaled_gpu_kernel")
+REFERENCE = import_file(REPO / "problems/moe_fused_experts/reference.py", "moe_block_scaled_gpu_reference")
+INPUTS = import_file(REPO / "problems/moe_fused_experts/input.py", "moe_block_scaled_gpu_inputs")
+SUBSET = REPO.parent / "shared" / "atrex-bench-subset"
+SIZES = {"deepseek_tp8_decode_t64": dict(num_tokens=64, hidden_size=7168, intermediate_size=256, num_experts=256,
+                                         top_k=8),
+         "qwen3_prefill_t2048": dict(num_tokens=2048, hidden_size=2048, intermediate_size=768, num_experts=128,
+                                     top_k=8),
+         "odd_t37_h1408_i704_e16_k3": dict(num_tokens=37, hidden_size=1408, intermediate_size=704, num_experts=16,
+                                           top_k=3)}
+VARIANTS = {"w8a8-e4m3fn-bf16-out": ("bfloat16", dict(quant="w8a8")),
+            "w8a8-fnuz-fnuz-out": (None, dict(quant="w8a8", fp8="float8_e4m3fnuz")),
+            "w8a16-bf16": (None, dict(quant="w8a16")),
+            "w8a8-e4m3fn-fp32-out": ("float32", dict(quant="w8a8"))}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_block_scaled_experts_match_the_float64_reference(variant: str, size: str) -> None:
+    out_dtype, quant = VARIANTS[variant]
+    torch.manual_seed(0)
+    inputs = INPUTS._make_inputs(**SIZES[size], dtype="bfloat16", device="cuda", **quant)
+    got = KERNEL.Model(out_dtype)(**inputs)
+    native = REFERENCE.Model(out_dtype)(**inputs)
+    exact = REFERENCE.Model(out_dtype)(**upcast_inputs(inputs)).double()
+    assert got.dtype == native.dtype
+    if got.dtype.itemsize == 1:  # fp8 output: within one rounding step of the exact value (or its NaN)
+        torch.testing.assert_close(got.double(), exact.to(got.dtype).double(), atol=2.0 ** -9, rtol=0.13,
+                                   equal_nan=True)
+        return
+    tol = {torch.bfloat16: 0.02, torch.float32: 1e-4}[got.dtype]
+    torch.testing.assert_close(got.double(), exact, atol=tol, rtol=tol)
+
+
+def test_the_plain_bf16_path_is_unchanged_by_the_scaled_branch() -> None:
+    """No scales: the same outputs with and without the (absent) scale arguments passed as None."""
+    torch.manual_seed(0)
+    inputs = INPUTS._make_inputs(**SIZES["qwen3_prefill_t2048"], dtype="bfloat16", device="cuda")
+    plain = KERNEL.Model()(**inputs)
+    assert torch.equal(plain, KERNEL.Model()(**inputs, w1_scale=None, w2_scale=None, a1_scale=None))
+    exact = REFERENCE.Model()(**upcast_inputs(inputs)).double()
+    torch.testing.assert_close(plain.double(), exact, atol=0.02, rtol=0.02)
+
+
+@pytest.mark.skipif(not (SUBSET / "fp8_blockscale_fused_moe").is_dir(), reason=f"no published subset at {SUBSET}")
+def test_the_published_fp8_block_scale_moe_candidate_is_correct_and_real() -> None:
+    """Transferred on CPU probes, evaluated on the published shapes whose reference fits (4: one token, 0: a
+    30821-token prefill); shapes whose outputs pass 248 (the fnuz NaN) are left out: the float64 yardstick has
+    no NaN there."""
+    from aka_tui.agent.starting_point import find_starting_point
+    from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+    from aka_tui.bench.problem.atrex import load_atrex
+
+    problem = load_atrex(SUBSET / "fp8_blockscale_fused_moe")
+    point = find_starting_point(problem, "cpu", "smoke", allow_seed=False)
+    assert point.path == "transfer" and point.kernel.text
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "candidate.py"
+        path.write_text(point.kernel.text)
+        result = evaluate_candidate(problem, CandidateSpec.file(path),
+                                    EvalOptions(device="cuda", tier="full", cases=2, fuzz=0, shape_ids=["4", "0"]))
+    assert all(s.status == "passed" for s in result.shapes), [(s.shape_id, s.status, s.error) for s in result.shapes]
