@@ -115,3 +115,20 @@ def test_outputs_far_below_the_absolute_tolerance_are_still_compared() -> None:
     # unit-scale outputs keep the written tolerance; an all-zero reference keeps a floor, not exact zeros
     assert scaled_to(Tolerance(0.02, 0.02), 1.3) == Tolerance(0.02, 0.02)
     assert scaled_to(Tolerance(0.02, 0.02), 0.0).atol == pytest.approx(2e-5)
+
+
+def test_an_fp8_output_is_compared_with_the_float64_reference_rounded_to_its_format() -> None:
+    from aka_tui.bench.problem.tolerance import Tolerance, compare_outputs
+
+    exact = torch.tensor([1.0, 250.0, -3.0, 0.3], dtype=torch.float64)  # 250 is NaN in e4m3fnuz
+    native = exact.to(torch.float8_e4m3fnuz)
+    assert torch.isnan(native.to(torch.float32)[1])
+
+    def tol(dtype: torch.dtype) -> Tolerance:
+        return Tolerance(0.125, 0.125)
+
+    assert compare_outputs(native.clone(), native, exact, tol, 0.0).ok  # a faithful kernel: NaN where the format has it
+    wrong = torch.tensor([1.0, 240.0, -3.0, 0.3]).to(torch.float8_e4m3fnuz)  # saturated instead of NaN
+    assert not compare_outputs(wrong, native, exact, tol, 0.0).ok
+    off = torch.tensor([1.0, 250.0, -2.0, 0.3]).to(torch.float8_e4m3fnuz)
+    assert not compare_outputs(off, native, exact, tol, 0.0).ok

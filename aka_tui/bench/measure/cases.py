@@ -150,7 +150,8 @@ class ShapeCases:
 
 def _take_exact(sampler: Sampler, exact: Any) -> list[torch.Tensor]:
     """The float64 reference at the sampler's positions (its dtypes differ from the native leaves'). """
-    from aka_tui.bench.problem.tolerance import flatten_outputs
+    from aka_tui.bench.problem.tolerance import flatten_outputs, in_output_format
 
-    return [tensor.detach().reshape(-1).index_select(0, leaf.index.to(tensor.device))
+    return [in_output_format(tensor.detach().reshape(-1).index_select(0, leaf.index.to(tensor.device)),
+                             leaf.dtype)
             for leaf, (_, tensor) in zip(sampler.leaves, flatten_outputs(exact))]
