@@ -78,3 +78,16 @@ def test_optimize_starts_from_the_transferred_kernel_and_it_is_correct_and_real(
     timed = [s for s in result["shapes"] if not s["shape_id"].startswith("fuzz.")]
     assert timed and all(s["status"] == "passed" for s in result["shapes"]), result["shapes"]
     assert all(s["audit"]["real"] for s in timed)
+
+
+def test_declared_examples_leave_out_what_is_malformed() -> None:
+    from aka_tui.agent.own_semantics import declared_examples
+
+    class Declares:
+        EXAMPLE_CALL = {"init": {"eps": 1e-5}, "forward": {"x": ["float16", [2, 8]], "n": 3, "bad": ["nodtype", [2]],
+                                                          "neg": ["float32", [-1]], "odd": [1, 2], "w": "float32"}}
+
+    init, forward = declared_examples(Declares)
+    assert init == {"eps": 1e-5} and set(forward) == {"x", "n", "w"}
+    assert forward["x"].shape == (2, 8) and forward["x"].dtype == torch.float16 and forward["n"] == 3
+    assert declared_examples(object) == ({}, {})
