@@ -63,10 +63,13 @@ def probe_shapes(problem: Problem, count: int = 2, groups_max: int = 4) -> list[
     if len(pool) < count and smoke:
         rest = [s for s in sorted(problem.shapes_for(None), key=lambda s: _shape_size(problem, s)) if s not in pool]
         pool += rest
+    shrink = _shrinker(problem) if problem.smoke_shape_ids else None
     chosen = pool[:1]
     for shape in pool[1:]:
         if len(chosen) >= count:
             break
+        if shrink is not None and shape.tier != "smoke":
+            shape = shrink(shape)
         if all(shape.init_kwargs != c.init_kwargs or shape.input_kwargs != c.input_kwargs for c in chosen):
             chosen.append(shape)
     if count > 1:
@@ -78,6 +81,17 @@ def probe_shapes(problem: Problem, count: int = 2, groups_max: int = 4) -> list[
                 seen.add(_semantic_group(shape))
                 chosen.append(shape)
     return chosen
+
+
+def _shrinker(problem: Problem) -> Any:
+    """For a problem whose smoke tier is derived (a published suite: its smallest shape shrunk to fit the CPU),
+    the same shrinking for every further probe: a published shape padding the probes runs at full size
+    otherwise (seen: a fused MoE whose reference dequantises every expert's weights to fp32, over 24 GiB for
+    its second-smallest shape, where the shrunk shape takes a few MB)."""
+    from aka_tui.bench.problem.shrink import shrink_shape
+
+    module = import_file(problem.input_path, f"probe_shrink_{problem.name}")
+    return lambda shape: shrink_shape(problem, module, shape)
 
 
 def _semantic_group(shape: Shape) -> str:

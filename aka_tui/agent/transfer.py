@@ -39,6 +39,7 @@ class Param:
     default: Any  # inspect.Parameter.empty when required
     example: Any = None  # a value the kernel's own problem passes (tensor or scalar), None when unknown
     annotation: str = ""  # the parameter's annotation as written ("str | None"), "" when there is none
+    variants: tuple = ()  # what the kernel's own problem passes for it in its other semantic groups
 
     @property
     def required(self) -> bool:
@@ -59,15 +60,29 @@ class TransferMatch:
     notes: list[str] = field(default_factory=list)
 
 
-def signature_params(fn: Any, examples: dict[str, Any] | None = None) -> list[Param]:
+def signature_params(fn: Any, examples: dict[str, Any] | None = None,
+                     variants: dict[str, list[Any]] | None = None) -> list[Param]:
     """The parameters of a method (self, *args and **kwargs left out)."""
     params = []
     for p in inspect.signature(fn).parameters.values():
         if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         annotation = "" if p.annotation is inspect.Parameter.empty else str(p.annotation)
-        params.append(Param(p.name, p.default, (examples or {}).get(p.name), annotation))
+        params.append(Param(p.name, p.default, (examples or {}).get(p.name), annotation,
+                            tuple((variants or {}).get(p.name, ()))))
     return params
+
+
+def _dtype_class(dtype: torch.dtype) -> Any:
+    """A dtype, with the fp8 encodings as one class (e4m3fn, e4m3fnuz, e5m2 all hold quantised values)."""
+    return "fp8" if dtype.is_floating_point and dtype.itemsize == 1 else dtype
+
+
+def _same_dtype(value: torch.Tensor, param: Param) -> bool:
+    """The input has a dtype the kernel's own problem passes for this parameter, in any of its semantic groups
+    (an fp8 input for a parameter that is float32 in the smallest shape but fp8 in a quantised variant)."""
+    return any(isinstance(e, torch.Tensor) and _dtype_class(e.dtype) == _dtype_class(value.dtype)
+               for e in (param.example, *param.variants))
 
 
 def _kind(value: Any) -> str:
@@ -105,7 +120,7 @@ def _arg_candidates(param: Param, inputs: dict[str, Any],
             score = -2.0
         if isinstance(value, torch.Tensor) and isinstance(example, torch.Tensor):
             score += 2.0 if value.ndim == example.ndim else (0.0 if value.ndim > example.ndim else -1.0)
-            score += 1.0 if value.dtype == example.dtype else 0.0
+            score += 1.0 if _same_dtype(value, param) else 0.0
         if name != param.name and name in namesakes:
             score -= 1.0
         options.append((score, ["input", name]))
@@ -143,22 +158,47 @@ def _derived_dims(param: Param, forward_params: list[Param], arg_map: dict[str, 
     return found
 
 
-def _init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[str, Any],
-                     arg_map: dict[str, list[Any]], output_dtypes: list[str],
-                     forward_params: list[Param] | None = None) -> list[list[Any]]:
-    """Values to try for one kernel init parameter, most plausible first."""
+def _param_kind(param: Param) -> str:
+    """The kind of value an init parameter takes: its example's, else its default's."""
     kind = _kind(param.example if param.example is not None else
                  (param.default if not param.required else None))
     if kind == "none" and "str" in param.annotation and "int" not in param.annotation:
         kind = "str"  # `out_dtype: str | None = None`: a name, never a size
+    return kind
+
+
+def init_claims(params: list[Param], problem_init: dict[str, Any]) -> dict[str, str]:
+    """The kernel parameter each problem init argument most plausibly feeds: its namesake, else the first
+    parameter (in signature order, without a namesake) of its kind not yet fed. Orders the search only."""
+    claims = {p.name: p.name for p in params if p.name in problem_init}
+    for param in params:
+        if param.name in problem_init:
+            continue
+        kind = _param_kind(param)
+        free = [n for n, v in problem_init.items() if n not in claims and _kind(v) == kind]
+        if free:
+            claims[free[0]] = param.name
+    return claims
+
+
+def _init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[str, Any],
+                     arg_map: dict[str, list[Any]], output_dtypes: list[str],
+                     forward_params: list[Param] | None = None,
+                     claims: dict[str, str] | None = None) -> list[list[Any]]:
+    """Values to try for one kernel init parameter, most plausible first: a problem init argument of the same
+    name or one that feeds no other parameter (`init_claims`), the default, sizes derived from the kernel's
+    own examples, arguments that feed another parameter, then any input size."""
+    kind = _param_kind(param)
+    claims = claims or {}
     options: list[list[Any]] = []
     if param.name in problem_init:
         options.append(["init", param.name])
     same_kind = [n for n, v in problem_init.items() if _kind(v) == kind and n != param.name]
-    options += [["init", n] for n in same_kind]
+    options += [["init", n] for n in same_kind if claims.get(n, param.name) == param.name]
     if not param.required:
         options.append(["default"])
     options += _derived_dims(param, forward_params or [], arg_map, inputs)
+    options += [["init", n] for n in same_kind if claims.get(n, param.name) != param.name]
     if kind in ("int", "none", "other"):
         mapped = [spec[1] for spec in arg_map.values() if spec[0] == "input"]
         for name in mapped + [n for n in inputs if n not in mapped]:
@@ -202,13 +242,15 @@ class KbSemantics:
 def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics | None:
     """The semantics of a reference kernel: the reference of its own problem when the suite has it (plain
     PyTorch, fast), else the kernel's own Model on Triton's interpreter; examples of its arguments from that
-    problem's smallest shape, else from the Model's `EXAMPLE_CALL`."""
+    problem's smallest shape with variants from its other probe shapes (other semantic groups: other dtypes, and
+    the optional inputs the smallest shape leaves out), else from the Model's `EXAMPLE_CALL`."""
     from aka_tui.agent.probe import load_modules, probe_shapes
     from aka_tui.bench.problem.inputs import make_inputs
     from aka_tui.bench.problem.lookup import load_problem
 
     init_examples: dict[str, Any] = {}
     forward_examples: dict[str, Any] = {}
+    forward_variants: dict[str, list[Any]] = {}
     module: ModuleType | None = None
     for op in kernel.ops:
         directory = (suite_dir / op) if suite_dir is not None else None
@@ -217,9 +259,15 @@ def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics
         try:
             own = load_problem(directory)
             module, input_module = load_modules(own)
-            shape = probe_shapes(own, 1)[0]
+            shape, *others = probe_shapes(own, 2)
             init_examples = dict(shape.init_kwargs or {})
             forward_examples = make_inputs(own, input_module, shape, "cpu", 0)
+            # The other probe shapes (further semantic groups): the optional inputs only they pass (the block
+            # scales of a quantised variant) and the other dtypes an argument takes.
+            for other in others:
+                for name, value in make_inputs(own, input_module, other, "cpu", 0).items():
+                    forward_variants.setdefault(name, []).append(value)
+                    forward_examples.setdefault(name, value)
         except Exception:  # a broken suite entry only costs the examples
             module = None
             continue
@@ -234,7 +282,7 @@ def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics
     if model_class is None:
         return None
     return KbSemantics(kernel, model_class, signature_params(model_class.__init__, init_examples),
-                       signature_params(model_class.forward, forward_examples))
+                       signature_params(model_class.forward, forward_examples, forward_variants))
 
 
 def _import_interpreted(path: Path) -> ModuleType:
@@ -380,10 +428,11 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
     for probe in probes:
         for name, value in probe.inputs.items():
             union.setdefault(name, value)
+    claims = init_claims(semantics.init_params, init)
     read_only = frozenset(name for name in union if name not in problem.mutates_inputs)
     tried = 0
     for arg_map in _arg_maps(semantics, union):
-        per_init = [_init_candidates(p, init, union, arg_map, dtypes, semantics.forward_params)
+        per_init = [_init_candidates(p, init, union, arg_map, dtypes, semantics.forward_params, claims)
                     for p in semantics.init_params]
         if any(not c for c in per_init):
             continue

@@ -1,7 +1,8 @@
 """MoE token alignment: group the flattened (token, slot) pairs by expert, pad each group to a multiple
 of block_size, and emit the per-block expert id (the schedule consumed by a grouped / fused-MoE GEMM).
 
-Let n = num_tokens * top_k and flat[i] = topk_ids.flatten()[i] (i = t*top_k + j), all in [0, num_experts).
+Let n = num_tokens * top_k and flat[i] = topk_ids.flatten()[i] (i = t*top_k + j). An id outside
+[0, num_experts) (expert parallelism's -1 for an expert of another rank) belongs to no expert: it is dropped.
     count[e]   = #{i : flat[i] == e}
     padded[e]  = ceil(count[e] / block_size) * block_size      (0 for an expert with no token)
     start[e]   = sum_{e' < e} padded[e']                         (experts laid out in increasing id)
@@ -16,9 +17,12 @@ Outputs (tuple of three int32 tensors, static shapes):
 where the worst case over all routings fixes the buffer length:
     max_padded = ceil((n + min(num_experts, n) * (block_size - 1)) / block_size) * block_size
 (at most min(E, n) experts are non-empty, each wastes at most block_size-1 slots).
+With exact_sizes=True the buffers have the data-dependent sizes instead: sorted_token_ids
+[num_tokens_post_padded], expert_ids [num_tokens_post_padded // block_size] (no unused tail, no -1), as a
+reference that concatenates the padded per-expert groups returns them.
 
 Inputs:  topk_ids [num_tokens, top_k] int32 (int64 accepted).
-Init kwargs: num_experts (int), block_size (int).
+Init kwargs: num_experts (int), block_size (int), exact_sizes (bool, default False: static sizes).
 Integer op, no floating-point work.
 """
 
@@ -32,10 +36,11 @@ def max_padded_len(num_pairs: int, num_experts: int, block_size: int) -> int:
 
 
 class Model(nn.Module):
-    def __init__(self, num_experts: int, block_size: int):
+    def __init__(self, num_experts: int, block_size: int, exact_sizes: bool = False):
         super().__init__()
         self.num_experts = int(num_experts)
         self.block_size = int(block_size)
+        self.exact_sizes = bool(exact_sizes)
 
     def forward(self, topk_ids: torch.Tensor):
         E, bs = self.num_experts, self.block_size
@@ -43,14 +48,17 @@ class Model(nn.Module):
         flat = topk_ids.reshape(-1).to(torch.int64)
         n = flat.numel()
         length = max_padded_len(n, E, bs)
+        valid = (flat >= 0) & (flat < E)
+        ids, src = flat[valid], torch.arange(n, device=dev)[valid]          # the ids of this rank's experts
 
-        counts = torch.bincount(flat, minlength=E)                       # [E]
+        counts = torch.bincount(ids, minlength=E)                          # [E]
         padded = (counts + bs - 1) // bs * bs
         pad_start = torch.cumsum(padded, 0) - padded                      # exclusive prefix sums
         raw_start = torch.cumsum(counts, 0) - counts
         # Stable sort by expert id keeps increasing flat index within each expert.
-        sorted_experts, order = torch.sort(flat, stable=True)
-        rank = torch.arange(n, device=dev) - raw_start[sorted_experts]
+        sorted_experts, perm = torch.sort(ids, stable=True)
+        order = src[perm]
+        rank = torch.arange(ids.numel(), device=dev) - raw_start[sorted_experts]
         dest = pad_start[sorted_experts] + rank
 
         sorted_token_ids = torch.full((length,), n, dtype=torch.int32, device=dev)
@@ -63,6 +71,9 @@ class Model(nn.Module):
         expert_ids = torch.where(owner < E, owner, torch.full_like(owner, -1)).to(torch.int32)
 
         num_post = padded.sum().reshape(1).to(torch.int32)
+        if self.exact_sizes:
+            used = int(num_post.item())
+            return sorted_token_ids[:used], expert_ids[:used // bs], num_post
         return sorted_token_ids, expert_ids, num_post
 
 

@@ -157,3 +157,107 @@ def test_optimize_runs_the_transferred_attention_as_a_real_kernel(tmp_path: Path
     proposal, result = _recorded(tmp_path / "sessions")
     assert proposal["path"] == "transfer from attention-prefill-varlen-reference-kernel"
     assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
+
+
+def test_transfer_finds_the_align_kernel_behind_exact_sizes_and_runs_it(tmp_path: Path) -> None:
+    """An expert-parallel rank's block schedule with data-dependent output sizes (no worst-case buffers), -1 for
+    other ranks' experts, its own names and its init arguments in another order: the MoE align kernel with
+    `exact_sizes` on, through the adapter and the evaluator, correct and real on every shape."""
+    problem = load_problem(UNSEEN / "local_expert_schedule")
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "moe-align-sort-reference-kernel"
+    match = matches[0]
+    assert match.arg_map == {"topk_ids": ["input", "routing"]}
+    assert match.init_map == {"num_experts": ["init", "local_experts"], "block_size": ["init", "tile"],
+                              "exact_sizes": ["const", True]}
+    assert match.structure == ("dict", ("rows", "tile_expert", "padded_rows"))
+    run = _optimize(UNSEEN / "local_expert_schedule", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "transfer from moe-align-sort-reference-kernel"
+    assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
+
+
+def test_init_claims_offer_each_init_argument_to_one_parameter() -> None:
+    """Namesakes first, then the first parameter of the argument's kind, in signature order, that has none."""
+    from aka_tui.agent.transfer import Param, init_claims
+
+    params = [Param("num_heads", None, 4), Param("kv_lora_rank", None, 512), Param("rope_dim", None, 64),
+              Param("block_size", None, 16), Param("softmax_scale", None, 0.1)]
+    claims = init_claims(params, {"heads": 16, "kv_lora_rank": 512, "rope": 64})
+    assert claims == {"kv_lora_rank": "kv_lora_rank", "heads": "num_heads", "rope": "rope_dim"}
+
+
+def test_transfer_maps_init_sizes_that_repeat_the_tensors() -> None:
+    """MLA decode over a packed latent cache, with init sizes of its own names that repeat the tensors' (rope
+    width 16, not DeepSeek's 64): the MLA kernel refuses sizes that disagree with the tensors, so each init
+    argument must reach its own parameter before the search gives the forward mapping up; the block table stays
+    out (the packed form)."""
+    problem = load_problem(UNSEEN / "packed_latent_decode")
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "attention-mla-decode-reference-kernel"
+    match = matches[0]
+    assert match.init_map["num_heads"] == ["init", "n_heads"]
+    assert match.init_map["kv_lora_rank"] == ["init", "latent_rank"]
+    assert match.init_map["rope_dim"] == ["init", "rope_width"]
+    assert match.init_map["block_size"] == ["default"]
+    assert match.arg_map["kv_cache"] == ["input", "latent_cache"]
+    assert match.arg_map["seq_lens"] == ["input", "context_lens"]
+    assert match.arg_map["block_tables"][0] != "input"
+
+
+@pytest.mark.slow
+def test_optimize_runs_the_transferred_mla_decode_as_a_real_kernel(tmp_path: Path) -> None:
+    """The MLA kernel's packed mode behind that interface, through the adapter and the evaluator: correct and real
+    on every shape."""
+    run = _optimize(UNSEEN / "packed_latent_decode", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "transfer from attention-mla-decode-reference-kernel"
+    assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
+
+
+def test_transfer_maps_block_scales_by_their_dtypes_not_their_names() -> None:
+    """Routed experts over fp8 operands scaled per 64 x 64 block (activations per token and 64 columns), every
+    argument named otherwise than the MoE kernel's: its block-scaled variant, ranked by the dtypes its own
+    problem's quantised shapes pass (fp8 codes for hidden and weights, fp32 scales), the block size read from
+    the scale shapes, a float32 output."""
+    problem = load_problem(UNSEEN / "block_quantised_experts")
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "moe-fused-experts-reference-kernel"
+    assert matches[0].arg_map == {
+        "hidden": ["input", "x"], "w1": ["input", "gate_up"], "w2": ["input", "down"],
+        "topk_weights": ["input", "route_weights"], "topk_ids": ["input", "route_ids"],
+        "w1_scale": ["input", "gate_up_scale"], "w2_scale": ["input", "down_scale"], "a1_scale": ["input", "x_scale"]}
+    assert matches[0].init_map["out_dtype"] == ["const", "float32"]
+
+
+@pytest.mark.slow
+def test_optimize_runs_the_transferred_block_scaled_experts_as_a_real_kernel(tmp_path: Path) -> None:
+    """The MoE kernel's fp8 path behind that interface, through the adapter and the evaluator (float32 output:
+    the SwiGLU buffer stays float32, which the interpreter computes reliably): correct and real."""
+    run = _optimize(UNSEEN / "block_quantised_experts", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "transfer from moe-fused-experts-reference-kernel"
+    assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
+
+
+def test_every_probe_of_a_published_problem_is_shrunk_to_fit_the_cpu() -> None:
+    """A published problem has no smoke tier: its smallest shape is shrunk, and so is any further shape that
+    pads the probes (a second probe once ran a fused MoE's reference at full size: over 24 GiB)."""
+    from dataclasses import replace
+
+    from aka_tui.agent.probe import load_modules, probe_shapes
+    from aka_tui.bench.problem.shrink import CPU_INPUT_BUDGET_BYTES, input_bytes
+
+    problem = load_problem(REPO / "tests" / "data" / "atrex_published" / "scaled_tanh_rows")
+    big = replace(problem.shapes.pop("2"), shape_id="big", input_kwargs={"rows": 4096, "cols": 4096})
+    problem.shapes.pop("1")
+    problem.shapes["big"] = big
+    _, module = load_modules(problem)
+    assert input_bytes(problem, module, big) > CPU_INPUT_BUDGET_BYTES
+    first, second = probe_shapes(problem, 2)
+    assert second.shape_id.startswith("smoke.") and second.shape_id.endswith("@big")
+    assert input_bytes(problem, module, second) <= CPU_INPUT_BUDGET_BYTES
+

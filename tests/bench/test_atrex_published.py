@@ -149,6 +149,16 @@ def test_the_fixture_reads_nulls_dicts_and_dtype_keys() -> None:
     assert RooflineEntry.from_json(two_paths.to_json()) == two_paths
 
 
+def test_a_float32_output_of_fp8_inputs_is_held_to_the_fp8_tensor_core_precision() -> None:
+    problem = load_problem(FIXTURE / "scaled_tanh_rows")
+    problem.input_dtypes = {"a": (torch.float8_e4m3fn,), "a_scale": (torch.float32,)}
+    loose = problem.tolerance_for(torch.float32)
+    assert (loose.atol, loose.rtol) == (5e-3, 5e-3)  # float16's: fp8 products summed with ~14 mantissa bits
+    problem.input_dtypes = {"a": (torch.float32,)}
+    tight = problem.tolerance_for(torch.float32)
+    assert (tight.atol, tight.rtol) == (1e-4, 1e-4)
+
+
 MALFORMED = {
     "w_is_text": ("roofline.json", lambda d: d["shapes"]["0"].update(semantic_W_flops={"bf16": "many"}),
                   "W and Q must be non-negative numbers or null"),

@@ -225,3 +225,30 @@ def forward(x):
     honest = "import torch, triton, math\nfrom torch import nn\nclass Model(nn.Module):\n    def forward(self, x):\n" \
              "        return getattr(torch, 'bfloat16')\n"
     assert not [f for f in scan_source(honest) if f.suspicious]
+
+
+def test_a_case_that_runs_out_of_memory_is_built_again_without_the_kept_cases(monkeypatch: Any) -> None:
+    from aka_tui.bench.measure.cases import ShapeCases
+
+    cases = ShapeCases.__new__(ShapeCases)  # only the keeping of cases is under test
+    cases.device, cases._cases = "cpu", {}
+    built: list[tuple[int, list[int]]] = []
+
+    def build(index: int) -> Any:
+        built.append((index, sorted(cases._cases)))
+        if len(cases._cases) > 1:  # room for one kept case besides the first
+            raise MeasureFailure("problem_error", "reference", "OutOfMemoryError in the problem's reference: ...")
+        return f"case {index}"
+
+    monkeypatch.setattr(cases, "_build", build)
+    assert [cases.case(i) for i in (0, 1, 2)] == ["case 0", "case 1", "case 2"]
+    assert sorted(cases._cases) == [0, 2] and built[-2:] == [(2, [0, 1]), (2, [0])]
+    assert cases.case(1) == "case 1" and sorted(cases._cases) == [0, 1]  # rebuilt when needed again
+
+    def other_failure(index: int) -> Any:
+        raise MeasureFailure("problem_error", "reference", "ValueError in the problem's reference: bad shape")
+
+    monkeypatch.setattr(cases, "_build", other_failure)
+    with pytest.raises(MeasureFailure):
+        cases.case(3)
+    assert sorted(cases._cases) == [0, 1]  # nothing dropped for a failure that is not memory

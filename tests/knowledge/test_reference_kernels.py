@@ -132,7 +132,7 @@ def test_mla_decode_balanced_spans_any_program_count(programs: int, monkeypatch:
     inputs = inputs_module._make_inputs(4, 100, 20, 64, 16, 16, dtype="float32", device="cpu")
     model = reference.Model(20, 64, 16, 16)
     got = module.launch_attention_mla_decode(inputs["q"], inputs["kv_cache"], inputs["block_tables"],
-                                             inputs["seq_lens"], 20, 64, 16, 16, model.softmax_scale)
+                                             inputs["seq_lens"], 20, 64, 16, 16, (64 + 16) ** -0.5)
     torch.testing.assert_close(got, model(**inputs), rtol=1e-4, atol=1e-4)
 
 

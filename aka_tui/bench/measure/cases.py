@@ -84,8 +84,24 @@ class ShapeCases:
 
     def case(self, index: int) -> Case:
         if index not in self._cases:
-            self._cases[index] = self._build(index)
+            try:
+                self._cases[index] = self._build(index)
+            except MeasureFailure as failure:
+                if "OutOfMemoryError" not in failure.error.message or not self._drop_kept():
+                    raise
+                self._cases[index] = self._build(index)  # again, without the cases kept so far
         return self._cases[index]
+
+    def _drop_kept(self) -> bool:
+        """Drop the kept cases but the first, to make room for building another on a device that is short of
+        memory (a shape whose every case takes gigabytes); a dropped case is rebuilt from its seed when a later
+        stage needs it again — the same inputs, the same reference outputs. True when any was dropped."""
+        dropped = [i for i in self._cases if i != 0]
+        for i in dropped:
+            del self._cases[i]
+        if dropped and self.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+        return bool(dropped)
 
     def _build(self, index: int) -> Case:
         seed = self.seeds[index]

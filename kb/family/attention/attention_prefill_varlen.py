@@ -67,10 +67,10 @@ def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_
 @triton.jit
 def _attention_prefill_varlen_kernel(
     q_ptr, k_ptr, v_ptr, cu_ptr, cuk_ptr, used_ptr, bt_ptr, prefix_ptr, out_ptr,
-    batch, group, head_dim, qk_scale, page, s_bt,
+    batch, group, qk_scale, page, s_bt,
     sq_t, sq_h, sq_d, sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, so_t, so_h, so_d,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SEARCH: tl.constexpr,
-    CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
+    SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr,
 ):
     pid = tl.program_id(0)
     head = tl.program_id(1)
@@ -103,7 +103,10 @@ def _attention_prefill_varlen_kernel(
     offs_n0 = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     m_ok = offs_m < q_len
-    d_ok = offs_d < head_dim
+    # HEAD_DIM is a compile-time constant, so the compiler knows the mask's runs and a padded head (72, 80) can
+    # still load 16-byte vectors; a runtime head size not divisible by 16 gives it no such proof (the suspected
+    # cause of head size 72 reaching a quarter of head size 128's S on an H200, 2026-12-02)
+    d_ok = offs_d < HEAD_DIM
     rows_m = (q_start.to(tl.int64) + offs_m).to(tl.int64)
 
     q = tl.load(q_ptr + rows_m[:, None] * sq_t + head * sq_h + offs_d[None, :] * sq_d,
@@ -185,9 +188,9 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     _attention_prefill_varlen_kernel[grid](
         q, k, v, cu_seqlens, cu_k, seqused_k if seqused_k is not None else cu_k,
         block_table if paged else cu_k, prefix, out,
-        batch, num_heads // num_kv_heads, head_dim, softmax_scale * LOG2E, page, s_bt,
+        batch, num_heads // num_kv_heads, softmax_scale * LOG2E, page, s_bt,
         *q.stride(), sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, *out.stride(),
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, SEARCH=max(1, (batch - 1).bit_length()),
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SEARCH=max(1, (batch - 1).bit_length()),
         CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None,
         num_warps=TUNABLES["num_warps"],
         num_stages=_cap_stages(TUNABLES["num_stages"], 2 * bn * block_d * q.element_size(),

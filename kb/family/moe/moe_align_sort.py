@@ -12,6 +12,13 @@ Deterministic three-kernel counting sort, no atomics:
      inclusive cumsum of the one-hot matrix and scatters the flat index to offset + rank; a stable,
      canonical order (increasing flat index within an expert). The same programs write expert_ids by
      counting, per block, the experts whose cumulative block end is <= the block index.
+
+Ids outside [0, num_experts) (expert parallelism's -1 for a non-local expert) are dropped: counted for no
+expert, their flat index written nowhere. Two output conventions (Model(exact_sizes=...)):
+  - static (default): worst-case buffers, sorted_token_ids [max_padded_len] with the unused tail at the
+    sentinel and expert_ids -1 past the used blocks; no host synchronisation (vLLM's convention);
+  - exact_sizes=True: the same buffers sliced (views) to num_tokens_post_padded and its block count, the
+    sizes of a reference that concatenates per-expert groups; one host read of num_tokens_post_padded.
 """
 
 import torch
@@ -95,7 +102,8 @@ def _moe_align_sort_kernel(ids_ptr, offsets_ptr, block_end_ptr, sorted_ptr, expe
         onehot = (e[:, None] == experts[None, :]).to(tl.int32)         # [SUB, BLOCK_E]
         rank = tl.sum(onehot * tl.cumsum(onehot, axis=0), axis=1) - 1  # earlier equal ids in this step
         dest = tl.sum(onehot * run[None, :], axis=1) + rank
-        tl.store(sorted_ptr + dest, idx, mask=ok)
+        # an id outside [0, n_experts) (expert parallelism's -1) belongs to no expert: dropped
+        tl.store(sorted_ptr + dest, idx, mask=ok & (e >= 0) & (e < n_experts))
         run += tl.sum(onehot, axis=0)
     # expert id of each block: number of experts whose cumulative block end is <= b (searchsorted right)
     bend = tl.load(block_end_ptr + experts, mask=e_ok, other=2147483647)
@@ -107,7 +115,8 @@ def _moe_align_sort_kernel(ids_ptr, offsets_ptr, block_end_ptr, sorted_ptr, expe
         tl.store(expert_ids_ptr + b, tl.where(owner < n_experts, owner, -1), mask=b < hi)
 
 
-def launch_moe_align_sort(topk_ids: torch.Tensor, num_experts: int, block_size: int, cfg: dict = TUNABLES):
+def launch_moe_align_sort(topk_ids: torch.Tensor, num_experts: int, block_size: int, cfg: dict = TUNABLES,
+                          exact_sizes: bool = False):
     flat = topk_ids.reshape(-1)
     if not flat.is_contiguous():
         flat = flat.contiguous()
@@ -134,14 +143,18 @@ def launch_moe_align_sort(topk_ids: torch.Tensor, num_experts: int, block_size: 
     _moe_align_sort_kernel[(n_chunks,)](flat, counts, block_end, sorted_ids, expert_ids, n, num_experts,
                                         n_blocks, triton.cdiv(n_blocks, n_chunks), CHUNK=chunk, SUB=sub,
                                         BLOCK_E=block_e, BLOCK_B=cfg["BLOCK_B"], num_warps=nw)
+    if exact_sizes:  # data-dependent sizes: one host read, then views of the static buffers
+        used = int(num_post.item())
+        return sorted_ids[:used], expert_ids[:used // block_size], num_post
     return sorted_ids, expert_ids, num_post
 
 
 class Model(nn.Module):
-    def __init__(self, num_experts: int, block_size: int):
+    def __init__(self, num_experts: int, block_size: int, exact_sizes: bool = False):
         super().__init__()
         self.num_experts = int(num_experts)
         self.block_size = int(block_size)
+        self.exact_sizes = bool(exact_sizes)
 
     def forward(self, topk_ids: torch.Tensor):
-        return launch_moe_align_sort(topk_ids, self.num_experts, self.block_size)
+        return launch_moe_align_sort(topk_ids, self.num_experts, self.block_size, exact_sizes=self.exact_sizes)

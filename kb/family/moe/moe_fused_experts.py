@@ -14,6 +14,26 @@ Pipeline (all Triton; torch only allocates):
   4. _moe_combine_kernel: out[t] = sum_j y[t*k + j] in slot order (fp32, deterministic, no atomics).
 Programs of unused blocks exit at once. Operand loads wrap their column index modulo the matrix size
 (no N masks), gathered rows of padding slots are masked to zero; fp32 inputs use IEEE dots.
+
+Block-scaled weights (w1_scale, w2_scale given; w8a16 / w8a8 as in DeepSeek-V3 serving): w1 [E, 2I, H] and
+w2 [E, H, I] hold fp8 e4m3 values (or any float) with one fp32 scale per [block_n, block_k] block of each
+expert's matrix (w1_scale [E, ceil(2I/bn), ceil(H/bk)], w2_scale [E, ceil(H/bn), ceil(I/bk)]); a1_scale
+[T, ceil(H/ga)] scales hidden per token and group of ga columns (hidden quantised per token group, given
+with its scales). Block sizes are read from the scale shapes (the power of two whose ceil-division gives the
+scale's extent). A constexpr branch of both GEMM kernels then runs BLOCK_K steps inside one scale group (BLOCK_K
+clamped to the group): each step's tl.dot starts from zero and is added to the fp32 accumulator times the
+row's activation scale and the column's weight scale, as the knowledge base's block-scaled fp8 GEMM does.
+Operands: fp8 x fp8 tl.dot when hidden and weights are both e4m3fn; else both converted (exactly) to fp16
+for fp8 activations, or to the activations' dtype (bf16 / fp16; fp32 with IEEE dots). The AMD "fnuz" e4m3
+encoding, which NVIDIA Triton cannot type, is read through uint8 views and decoded in registers (exact), and
+an fnuz output is encoded in software as torch rounds (nearest even, NaN past 248). Where a tile lies inside
+one block of weight rows (BLOCK_N clamped to the block when the matrix divides into blocks) the weight scale
+of a K step is one scalar. With fp8 activations the SwiGLU activation stays fp32 (nothing requantises it: a
+bf16 buffer put a published layer's cancelling O(100) sums 0.25 off, twice its absolute tolerance); on a
+GPU the down GEMM then splits each fp32 act tile into a bf16 high and low part, two bf16 dots on the exact
+bf16 weights (ACT_SPLIT; an fp32 IEEE dot on the interpreter, whose bf16 dots are not reliable). Other
+activations keep the input dtype, as without scales. Without scales nothing of this is compiled: the plain
+path is unchanged.
 """
 
 import torch
@@ -24,7 +44,7 @@ from torch import nn
 TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "DOWN_BLOCK_N": 256, "DOWN_BLOCK_K": 64,
             "GROUP_M": 8, "PAIR_FP32": 0, "ROUTE_CHUNK": 1024, "num_warps": 8, "num_stages": 3,
             "SMALL_MAX_PAIRS_PER_EXPERT": 32, "SMALL_BLOCK_M": 32, "SMALL_BLOCK_N": 64, "SMALL_BLOCK_K": 128,
-            "SMALL_DOWN_BLOCK_N": 64, "SMALL_DOWN_BLOCK_K": 128, "SMALL_WARPS": 4}
+            "SMALL_DOWN_BLOCK_N": 64, "SMALL_DOWN_BLOCK_K": 128, "SMALL_WARPS": 4, "ACT_SPLIT": 1}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [32, 64, 128, 256],
@@ -43,6 +63,7 @@ SEARCH_SPACE = {
     "SMALL_DOWN_BLOCK_N": [32, 64, 128],
     "SMALL_DOWN_BLOCK_K": [64, 128, 256],
     "SMALL_WARPS": [2, 4, 8],
+    "ACT_SPLIT": [0, 1],
 }
 # Decode-sized batches (few (token, expert) pairs per expert) run the SMALL_* tiles instead; with
 # SMALL_MAX_PAIRS_PER_EXPERT 0 there is no such regime.
@@ -146,7 +167,7 @@ def _moe_route_sort_kernel(ids_ptr, offsets_ptr, block_end_ptr, sorted_ptr, expe
         tl.store(expert_ids_ptr + b, tl.where(owner < n_experts, owner, -1), mask=b < hi)
 
 
-# ---------------------------------------------------------------- expert GEMMs
+# ---------------------------------------------------------------- tile order
 @triton.jit
 def _swizzle(pid, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     band = GROUP_M * num_pid_n
@@ -155,12 +176,78 @@ def _swizzle(pid, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     return first_m + (pid % band) % band_m, (pid % band) // band_m
 
 
+# ---------------------------------------------------------------- block-scaled operands (constexpr branches)
+@triton.jit
+def _fnuz_to_fp16(bits):
+    """float8_e4m3fnuz codes (uint8) as fp16 values, exactly: the code's exponent and mantissa bits placed in
+    an fp16 (bias 15 instead of 8) read 2^-7 of the value, normal and subnormal codes alike; times 128. The
+    NaN code 0x80 reads as -0 (quantised tensors hold none)."""
+    u = bits.to(tl.uint16)
+    h = (((u & 0x7F) << 7) | ((u & 0x80) << 8)).to(tl.float16, bitcast=True)
+    return h * 128.0
+
+
+@triton.jit
+def _e4m3fnuz_bits(x):
+    """fp32 x as float8_e4m3fnuz codes, as torch converts (c10 fp8e4m3fnuz_from_fp32_value): nearest even,
+    subnormals through a magic-number add, |x| >= 256 after rounding (and inf, NaN) the NaN code 0x80, no -0."""
+    f = x.to(tl.int32, bitcast=True)
+    neg = f < 0
+    f = f & 0x7FFFFFFF
+    sub = (f.to(tl.float32, bitcast=True) + 8192.0).to(tl.int32, bitcast=True) - (0x8C << 23)
+    nrm = (f - (119 << 23) + 0x7FFFF + ((f >> 20) & 1)) >> 20
+    r = tl.where(f < (0x78 << 23), sub, nrm)
+    r = tl.where(neg & (r != 0), r | 0x80, r)
+    r = tl.where(f >= (0x87 << 23), 0x80, r)
+    return r.to(tl.uint8)
+
+
+@triton.jit
+def _operand(x, FNUZ: tl.constexpr, DT: tl.constexpr):
+    """A loaded tile in the dot's operand dtype (fnuz codes decoded first; every conversion here is exact)."""
+    if FNUZ:
+        x = _fnuz_to_fp16(x)
+    return x.to(DT)
+
+
+@triton.jit
+def _dot(a, b, IEEE: tl.constexpr):
+    if IEEE:
+        return tl.dot(a, b, input_precision="ieee")
+    return tl.dot(a, b)
+
+
+@triton.jit
+def _promote(partial, sa, sw, A_SCALE: tl.constexpr, W_SCALE: tl.constexpr, W_SCALAR: tl.constexpr):
+    """One K step's dot times its scales: sa [BLOCK_M] per row; sw per column, or one scalar when the tile lies
+    inside one scale block (a [BLOCK_N] vector costs a layout conversion through shared memory every step)."""
+    if A_SCALE:
+        if W_SCALE:
+            if W_SCALAR:
+                return partial * (sa * sw)[:, None]
+            return partial * sa[:, None] * sw[None, :]
+        return partial * sa[:, None]
+    if W_SCALE:
+        if W_SCALAR:
+            return partial * sw
+        return partial * sw[None, :]
+    return partial
+
+
+# ---------------------------------------------------------------- expert GEMMs
 @triton.jit
 def _moe_fused_experts_kernel(x_ptr, w1_ptr, sorted_ptr, expert_ids_ptr, act_ptr, n_pairs, top_k, H, I,
                               num_pid_m, stride_xt, stride_we, stride_wn, stride_am,
+                              as_ptr, ws_ptr, stride_ast, stride_asg, stride_wse, stride_wsn, stride_wsk,
                               IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                              BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    """act[pos, :] = silu(x[tok] @ w1[e, :I]^T) * (x[tok] @ w1[e, I:]^T) for the BLOCK_M slots of one block."""
+                              BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                              SCALED: tl.constexpr, A_SCALE: tl.constexpr, W_SCALE: tl.constexpr,
+                              A_FNUZ: tl.constexpr, W_FNUZ: tl.constexpr, DOT_DT: tl.constexpr,
+                              GA: tl.constexpr, GN: tl.constexpr, GK: tl.constexpr, W_SCALAR: tl.constexpr):
+    """act[pos, :] = silu(x[tok] @ w1[e, :I]^T) * (x[tok] @ w1[e, I:]^T) for the BLOCK_M slots of one block.
+    SCALED: operands converted to DOT_DT, every BLOCK_K step (inside one scale group) promoted with the row's
+    activation scale as[tok, k // GA] and the column's weight scale ws[e, row // GN, k // GK] (W_SCALAR: the
+    tile's gate rows share one scale row, and so do its up rows)."""
     pid_m, pid_n = _swizzle(tl.program_id(0), num_pid_m, tl.cdiv(I, BLOCK_N), GROUP_M)
     e = tl.load(expert_ids_ptr + pid_m)
     if e >= 0:
@@ -176,20 +263,47 @@ def _moe_fused_experts_kernel(x_ptr, w1_ptr, sorted_ptr, expert_ids_ptr, act_ptr
         u_ptrs = g_ptrs + I * stride_wn
         acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
         acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for k0 in range(0, H, BLOCK_K):
-            k_ok = (k0 + offs_k) < H
-            a = tl.load(a_ptrs, mask=valid[:, None] & k_ok[None, :], other=0.0)
-            wg = tl.load(g_ptrs, mask=k_ok[:, None], other=0.0)
-            wu = tl.load(u_ptrs, mask=k_ok[:, None], other=0.0)
-            if IEEE:
-                acc_g = tl.dot(a, wg, acc_g, input_precision="ieee")
-                acc_u = tl.dot(a, wu, acc_u, input_precision="ieee")
+        if SCALED:
+            sa_ptrs = as_ptr + tok * stride_ast
+            if W_SCALAR:
+                sg_ptrs = ws_ptr + e.to(tl.int64) * stride_wse + ((pid_n * BLOCK_N) // GN) * stride_wsn
+                su_ptrs = ws_ptr + e.to(tl.int64) * stride_wse + ((pid_n * BLOCK_N + I) // GN) * stride_wsn
             else:
-                acc_g = tl.dot(a, wg, acc_g)
-                acc_u = tl.dot(a, wu, acc_u)
-            a_ptrs += BLOCK_K
-            g_ptrs += BLOCK_K
-            u_ptrs += BLOCK_K
+                sg_ptrs = ws_ptr + e.to(tl.int64) * stride_wse + (cols // GN) * stride_wsn
+                su_ptrs = ws_ptr + e.to(tl.int64) * stride_wse + ((cols + I) // GN) * stride_wsn
+            for k0 in range(0, H, BLOCK_K):
+                k_ok = (k0 + offs_k) < H
+                sa = 1.0
+                sg = 1.0
+                su = 1.0
+                if A_SCALE:  # the step's scales first: their loads overlap the tiles' and the dots
+                    sa = tl.load(sa_ptrs + (k0 // GA) * stride_asg)
+                if W_SCALE:
+                    sg = tl.load(sg_ptrs + (k0 // GK) * stride_wsk)
+                    su = tl.load(su_ptrs + (k0 // GK) * stride_wsk)
+                a = _operand(tl.load(a_ptrs, mask=valid[:, None] & k_ok[None, :], other=0.0), A_FNUZ, DOT_DT)
+                wg = _operand(tl.load(g_ptrs, mask=k_ok[:, None], other=0.0), W_FNUZ, DOT_DT)
+                wu = _operand(tl.load(u_ptrs, mask=k_ok[:, None], other=0.0), W_FNUZ, DOT_DT)
+                acc_g += _promote(_dot(a, wg, IEEE), sa, sg, A_SCALE, W_SCALE, W_SCALAR)
+                acc_u += _promote(_dot(a, wu, IEEE), sa, su, A_SCALE, W_SCALE, W_SCALAR)
+                a_ptrs += BLOCK_K
+                g_ptrs += BLOCK_K
+                u_ptrs += BLOCK_K
+        else:
+            for k0 in range(0, H, BLOCK_K):
+                k_ok = (k0 + offs_k) < H
+                a = tl.load(a_ptrs, mask=valid[:, None] & k_ok[None, :], other=0.0)
+                wg = tl.load(g_ptrs, mask=k_ok[:, None], other=0.0)
+                wu = tl.load(u_ptrs, mask=k_ok[:, None], other=0.0)
+                if IEEE:
+                    acc_g = tl.dot(a, wg, acc_g, input_precision="ieee")
+                    acc_u = tl.dot(a, wu, acc_u, input_precision="ieee")
+                else:
+                    acc_g = tl.dot(a, wg, acc_g)
+                    acc_u = tl.dot(a, wu, acc_u)
+                a_ptrs += BLOCK_K
+                g_ptrs += BLOCK_K
+                u_ptrs += BLOCK_K
         act = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
         mask = valid[:, None] & (offs_n < I)[None, :]
         tl.store(act_ptr + pos.to(tl.int64)[:, None] * stride_am + offs_n[None, :],
@@ -198,10 +312,14 @@ def _moe_fused_experts_kernel(x_ptr, w1_ptr, sorted_ptr, expert_ids_ptr, act_ptr
 
 @triton.jit
 def _moe_down_kernel(act_ptr, w2_ptr, sorted_ptr, expert_ids_ptr, tw_ptr, y_ptr, n_pairs, H, I, num_pid_m,
-                     stride_am, stride_we, stride_wn, stride_ym,
+                     stride_am, stride_we, stride_wn, stride_ym, ws_ptr, stride_wse, stride_wsn, stride_wsk,
                      IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    """y[pair, :] = topk_weight[pair] * (act[pos] @ w2[e]^T) for the BLOCK_M slots of one block."""
+                     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                     SCALED: tl.constexpr, W_SCALE: tl.constexpr, W_FNUZ: tl.constexpr, DOT_DT: tl.constexpr,
+                     GN: tl.constexpr, GK: tl.constexpr, W_SCALAR: tl.constexpr, SPLIT: tl.constexpr):
+    """y[pair, :] = topk_weight[pair] * (act[pos] @ w2[e]^T) for the BLOCK_M slots of one block (SCALED: w2
+    tiles converted to DOT_DT, every K step promoted with the column's weight scale; SPLIT: fp32 act tiles as
+    a bf16 high part plus a bf16 low part, two bf16 dots, ~16 bits of the act's mantissa kept)."""
     pid_m, pid_n = _swizzle(tl.program_id(0), num_pid_m, tl.cdiv(H, BLOCK_N), GROUP_M)
     e = tl.load(expert_ids_ptr + pid_m)
     if e >= 0:
@@ -214,16 +332,38 @@ def _moe_down_kernel(act_ptr, w2_ptr, sorted_ptr, expert_ids_ptr, tw_ptr, y_ptr,
         a_ptrs = act_ptr + pos.to(tl.int64)[:, None] * stride_am + offs_k[None, :]
         b_ptrs = w2_ptr + e.to(tl.int64) * stride_we + cols[None, :] * stride_wn + offs_k[:, None]
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for k0 in range(0, I, BLOCK_K):
-            k_ok = (k0 + offs_k) < I
-            a = tl.load(a_ptrs, mask=valid[:, None] & k_ok[None, :], other=0.0)
-            b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
-            if IEEE:
-                acc = tl.dot(a, b, acc, input_precision="ieee")
+        if SCALED:
+            if W_SCALAR:
+                sb_ptrs = ws_ptr + e.to(tl.int64) * stride_wse + ((pid_n * BLOCK_N) // GN) * stride_wsn
             else:
-                acc = tl.dot(a, b, acc)
-            a_ptrs += BLOCK_K
-            b_ptrs += BLOCK_K
+                sb_ptrs = ws_ptr + e.to(tl.int64) * stride_wse + (cols // GN) * stride_wsn
+            for k0 in range(0, I, BLOCK_K):
+                k_ok = (k0 + offs_k) < I
+                sb = 1.0
+                if W_SCALE:
+                    sb = tl.load(sb_ptrs + (k0 // GK) * stride_wsk)
+                a = tl.load(a_ptrs, mask=valid[:, None] & k_ok[None, :], other=0.0)
+                b = _operand(tl.load(b_ptrs, mask=k_ok[:, None], other=0.0), W_FNUZ, DOT_DT)
+                if SPLIT:
+                    hi = a.to(tl.bfloat16)
+                    lo = (a - hi.to(tl.float32)).to(tl.bfloat16)
+                    partial = tl.dot(lo, b, tl.dot(hi, b))
+                else:
+                    partial = _dot(a.to(DOT_DT), b, IEEE)
+                acc += _promote(partial, 1.0, sb, False, W_SCALE, W_SCALAR)
+                a_ptrs += BLOCK_K
+                b_ptrs += BLOCK_K
+        else:
+            for k0 in range(0, I, BLOCK_K):
+                k_ok = (k0 + offs_k) < I
+                a = tl.load(a_ptrs, mask=valid[:, None] & k_ok[None, :], other=0.0)
+                b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
+                if IEEE:
+                    acc = tl.dot(a, b, acc, input_precision="ieee")
+                else:
+                    acc = tl.dot(a, b, acc)
+                a_ptrs += BLOCK_K
+                b_ptrs += BLOCK_K
         w = tl.load(tw_ptr + pair, mask=valid, other=0.0).to(tl.float32)
         y = acc * w[:, None]
         mask = valid[:, None] & (offs_n < H)[None, :]
@@ -232,14 +372,18 @@ def _moe_down_kernel(act_ptr, w2_ptr, sorted_ptr, expert_ids_ptr, tw_ptr, y_ptr,
 
 
 @triton.jit
-def _moe_combine_kernel(y_ptr, out_ptr, top_k, H, stride_ym, stride_ot, BLOCK: tl.constexpr):
+def _moe_combine_kernel(y_ptr, out_ptr, top_k, H, stride_ym, stride_ot, BLOCK: tl.constexpr,
+                        OUT_FNUZ: tl.constexpr):
     t = tl.program_id(0).to(tl.int64)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < H
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for j in range(top_k):                       # slot order: deterministic
         acc += tl.load(y_ptr + (t * top_k + j) * stride_ym + offs, mask=mask, other=0.0).to(tl.float32)
-    tl.store(out_ptr + t * stride_ot + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    if OUT_FNUZ:  # out is a uint8 view of a float8_e4m3fnuz tensor
+        tl.store(out_ptr + t * stride_ot + offs, _e4m3fnuz_bits(acc), mask=mask)
+    else:
+        tl.store(out_ptr + t * stride_ot + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def regime_config(cfg: dict, num_pairs: int, num_experts: int) -> dict:
@@ -255,7 +399,36 @@ def regime_config(cfg: dict, num_pairs: int, num_experts: int) -> dict:
     return {**cfg, **{base: cfg[key] for base, key in small.items() if key in cfg}}
 
 
-def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict = TUNABLES, out_dtype=None):
+_FNUZ = torch.float8_e4m3fnuz
+_FP8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2)
+_TL_DTYPES = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32,
+              torch.float64: tl.float64}
+
+
+def _scale_block(size: int, groups: int, what: str) -> int:
+    """The block size behind `groups` scales along an axis of `size`: the power of two (at least 16) whose
+    ceil-division of size gives groups; ValueError when none does."""
+    block = max(16, triton.next_power_of_2(triton.cdiv(size, max(groups, 1))))
+    if groups < 1 or triton.cdiv(size, block) != groups:
+        raise ValueError(f"{what}: {groups} scale groups do not tile {size} in power-of-two blocks")
+    return block
+
+
+def _kernel_view(t: torch.Tensor) -> torch.Tensor:
+    """fnuz tensors as uint8 (NVIDIA Triton cannot type fp8e4b8; the kernels decode the codes)."""
+    return t.view(torch.uint8) if t.dtype == _FNUZ else t
+
+
+def _dot_dtype(a_dtype: torch.dtype, w_dtype: torch.dtype):
+    """Operand dtype of a scaled GEMM: e4m3fn x e4m3fn natively; other fp8 pairs in fp16 (exact); an fp8 side
+    converted to the other side's dtype."""
+    if a_dtype in _FP8 and w_dtype in _FP8:
+        return tl.float8e4nv if a_dtype == w_dtype == torch.float8_e4m3fn else tl.float16
+    return _TL_DTYPES[w_dtype if a_dtype in _FP8 else a_dtype]
+
+
+def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict = TUNABLES, out_dtype=None,
+                             w1_scale=None, w2_scale=None, a1_scale=None):
     hidden = hidden if hidden.stride(-1) == 1 else hidden.contiguous()
     w1 = w1.contiguous()
     w2 = w2.contiguous()
@@ -265,6 +438,10 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
     k = topk_ids.shape[1]
     dev = hidden.device
     out = torch.empty((T, H), dtype=getattr(torch, out_dtype) if out_dtype else hidden.dtype, device=dev)
+    if (w1_scale is None) != (w2_scale is None):
+        raise ValueError("block-scaled weights need both w1_scale and w2_scale")
+    if torch.float8_e5m2fnuz in (hidden.dtype, w1.dtype, w2.dtype, out.dtype):
+        raise ValueError("float8_e5m2fnuz is not supported")
     n = T * k
     if n == 0:
         return out
@@ -290,27 +467,63 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
                                         triton.cdiv(n_blocks, n_chunks), CHUNK=chunk, SUB=ROUTE_SUB,
                                         BLOCK_E=block_e, num_warps=4)
 
-    ieee = hidden.dtype == torch.float32 or hidden.dtype == torch.float64
-    act = torch.empty((length, I), dtype=hidden.dtype, device=dev)
-    es = hidden.element_size()
+    # Without scales and with one dtype throughout, the plain path (SCALED off: nothing below is compiled in).
+    scaled1 = w1_scale is not None or a1_scale is not None or w1.dtype != hidden.dtype
+    act_dtype = torch.float32 if hidden.dtype in _FP8 else hidden.dtype  # fp8 activations: nothing rounds it
+    scaled2 = w2_scale is not None or w2.dtype != act_dtype
+    dot1 = _dot_dtype(hidden.dtype, w1.dtype) if scaled1 else tl.float32
+    dot2 = _dot_dtype(act_dtype, w2.dtype) if scaled2 else tl.float32
+    # fp32 act x (exact) bf16 weights: on a GPU two bf16 dots (hi + lo) instead of an fp32 one; the interpreter's
+    # bf16 dots are not reliable, its fp32 ones exact.
+    split = scaled2 and dot2 == tl.float32 and w2.dtype in _FP8 and bool(cfg.get("ACT_SPLIT", 1)) and hidden.is_cuda
+    dot2 = tl.bfloat16 if split else dot2
+    ieee1 = dot1 in (tl.float32, tl.float64) if scaled1 else hidden.dtype in (torch.float32, torch.float64)
+    ieee2 = dot2 in (tl.float32, tl.float64) if scaled2 else act_dtype in (torch.float32, torch.float64)
+    ga = _scale_block(H, a1_scale.shape[-1], "a1_scale") if a1_scale is not None else 128
+    gn1 = _scale_block(two_i, w1_scale.shape[-2], "w1_scale rows") if w1_scale is not None else 128
+    gk1 = _scale_block(H, w1_scale.shape[-1], "w1_scale columns") if w1_scale is not None else 128
+    gn2 = _scale_block(H, w2_scale.shape[-2], "w2_scale rows") if w2_scale is not None else 128
+    gk2 = _scale_block(I, w2_scale.shape[-1], "w2_scale columns") if w2_scale is not None else 128
+    a_s = a1_scale if a1_scale is not None else flat_w  # placeholders when absent (never read)
+    w1_s = w1_scale if w1_scale is not None else flat_w
+    w2_s = w2_scale if w2_scale is not None else flat_w
+    a_strides = (a1_scale.stride(0), a1_scale.stride(1)) if a1_scale is not None else (0, 0)
+    w1_strides = tuple(w1_scale.stride()) if w1_scale is not None else (0, 0, 0)
+    w2_strides = tuple(w2_scale.stride()) if w2_scale is not None else (0, 0, 0)
+
+    act = torch.empty((length, I), dtype=act_dtype, device=dev)
+    es = max(hidden.element_size(), w1.element_size())
     bn = cfg["BLOCK_N"]
-    stages1, bk = _fit_smem(cfg["num_stages"], cfg["BLOCK_K"], (bm + 2 * bn) * es)   # x tile + gate + up tiles
+    bk = min(cfg["BLOCK_K"], ga, gk1) if scaled1 else cfg["BLOCK_K"]  # a K step inside one scale group
+    scalar1 = w1_scale is not None and I % gn1 == 0  # tiles inside one block of rows: a scalar scale per step
+    bn = min(bn, gn1) if scalar1 else bn
+    stages1, bk = _fit_smem(cfg["num_stages"], bk, (bm + 2 * bn) * es)   # x tile + gate + up tiles
     grid1 = (n_blocks * triton.cdiv(I, bn),)
-    _moe_fused_experts_kernel[grid1](hidden, w1, sorted_ids, expert_ids, act, n, k, H, I, n_blocks,
-                                     hidden.stride(0), w1.stride(0), w1.stride(1), act.stride(0),
-                                     IEEE=ieee, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
-                                     num_warps=cfg["num_warps"], num_stages=stages1)
-    y_dtype = torch.float32 if cfg["PAIR_FP32"] and hidden.dtype != torch.float64 else hidden.dtype
+    _moe_fused_experts_kernel[grid1](_kernel_view(hidden), _kernel_view(w1), sorted_ids, expert_ids, act, n, k, H, I,
+                                     n_blocks, hidden.stride(0), w1.stride(0), w1.stride(1), act.stride(0),
+                                     a_s, w1_s, *a_strides, *w1_strides,
+                                     IEEE=ieee1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
+                                     SCALED=scaled1, A_SCALE=a1_scale is not None, W_SCALE=w1_scale is not None,
+                                     A_FNUZ=hidden.dtype == _FNUZ, W_FNUZ=w1.dtype == _FNUZ, DOT_DT=dot1,
+                                     GA=ga, GN=gn1, GK=gk1, W_SCALAR=scalar1, num_warps=cfg["num_warps"],
+                                     num_stages=stages1)
+    y_dtype = torch.float32 if cfg["PAIR_FP32"] and act_dtype != torch.float64 else act_dtype
     y = torch.empty((n, H), dtype=y_dtype, device=dev)
     bn2 = cfg["DOWN_BLOCK_N"]
-    stages2, bk2 = _fit_smem(cfg["num_stages"], cfg["DOWN_BLOCK_K"], (bm + bn2) * es)
+    bk2 = min(cfg["DOWN_BLOCK_K"], gk2) if scaled2 else cfg["DOWN_BLOCK_K"]
+    scalar2 = w2_scale is not None and H % gn2 == 0
+    bn2 = min(bn2, gn2) if scalar2 else bn2
+    stages2, bk2 = _fit_smem(cfg["num_stages"], bk2, (bm + bn2) * max(act.element_size(), w2.element_size()))
     grid2 = (n_blocks * triton.cdiv(H, bn2),)
-    _moe_down_kernel[grid2](act, w2, sorted_ids, expert_ids, flat_w, y, n, H, I, n_blocks,
-                            act.stride(0), w2.stride(0), w2.stride(1), y.stride(0),
-                            IEEE=ieee, BLOCK_M=bm, BLOCK_N=bn2, BLOCK_K=bk2, GROUP_M=cfg["GROUP_M"],
-                            num_warps=cfg["num_warps"], num_stages=stages2)
+    _moe_down_kernel[grid2](act, _kernel_view(w2), sorted_ids, expert_ids, flat_w, y, n, H, I, n_blocks,
+                            act.stride(0), w2.stride(0), w2.stride(1), y.stride(0), w2_s, *w2_strides,
+                            IEEE=ieee2, BLOCK_M=bm, BLOCK_N=bn2, BLOCK_K=bk2, GROUP_M=cfg["GROUP_M"],
+                            SCALED=scaled2, W_SCALE=w2_scale is not None, W_FNUZ=w2.dtype == _FNUZ, DOT_DT=dot2,
+                            GN=gn2, GK=gk2, W_SCALAR=scalar2, SPLIT=split, num_warps=cfg["num_warps"],
+                            num_stages=stages2)
     cb = min(COMBINE_BLOCK, triton.next_power_of_2(H))
-    _moe_combine_kernel[(T, triton.cdiv(H, cb))](y, out, k, H, y.stride(0), out.stride(0), BLOCK=cb, num_warps=4)
+    _moe_combine_kernel[(T, triton.cdiv(H, cb))](y, _kernel_view(out), k, H, y.stride(0), out.stride(0), BLOCK=cb,
+                                                 OUT_FNUZ=out.dtype == _FNUZ, num_warps=4)
     return out
 
 
@@ -319,5 +532,6 @@ class Model(nn.Module):
         super().__init__()
         self.out_dtype = out_dtype  # the output's dtype name ("float32"), default the input's
 
-    def forward(self, hidden, w1, w2, topk_weights, topk_ids):
-        return launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, out_dtype=self.out_dtype)
+    def forward(self, hidden, w1, w2, topk_weights, topk_ids, w1_scale=None, w2_scale=None, a1_scale=None):
+        return launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, out_dtype=self.out_dtype,
+                                        w1_scale=w1_scale, w2_scale=w2_scale, a1_scale=a1_scale)

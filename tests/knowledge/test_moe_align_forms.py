@@ -1,0 +1,33 @@
+"""The MoE align/sort reference kernel in both output conventions its reference defines (CPU interpreter, int
+ids): static worst-case buffers (sentinel tail, -1 blocks) and exact, data-dependent sizes (views of the same
+buffers); ids outside [0, num_experts) (expert parallelism's -1) are dropped by both."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aka_tui.bench.problem.module_loading import import_file
+from tests.conftest import REPO
+
+
+@pytest.mark.parametrize("exact_sizes", [False, True])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_moe_align_kernel_matches_its_reference_in_either_size_convention(exact_sizes: bool,
+                                                                           dtype: torch.dtype) -> None:
+    kernel = import_file(REPO / "kb/family/moe/moe_align_sort.py", "align_kernel")
+    reference = import_file(REPO / "problems/moe_align_sort/reference.py", "align_reference")
+    cfg = dict(kernel.TUNABLES, CHUNK=16, SUB=8, SCAN_CHUNKS=2, BLOCK_B=4)  # several chunks and scan steps
+    torch.manual_seed(0)
+    for tokens, top_k, experts, block in [(1, 2, 8, 4), (13, 3, 6, 4), (40, 2, 5, 8)]:
+        ids = torch.randint(-1, experts + 2, (tokens, top_k), dtype=dtype)  # -1 and ids past the last expert
+        want = reference.Model(experts, block, exact_sizes=exact_sizes)(ids)
+        got = kernel.launch_moe_align_sort(ids, experts, block, cfg, exact_sizes=exact_sizes)
+        for w, g in zip(want, got):
+            assert g.dtype == torch.int32 and torch.equal(w, g), (tokens, experts, block)
+        used = int(want[2].item())
+        length = used if exact_sizes else kernel.max_padded_len(ids.numel(), experts, block)
+        assert got[0].numel() == length and got[1].numel() == length // block
+        assert bool((got[1][: used // block] >= 0).all()) and bool((got[1][used // block:] == -1).all())
+        dropped = ((ids < 0) | (ids >= experts)).reshape(-1).nonzero().flatten()
+        assert not torch.isin(got[0], dropped.to(torch.int32)).any()
