@@ -62,7 +62,7 @@ def test_chunk_state_pass_transfers_from_a_kernel_without_a_suite_problem() -> N
 
 
 @pytest.mark.parametrize("name, entry", [
-    pytest.param("packed_delta_recurrence", "linear-attn-gated-delta-decode-reference-kernel", marks=pytest.mark.slow),
+    ("packed_delta_recurrence", "linear-attn-gated-delta-decode-reference-kernel"),
     ("chunked_delta_states", "linear-attn-chunk-delta-state-reference-kernel"),
 ])
 def test_optimize_starts_from_a_transferred_kernel_that_is_correct_and_real(tmp_path: Path, name: str,

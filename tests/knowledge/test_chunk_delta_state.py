@@ -103,3 +103,12 @@ def test_calls_that_do_not_fit_fail_with_one_line(module: ModuleType) -> None:
                  (k, w, u, g, pool, torch.tensor([0.0]))]:
         with pytest.raises(ValueError):
             kernel.Model()(*args)
+
+
+def test_more_key_heads_than_value_heads_reads_the_first(module: ModuleType) -> None:
+    """No model has that, but a probe shrunk for the CPU can (value heads halved, key heads not)."""
+    k, w, u, g = _inputs(1, 20, 3, 2)
+    got = module.Model(chunk_size=8)(k, w, u, g)
+    want = chunk_states(k[:, :, :2], w, u, g, None, 8)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)

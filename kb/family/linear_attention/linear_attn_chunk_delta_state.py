@@ -14,7 +14,8 @@ Returns (h [batch, chunks, heads, k_dim, v_dim] in k's dtype, v_new like u, fina
 (cdiv(v_dim, BLOCK_V), batch * heads): a program owns S[:, v0:v0+BLOCK_V] of one (sequence, head) in
 registers for the whole sequence; both products are tensor-core dots ([chunk, k_dim] x [k_dim, BLOCK_V] and
 [k_dim, chunk] x [chunk, BLOCK_V]). k may have fewer heads than w/u (value head h reads key head
-h // (heads // k_heads)). The state comes from `initial_state` per sequence or from a pool of slots at
+h // (heads // k_heads)); with more (no model has that, but a probe shrunk for the CPU can), value head h reads
+key head h. The state comes from `initial_state` per sequence or from a pool of slots at
 `initial_state_indices` (zeros when None); final states are written in place, or into a new pool (a copy
 kernel moves the slots no sequence owns) with `inplace_final_state=False` (the default, as a chunked prefill
 returns its final states).
@@ -36,7 +37,7 @@ SEARCH_SPACE = {
 @triton.jit
 def _chunk_delta_state_kernel(
     k_ptr, w_ptr, u_ptr, g_ptr, state_ptr, final_ptr, idx_ptr, h_ptr, vnew_ptr,
-    tokens, heads, group, k_dim, v_dim, chunk, n_chunks,
+    tokens, heads, group, k_heads, k_dim, v_dim, chunk, n_chunks,
     sk_b, sk_t, sk_h, sk_k, sw_b, sw_t, sw_h, sw_k, su_b, su_t, su_h, su_v, sg_b, sg_t, sg_h,
     ss_n, ss_h, ss_k, ss_v, sf_n, sf_h, sf_k, sf_v, sh_b, sh_c, sh_h, sh_k, sh_v, sn_b, sn_t, sn_h, sn_v,
     BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_V: tl.constexpr, HAS_G: tl.constexpr,
@@ -46,7 +47,7 @@ def _chunk_delta_state_kernel(
     pid_bh = tl.program_id(1)
     b = (pid_bh // heads).to(tl.int64)
     h = (pid_bh % heads).to(tl.int64)
-    hk = h // group
+    hk = tl.minimum(h // group, k_heads - 1)
     if HAS_INDICES:
         row = tl.load(idx_ptr + b).to(tl.int64)
     else:
@@ -143,7 +144,8 @@ def _check(k, w, u, g, initial_state, initial_state_indices, chunk_size):
         raise ValueError("k, w [batch, tokens, heads, k_dim] and u [batch, tokens, heads, v_dim] are 4-D")
     batch, tokens, k_heads, k_dim = k.shape
     heads = u.shape[2]
-    if w.shape != (batch, tokens, heads, k_dim) or u.shape[:2] != (batch, tokens) or heads % k_heads:
+    if w.shape != (batch, tokens, heads, k_dim) or u.shape[:2] != (batch, tokens) or \
+            (heads % k_heads and heads > k_heads):
         raise ValueError(f"k {tuple(k.shape)}, w {tuple(w.shape)}, u {tuple(u.shape)} do not fit")
     if g is not None and (g.shape != (batch, tokens, heads) or not g.is_floating_point()):
         raise ValueError(f"g {tuple(g.shape)} is not [batch, tokens, heads]")
@@ -215,7 +217,7 @@ def launch_chunk_delta_state(k, w, u, g=None, initial_state=None, initial_state_
     _chunk_delta_state_kernel[grid](
         k, w, u, g if g is not None else any_ptr, src, final,
         initial_state_indices if initial_state_indices is not None else any_ptr, h_out, v_new,
-        tokens, heads, heads // k_heads, k_dim, v_dim, chunk_size, n_chunks,
+        tokens, heads, max(heads // k_heads, 1), k_heads, k_dim, v_dim, chunk_size, n_chunks,
         *k.stride(), *w.stride(), *u.stride(), *g_strides, *src.stride(), *final.stride(), *h_out.stride(),
         *v_new.stride(),
         BLOCK_T=max(16, triton.next_power_of_2(chunk_size)), BLOCK_K=max(16, triton.next_power_of_2(k_dim)),
