@@ -3,7 +3,11 @@ with the example arguments its Model declares."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -11,22 +15,64 @@ from typing import Any
 import torch
 
 
+_LIBRARY_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def _library_interpreted() -> Iterator[None]:
+    """Triton's own library functions (`tl.sum`, `tl.cdiv`, `tl.sigmoid`, ...) are `@jit` functions made when
+    `triton.language` was first imported: compiled ones unless TRITON_INTERPRET was set then, as it is not in
+    a session on a GPU. An interpreted kernel that calls one would fail ("Cannot call @triton.jit'd outside of
+    the scope of a kernel"); while it runs, such a call is interpreted as the interpreter does its own device
+    functions. Compiled kernels never call `JITFunction.__call__` (the compiler inlines them), so nothing else
+    changes."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    with _LIBRARY_LOCK:
+        original = JITFunction.__call__
+        interpreted: dict[Any, Any] = {}
+
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.fn not in interpreted:
+                interpreted[self.fn] = InterpretedFunction(self.fn)
+            return interpreted[self.fn](*args, **kwargs)
+
+        JITFunction.__call__ = call  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            JITFunction.__call__ = original  # type: ignore[method-assign]
+
+
 def import_interpreted(path: Path) -> ModuleType:
     """A kernel file imported with Triton's interpreter: its kernels then run on the CPU probe inputs (and on
     CUDA ones, copied through the host) in any session, and a wrong trial mapping raises in Python instead of
     ending a CUDA context. `@triton.jit` reads TRITON_INTERPRET when each kernel is defined, so setting it for
-    the import is enough; the session's own candidates are unaffected."""
+    the import makes the file's kernels interpreted; its Model's forward runs with Triton's library functions
+    interpreted too (`_library_interpreted`). The session's own candidates are unaffected."""
     from aka_tui.bench.problem.module_loading import import_file
 
     previous = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     try:
-        return import_file(path, "kb_kernel")
+        module = import_file(path, "kb_kernel")
     finally:
         if previous is None:
             os.environ.pop("TRITON_INTERPRET", None)
         else:
             os.environ["TRITON_INTERPRET"] = previous
+    model = getattr(module, "Model", None)
+    if isinstance(model, type) and callable(getattr(model, "forward", None)):
+        forward = model.forward
+
+        @functools.wraps(forward)
+        def interpreted_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with _library_interpreted():
+                return forward(self, *args, **kwargs)
+
+        model.forward = interpreted_forward
+    return module
 
 
 def declared_examples(model_class: Any) -> tuple[dict[str, Any], dict[str, Any]]:

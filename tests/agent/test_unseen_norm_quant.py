@@ -53,6 +53,25 @@ def test_norm_quant_transfers_behind_another_interface() -> None:
     assert match.out_map == [[0], [1], [2]] and match.structure == ("dict", ("codes", "row_scale", "stream"))
 
 
+def test_it_transfers_in_a_process_whose_triton_compiles() -> None:
+    """As in a session on a GPU: TRITON_INTERPRET unset when Triton is imported, so Triton's library functions
+    (`tl.sum`) are compiled ones, which the interpreted kernel calls all the same."""
+    script = ("import sys; from pathlib import Path; import triton.language as tl; "
+              "from aka_tui.agent.probe import make_probes; from aka_tui.agent.transfer import find_transfers; "
+              "from aka_tui.bench.problem.lookup import default_suite_dir, load_problem; "
+              "from aka_tui.knowledge.reference_kernels import reference_kernels; "
+              "from aka_tui.knowledge.store import default_kb_dir, load_kb; "
+              "assert type(tl.sum).__name__ == 'JITFunction'; "
+              "p = load_problem(Path(sys.argv[1])); "
+              "m = find_transfers(p, reference_kernels(load_kb(default_kb_dir())), make_probes(p, 'cpu'), "
+              "default_suite_dir()); print(m[0].kernel.entry_id if m else 'none')")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-c", script, str(PROBLEM)], capture_output=True, text=True, cwd=REPO,
+                         env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == ENTRY
+
+
 def test_kernels_with_suite_semantics_are_tried_before_those_on_the_interpreter(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from aka_tui.agent import transfer

@@ -50,6 +50,20 @@ def test_varlen_kernel_matches_its_reference(modules: tuple[ModuleType, ModuleTy
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
+def test_strides_not_divisible_by_the_vector_unit(modules: tuple[ModuleType, ModuleType]) -> None:
+    """Rows padded to an odd length (stride 25) pass strides in units of one element; a head of 24 floats in
+    units of four: both give the reference's result."""
+    kernel, reference = modules
+    assert kernel._stride_unit(4, 24 * H, 24) == 4 and kernel._stride_unit(2, 72 * 5, 72) == 8
+    assert kernel._stride_unit(4, 25 * H, 25) == 1
+    torch.manual_seed(1)
+    cu = _offsets([9, 21])
+    q = torch.randn(30, H, D + 1)[..., :D]
+    k, v = torch.randn(30, KVH, D + 1)[..., :D], torch.randn(30, KVH, D)
+    want = reference.Model(H, KVH, D)(q, k, v, cu)
+    torch.testing.assert_close(kernel.Model(H, KVH, D)(q, k, v, cu), want, atol=1e-4, rtol=1e-4)
+
+
 def test_tile_prefix_spans_batches_longer_than_one_chunk(modules: tuple[ModuleType, ModuleType]) -> None:
     """Programs find their sequence in the running tile count, which the first kernel builds in chunks."""
     kernel, _ = modules

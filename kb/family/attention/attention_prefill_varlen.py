@@ -70,8 +70,12 @@ def _attention_prefill_varlen_kernel(
     batch, group, qk_scale, page, s_bt,
     sq_t, sq_h, sq_d, sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, so_t, so_h, so_d,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
-    SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr,
+    SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
 ):
+    # strides arrive divided by UNIT (see _stride_unit); multiplying by the constant proves their divisibility
+    sq_t, sq_h, so_t, so_h = sq_t * UNIT, sq_h * UNIT, so_t * UNIT, so_h * UNIT
+    sk_b, sk_t, sk_h = sk_b * UNIT, sk_t * UNIT, sk_h * UNIT
+    sv_b, sv_t, sv_h = sv_b * UNIT, sv_t * UNIT, sv_h * UNIT
     pid = tl.program_id(0)
     head = tl.program_id(1)
     # program id -> sequence: the largest b with prefix[b] <= pid (SEARCH >= log2(batch) halvings)
@@ -103,9 +107,8 @@ def _attention_prefill_varlen_kernel(
     offs_n0 = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     m_ok = offs_m < q_len
-    # HEAD_DIM is a compile-time constant, so the compiler knows the mask's runs and a padded head (72, 80) can
-    # still load 16-byte vectors; a runtime head size not divisible by 16 gives it no such proof (the suspected
-    # cause of head size 72 reaching a quarter of head size 128's S on an H200, 2026-12-02)
+    # HEAD_DIM is a compile-time constant, so the compiler knows the mask's runs and a padded head (72, 80)
+    # still loads 16-byte vectors, given strides it can prove divisible (UNIT)
     d_ok = offs_d < HEAD_DIM
     rows_m = (q_start.to(tl.int64) + offs_m).to(tl.int64)
 
@@ -163,6 +166,18 @@ def _attention_prefill_varlen_kernel(
              o.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & d_ok[None, :])
 
 
+def _stride_unit(element_size: int, *strides: int) -> int:
+    """The largest power-of-two element count, at most 16 bytes, that divides every row and head stride.
+
+    Triton proves an integer argument's divisibility only by 16 (elements here), so a head size of 72 (row
+    strides 72·H) compiles to 2-byte scalar loads; strides passed as multiples of this unit, multiplied back by a
+    constant in the kernel, keep 16-byte vectors (72 = 9·8: bf16 rows stay 16-byte aligned)."""
+    unit = max(1, 16 // element_size)
+    while unit > 1 and any(s % unit for s in strides):
+        unit //= 2
+    return unit
+
+
 def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads, softmax_scale, causal=True,
                                     cu_seqlens_k=None, seqused_k=None, block_table=None):
     total, _, head_dim = q.shape
@@ -184,14 +199,17 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         (sk_t, sk_h, sk_d), (sv_t, sv_h, sv_d) = k.stride(), v.stride()
         sk_b = sv_b = 0
         page, s_bt = 1, 0
+    (sq_t, sq_h, sq_d), (so_t, so_h, so_d) = q.stride(), out.stride()
+    u = _stride_unit(q.element_size(), sq_t, sq_h, so_t, so_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h)
     grid = (triton.cdiv(total, bm) + batch, num_heads)
     _attention_prefill_varlen_kernel[grid](
         q, k, v, cu_seqlens, cu_k, seqused_k if seqused_k is not None else cu_k,
         block_table if paged else cu_k, prefix, out,
         batch, num_heads // num_kv_heads, softmax_scale * LOG2E, page, s_bt,
-        *q.stride(), sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, *out.stride(),
+        sq_t // u, sq_h // u, sq_d, sk_b // u, sk_t // u, sk_h // u, sk_d, sv_b // u, sv_t // u, sv_h // u, sv_d,
+        so_t // u, so_h // u, so_d,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SEARCH=max(1, (batch - 1).bit_length()),
-        CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None,
+        CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u,
         num_warps=TUNABLES["num_warps"],
         num_stages=_cap_stages(TUNABLES["num_stages"], 2 * bn * block_d * q.element_size(),
                                bm * block_d * q.element_size()),
