@@ -14,7 +14,6 @@ from typing import Any
 
 import torch
 
-
 _LIBRARY_LOCK = threading.RLock()
 
 
