@@ -62,15 +62,15 @@ def import_interpreted(path: Path) -> ModuleType:
         else:
             os.environ["TRITON_INTERPRET"] = previous
     model = getattr(module, "Model", None)
-    if isinstance(model, type) and callable(getattr(model, "forward", None)):
-        forward = model.forward
+    forward = getattr(model, "forward", None)
+    if isinstance(model, type) and callable(forward):
 
         @functools.wraps(forward)
         def interpreted_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
             with _library_interpreted():
                 return forward(self, *args, **kwargs)
 
-        model.forward = interpreted_forward
+        setattr(model, "forward", interpreted_forward)  # noqa: B010 - Model is any class the file defines
     return module
 
 
