@@ -25,7 +25,7 @@ def _library_interpreted() -> Iterator[None]:
     the scope of a kernel"); while it runs, such a call is interpreted as the interpreter does its own device
     functions. Compiled kernels never call `JITFunction.__call__` (the compiler inlines them), so nothing else
     changes."""
-    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.interpreter import InterpretedFunction, _patch_lang
     from triton.runtime.jit import JITFunction
 
     with _LIBRARY_LOCK:
@@ -33,9 +33,16 @@ def _library_interpreted() -> Iterator[None]:
         interpreted: dict[Any, Any] = {}
 
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            # as InterpretedFunction.__call__, but the language patches this call adds (to the modules the
+            # library function sees, which the kernel's own do not) are undone after it: left in place, they
+            # break every kernel the process compiles later
             if self.fn not in interpreted:
                 interpreted[self.fn] = InterpretedFunction(self.fn)
-            return interpreted[self.fn](*args, **kwargs)
+            scope = _patch_lang(self.fn)
+            try:
+                return interpreted[self.fn].rewrite()(*args, **kwargs)
+            finally:
+                scope.restore()
 
         JITFunction.__call__ = call  # type: ignore[method-assign]
         try:

@@ -55,16 +55,21 @@ def test_norm_quant_transfers_behind_another_interface() -> None:
 
 def test_it_transfers_in_a_process_whose_triton_compiles() -> None:
     """As in a session on a GPU: TRITON_INTERPRET unset when Triton is imported, so Triton's library functions
-    (`tl.sum`) are compiled ones, which the interpreted kernel calls all the same."""
+    (`tl.sum`) are compiled ones, which the interpreted kernel calls all the same; and `triton.language` is as it
+    was afterwards (interpreter patches left behind broke every kernel the process compiled later)."""
     script = ("import sys; from pathlib import Path; import triton.language as tl; "
               "from aka_tui.agent.probe import make_probes; from aka_tui.agent.transfer import find_transfers; "
               "from aka_tui.bench.problem.lookup import default_suite_dir, load_problem; "
               "from aka_tui.knowledge.reference_kernels import reference_kernels; "
               "from aka_tui.knowledge.store import default_kb_dir, load_kb; "
               "assert type(tl.sum).__name__ == 'JITFunction'; "
+              "mods = (tl, tl.core, tl.math, tl.standard, tl.core.tensor); "
+              "state = lambda: [dict(vars(m)) for m in mods]; before = state(); "
               "p = load_problem(Path(sys.argv[1])); "
               "m = find_transfers(p, reference_kernels(load_kb(default_kb_dir())), make_probes(p, 'cpu'), "
-              "default_suite_dir()); print(m[0].kernel.entry_id if m else 'none')")
+              "default_suite_dir()); after = state(); "
+              "assert all(a[n] is v for a, b in zip(after, before) for n, v in b.items()), 'triton.language patched'; "
+              "print(m[0].kernel.entry_id if m else 'none')")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     run = subprocess.run([sys.executable, "-c", script, str(PROBLEM)], capture_output=True, text=True, cwd=REPO,
                          env=env, timeout=600)
