@@ -88,6 +88,28 @@ class OfflineProposer:
         return Proposal(self.kernel.instantiate(point), self.kernel.entry_id, point, {},
                         f"start from {start} at its defaults", self.tactics(), self.path)
 
+    def recover(self, tried: list[dict[str, Any]], error: str | None = None) -> Proposal:
+        """The next start when every point tried so far was wrong (there is no incumbent to step from): the
+        kernel's ACCURACY_STEPS from the defaults, each on top of the ones before, then seeded random points of
+        the space. Proposing the defaults again would only repeat the failure."""
+        seen = {self._key(p) for p in tried}
+        if self._key(self.kernel.tunables) not in seen:  # what failed was another kernel (a person's)
+            return self.first()
+        why = f"every start so far was wrong ({(error or 'no detail').splitlines()[0][:120]})"
+        base = dict(self.kernel.tunables)
+        point = dict(base)
+        for step in self.kernel.accuracy_steps:
+            point = {**point, **step}
+            if self._key(point) not in seen:
+                changes = ", ".join(f"{k} {base.get(k)!r} → {v!r}" for k, v in point.items() if base.get(k) != v)
+                return self._proposal(point, base, None, f"{why}: the kernel's accuracy step {changes}",
+                                      self.tactics())
+        for _ in range(200):
+            point = {p: self.rng.choice(v) for p, v in self.kernel.search_space.items()}
+            if self._key(point) not in seen:
+                return self._proposal(point, base, None, f"{why}: random restart", self.tactics())
+        raise ProposerError(f"the search space of {self.kernel.entry_id} is exhausted")
+
     def propose(self, incumbent: dict[str, Any], remembered: list[dict[str, Any]], bottleneck: str | None,
                 tactics_in_play: list[str]) -> Proposal:
         """One step from the incumbent: change one tunable of the highest-priority tactic in play."""

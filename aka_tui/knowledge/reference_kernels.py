@@ -4,7 +4,9 @@ A reference kernel is a complete candidate file with two module-level dict liter
 `SEARCH_SPACE`; instantiating it at a point rewrites the `TUNABLES` literal and nothing else. An optional
 third literal, `INERT`, names tunables that do not change the launched kernel under given settings of
 others (e.g. `{"BLOCK_N": {"ONE_PASS": [True]}}`: with a single-tile row, the loop's chunk size is unused),
-so the offline search neither spends an evaluation on them nor counts two such points as different.
+so the offline search neither spends an evaluation on them nor counts two such points as different. An
+optional `ACCURACY_STEPS` list names settings that make the kernel more exact at some cost (e.g.
+`[{"UPCAST": 1}]`: fp8 tiles widened to fp16 before the dot), tried in order when the defaults are wrong.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class ReferenceKernel:
     tunables: dict[str, Any]
     search_space: dict[str, list[Any]]
     inert: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    accuracy_steps: tuple[dict[str, Any], ...] = ()  # more exact settings, each on top of the ones before
     text: str | None = None  # the source when it is not the file at `path` (a transferred or seeded kernel)
     origin: str = "kb"  # the path that produced it: kb, transfer, compiler-seed or person
 
@@ -107,6 +110,24 @@ def read_inert(source: str, path: Path, space: dict[str, list[Any]]) -> dict[str
     return {p: {k: list(v) for k, v in c.items()} for p, c in inert.items()}
 
 
+def read_accuracy_steps(source: str, path: Path, space: dict[str, list[Any]]) -> tuple[dict[str, Any], ...]:
+    """The optional ACCURACY_STEPS literal: [{param: value, ...}, ...], values from the search space."""
+    node = _literal_assignment(safe_ast.parse(source), "ACCURACY_STEPS")
+    if node is None:
+        return ()
+    try:
+        steps = safe_ast.literal_eval(node.value)
+    except ValueError:
+        raise KbEntryError(f"{path}: ACCURACY_STEPS: must be a literal list") from None
+    if not isinstance(steps, (list, tuple)) or not all(isinstance(step, dict) and step for step in steps):
+        raise KbEntryError(f"{path}: ACCURACY_STEPS: must be a list of non-empty dicts {{param: value}}")
+    for step in steps:
+        for param, value in step.items():
+            if value not in space.get(param, []):
+                raise KbEntryError(f"{path}: ACCURACY_STEPS: {param}={value!r} is not a point of SEARCH_SPACE")
+    return tuple(dict(step) for step in steps)
+
+
 def with_tunables(source: str, point: dict[str, Any], space: dict[str, list[Any]], path: Path) -> str:
     """Replace the TUNABLES literal with `point` (every key of the space, values inside it)."""
     for key, value in point.items():
@@ -138,7 +159,8 @@ def load_reference_kernel(entry: KbEntry) -> ReferenceKernel:
     tunables, space = read_tunables(source, entry.kernel_path)
     families = entry.scope_values("family")
     return ReferenceKernel(entry.id, entry.kernel_path, entry.scope_values("ops"), families[0] if families else "",
-                           tunables, space, read_inert(source, entry.kernel_path, space))
+                           tunables, space, read_inert(source, entry.kernel_path, space),
+                           read_accuracy_steps(source, entry.kernel_path, space))
 
 
 def kernels_for_op(kb: KnowledgeBase, op: str) -> list[ReferenceKernel]:
@@ -151,5 +173,5 @@ def kernel_from_source(source: str, path: Path, entry_id: str, origin: str, fami
     """A tunable kernel from a source text that declares TUNABLES / SEARCH_SPACE (a person's or a generated
     one); KbEntryError naming `path` when it does not."""
     tunables, space = read_tunables(source, path)
-    return ReferenceKernel(entry_id, path, (), family, tunables, space, read_inert(source, path, space), source,
-                           origin)
+    return ReferenceKernel(entry_id, path, (), family, tunables, space, read_inert(source, path, space),
+                           read_accuracy_steps(source, path, space), source, origin)

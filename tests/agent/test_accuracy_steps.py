@@ -1,0 +1,59 @@
+"""A start that is wrong is not proposed again: the offline proposer takes the kernel's ACCURACY_STEPS (settings
+that make it more exact), then other points of its space; the steps are read and checked like INERT rules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aka_tui.agent.offline import OfflineProposer
+from aka_tui.errors import KbEntryError
+from aka_tui.knowledge.reference_kernels import kernel_from_source, read_accuracy_steps
+
+REPO = Path(__file__).resolve().parents[2]
+UNSEEN = REPO / "tests" / "data" / "unseen"
+KERNEL = UNSEEN / "centered_swish_rounding_kernel.py"
+SPACE = {"UPCAST": [0, 1], "BLOCK_K": [32, 64, 128], "num_warps": [4, 8]}
+
+
+def test_steps_are_read_and_checked_against_the_search_space() -> None:
+    assert read_accuracy_steps("ACCURACY_STEPS = [{'UPCAST': 1}, {'BLOCK_K': 32}]\n", KERNEL, SPACE) == (
+        {"UPCAST": 1}, {"BLOCK_K": 32})
+    assert read_accuracy_steps("TUNABLES = {}\n", KERNEL, SPACE) == ()
+    for bad in ("ACCURACY_STEPS = {'UPCAST': 1}", "ACCURACY_STEPS = [{}]", "ACCURACY_STEPS = [{'UPCAST': 2}]",
+                "ACCURACY_STEPS = [{'TILE': 1}]", "ACCURACY_STEPS = [f(1)]"):
+        with pytest.raises(KbEntryError, match="ACCURACY_STEPS"):
+            read_accuracy_steps(bad + "\n", KERNEL, SPACE)
+
+
+def test_recovery_takes_the_steps_then_other_points() -> None:
+    kernel = kernel_from_source(KERNEL.read_text(), KERNEL, "rounding", "person")
+    proposer = OfflineProposer([kernel], seed=3)
+    defaults = dict(kernel.tunables)
+    assert proposer.recover([{}]).point == defaults  # what failed was another kernel: its own start first
+    step = proposer.recover([defaults], "out: 97% of elements outside atol=1e-05")
+    assert step.point == {**defaults, "ROUND_F16": 0} and "accuracy step ROUND_F16 1 → 0" in step.rationale
+    assert "97% of elements" in step.rationale
+    later = proposer.recover([defaults, step.point])
+    assert later.point not in (defaults, step.point) and "random restart" in later.rationale
+
+
+@pytest.mark.slow
+def test_optimize_recovers_from_a_wrong_start(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    run = subprocess.run([sys.executable, "-m", "aka_tui", "optimize", str(UNSEEN / "centered_swish"),
+                          "--start", str(KERNEL), "--iterations", "2", "--no-kb", "--no-baseline", "--cases", "1",
+                          "--remeasure-rounds", "0", "--sessions", str(sessions)],
+                         capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    iterations = next(sessions.iterdir()) / "iterations"
+    first = json.loads((iterations / "0001" / "result.json").read_text())
+    assert any(s["status"] == "wrong_output" for s in first["shapes"])
+    second = json.loads((iterations / "0002" / "result.json").read_text())
+    assert all(s["status"] == "passed" for s in second["shapes"]), second["shapes"]
+    assert "accuracy step ROUND_F16 1 → 0" in json.loads((iterations / "0002" / "proposal.json").read_text())["rationale"]
+    assert "iter 2: S_op" in run.stdout and "ACCEPTED" in run.stdout
