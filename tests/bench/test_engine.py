@@ -252,3 +252,36 @@ def test_a_case_that_runs_out_of_memory_is_built_again_without_the_kept_cases(mo
     with pytest.raises(MeasureFailure):
         cases.case(3)
     assert sorted(cases._cases) == [0, 1]  # nothing dropped for a failure that is not memory
+
+
+def test_a_reference_out_of_memory_on_a_gpu_is_tried_once_more_after_the_cache_is_emptied(monkeypatch: Any) -> None:
+    from aka_tui.bench.measure import cases as cases_module
+
+    cases = cases_module.ShapeCases.__new__(cases_module.ShapeCases)
+    cases.device, cases._cases = "cuda", {}
+    emptied: list[bool] = []
+    monkeypatch.setattr(cases_module.torch.cuda, "empty_cache", lambda: emptied.append(True))
+    attempts: list[int] = []
+
+    def build(index: int) -> Any:  # the first try runs out of memory (fragments of an earlier shape), the next fits
+        attempts.append(index)
+        if len(attempts) == 1:
+            raise MeasureFailure("problem_error", "reference", "OutOfMemoryError in the problem's reference: ...")
+        return f"case {index}"
+
+    monkeypatch.setattr(cases, "_build", build)
+    assert cases.case(0) == "case 0" and attempts == [0, 0] and emptied == [True]
+
+    def always(index: int) -> Any:
+        attempts.append(index)
+        raise MeasureFailure("problem_error", "reference", "OutOfMemoryError in the problem's reference: ...")
+
+    monkeypatch.setattr(cases, "_build", always)
+    attempts.clear()
+    with pytest.raises(MeasureFailure):
+        cases.case(1)
+    assert attempts == [1, 1]  # once more, not forever
+    cases.device, attempts[:] = "cpu", []
+    with pytest.raises(MeasureFailure, match="OutOfMemoryError"):
+        cases.case(2)
+    assert attempts == [2]  # on the CPU with nothing kept there is no room to make

@@ -84,24 +84,34 @@ class ShapeCases:
 
     def case(self, index: int) -> Case:
         if index not in self._cases:
+            out_of_memory = None
             try:
                 self._cases[index] = self._build(index)
             except MeasureFailure as failure:
-                if "OutOfMemoryError" not in failure.error.message or not self._drop_kept():
+                if "OutOfMemoryError" not in failure.error.message:
                     raise
-                self._cases[index] = self._build(index)  # again, without the cases kept so far
+                out_of_memory = failure.error
+            # outside the handler: the failed run's frames, and the tensors they held, are released by now
+            if out_of_memory is not None:
+                if not self._make_room():
+                    raise MeasureFailure(out_of_memory.kind, out_of_memory.stage, out_of_memory.message,
+                                         out_of_memory.traceback_text)
+                self._cases[index] = self._build(index)  # once more, with the room made
         return self._cases[index]
 
-    def _drop_kept(self) -> bool:
-        """Drop the kept cases but the first, to make room for building another on a device that is short of
-        memory (a shape whose every case takes gigabytes); a dropped case is rebuilt from its seed when a later
-        stage needs it again — the same inputs, the same reference outputs. True when any was dropped."""
+    def _make_room(self) -> bool:
+        """Room for building a case on a device that is short of memory: the kept cases but the first are
+        dropped (a shape whose every case takes gigabytes; a dropped case is rebuilt from its seed when a later
+        stage needs it again — the same inputs, the same reference outputs), and on a GPU the allocator's cached
+        blocks go back to the device (a reference that asked for 28 GiB with 12 GiB free had 49 GiB reserved but
+        unallocated in fragments, H200, 2026-12-02). True when a second try can find more room."""
         dropped = [i for i in self._cases if i != 0]
         for i in dropped:
             del self._cases[i]
-        if dropped and self.device.startswith("cuda"):
+        on_gpu = self.device.startswith("cuda")
+        if on_gpu:
             torch.cuda.empty_cache()
-        return bool(dropped)
+        return bool(dropped) or on_gpu
 
     def _build(self, index: int) -> Case:
         seed = self.seeds[index]
