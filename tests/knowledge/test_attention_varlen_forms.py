@@ -31,9 +31,12 @@ def _offsets(lengths: list[int]) -> torch.Tensor:
     ([5, 33, 0, 17], [5, 33, 0, 17], False, False),  # not causal, an empty sequence
     ([1, 4, 17], [30, 9, 17], True, True),  # keys gathered from a paged cache
 ])
+@pytest.mark.parametrize("tile_map", [0, 1])
 def test_varlen_kernel_matches_its_reference(modules: tuple[ModuleType, ModuleType], q_lens: list[int],
-                                             k_lens: list[int], causal: bool, paged: bool) -> None:
+                                             k_lens: list[int], causal: bool, paged: bool, tile_map: int,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     kernel, reference = modules
+    monkeypatch.setitem(kernel.TUNABLES, "TILE_MAP", tile_map)  # sequence of a tile: searched, or from the map
     torch.manual_seed(0)
     cu_q, cu_k = _offsets(q_lens), _offsets(k_lens)
     q = torch.randn(int(cu_q[-1]), H, D)
@@ -72,3 +75,15 @@ def test_tile_prefix_spans_batches_longer_than_one_chunk(modules: tuple[ModuleTy
     kernel._tile_prefix_kernel[(1,)](_offsets(lengths), prefix, len(lengths), BLOCK_M=16, CHUNK=1024)
     tiles = torch.tensor([(n + 15) // 16 for n in lengths])
     assert prefix.tolist() == [0] + tiles.cumsum(0).tolist()
+
+
+def test_tile_map_names_each_tiles_sequence(modules: tuple[ModuleType, ModuleType]) -> None:
+    """The map's writer covers sequences with more tiles than its chunk, and empty ones."""
+    kernel, _ = modules
+    lengths = [0, 5, 16 * 300 + 3, 0, 17, 1]
+    prefix = torch.empty(len(lengths) + 1, dtype=torch.int32)
+    kernel._tile_prefix_kernel[(1,)](_offsets(lengths), prefix, len(lengths), BLOCK_M=16, CHUNK=1024)
+    seq_of_tile = torch.full((int(prefix[-1]),), -1, dtype=torch.int32)
+    kernel._tile_map_kernel[(len(lengths),)](prefix, seq_of_tile, CHUNK=256)
+    want = [b for b, n in enumerate(lengths) for _ in range((n + 15) // 16)]
+    assert seq_of_tile.tolist() == want

@@ -3,8 +3,10 @@ sequences, causal (bottom-right aligned) or not, keys and values contiguous or i
 
 Grid (tiles, num_heads): axis 0 enumerates the query tiles of all sequences (sequence b contributes
 cdiv(q_len_b, BLOCK_M) tiles). A first small kernel writes the running count of tiles per sequence; each
-program finds its sequence by a binary search over it (a few loads, whatever the batch), so nothing is read on
-the host; axis 0 is sized by the bound cdiv(total_q, BLOCK_M) + batch and surplus programs store nothing. The
+program finds its sequence by a binary search over it (log2(batch) dependent loads), or with TILE_MAP in one
+load from a tile -> sequence map a second small kernel writes (one launch more; for batches of short
+sequences, where the search is a large part of a program's time); nothing is read on the host; axis 0 is sized
+by the bound cdiv(total_q, BLOCK_M) + batch and surplus programs store nothing. The
 tiles of a sequence run last-first, so the long causal rows start first.
 
 Per tile: Q [BLOCK_M, D] stays in registers; K/V of the sequence's KV head (head // group) stream in
@@ -20,8 +22,9 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2}
+TUNABLES = {"BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "num_warps": 4, "num_stages": 2}
 SEARCH_SPACE = {
+    "TILE_MAP": [0, 1],
     "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [16, 32, 64, 128],
     "num_warps": [4, 8],
@@ -54,6 +57,17 @@ def _tile_prefix_kernel(cu_ptr, prefix_ptr, batch, BLOCK_M: tl.constexpr, CHUNK:
 
 
 @triton.jit
+def _tile_map_kernel(prefix_ptr, map_ptr, CHUNK: tl.constexpr):
+    """map[t] = the sequence of query tile t; one program per sequence writes its own tiles."""
+    b = tl.program_id(0)
+    first = tl.load(prefix_ptr + b)
+    n = tl.load(prefix_ptr + b + 1) - first
+    for c0 in range(0, n, CHUNK):
+        offs = c0 + tl.arange(0, CHUNK)
+        tl.store(map_ptr + first + offs, tl.full((CHUNK,), 0, tl.int32) + b, mask=offs < n)
+
+
+@triton.jit
 def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED: tl.constexpr):
     """Element offsets of keys `offs_n` of sequence b in K and V: slots of the block table's blocks (paged), or
     rows after the sequence's first key."""
@@ -66,11 +80,12 @@ def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_
 
 @triton.jit
 def _attention_prefill_varlen_kernel(
-    q_ptr, k_ptr, v_ptr, cu_ptr, cuk_ptr, used_ptr, bt_ptr, prefix_ptr, out_ptr,
+    q_ptr, k_ptr, v_ptr, cu_ptr, cuk_ptr, used_ptr, bt_ptr, prefix_ptr, map_ptr, out_ptr,
     batch, group, qk_scale, page, s_bt,
     sq_t, sq_h, sq_d, sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, so_t, so_h, so_d,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
     SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
+    TILE_MAP: tl.constexpr,
 ):
     # strides arrive divided by UNIT (see _stride_unit); multiplying by the constant proves their divisibility
     sq_t, sq_h, so_t, so_h = sq_t * UNIT, sq_h * UNIT, so_t * UNIT, so_h * UNIT
@@ -78,15 +93,19 @@ def _attention_prefill_varlen_kernel(
     sv_b, sv_t, sv_h = sv_b * UNIT, sv_t * UNIT, sv_h * UNIT
     pid = tl.program_id(0)
     head = tl.program_id(1)
-    # program id -> sequence: the largest b with prefix[b] <= pid (SEARCH >= log2(batch) halvings)
-    lo = 0
-    hi = batch
-    for _ in range(SEARCH):
-        mid = (lo + hi) // 2
-        right = tl.load(prefix_ptr + mid) <= pid
-        lo = tl.where(right, mid, lo)
-        hi = tl.where(right, hi, mid)
-    b = lo
+    if TILE_MAP:  # program id -> sequence in one load (the map a second small kernel wrote)
+        if pid >= tl.load(prefix_ptr + batch):
+            return
+        b = tl.load(map_ptr + pid)
+    else:  # the largest b with prefix[b] <= pid (SEARCH >= log2(batch) halvings, each a dependent load)
+        lo = 0
+        hi = batch
+        for _ in range(SEARCH):
+            mid = (lo + hi) // 2
+            right = tl.load(prefix_ptr + mid) <= pid
+            lo = tl.where(right, mid, lo)
+            hi = tl.where(right, hi, mid)
+        b = lo
     first_tile = tl.load(prefix_ptr + b)
     n_tiles = tl.load(prefix_ptr + b + 1) - first_tile
     if pid - first_tile >= n_tiles:  # past the last tile of the batch
@@ -202,14 +221,19 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     (sq_t, sq_h, sq_d), (so_t, so_h, so_d) = q.stride(), out.stride()
     u = _stride_unit(q.element_size(), sq_t, sq_h, so_t, so_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h)
     grid = (triton.cdiv(total, bm) + batch, num_heads)
+    tile_map = batch > 1 and bool(TUNABLES["TILE_MAP"])
+    seq_of_tile = prefix
+    if tile_map:
+        seq_of_tile = torch.empty(grid[0], dtype=torch.int32, device=q.device)
+        _tile_map_kernel[(batch,)](prefix, seq_of_tile, CHUNK=256, num_warps=4)
     _attention_prefill_varlen_kernel[grid](
         q, k, v, cu_seqlens, cu_k, seqused_k if seqused_k is not None else cu_k,
-        block_table if paged else cu_k, prefix, out,
+        block_table if paged else cu_k, prefix, seq_of_tile, out,
         batch, num_heads // num_kv_heads, softmax_scale * LOG2E, page, s_bt,
         sq_t // u, sq_h // u, sq_d, sk_b // u, sk_t // u, sk_h // u, sk_d, sv_b // u, sv_t // u, sv_h // u, sv_d,
         so_t // u, so_h // u, so_d,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SEARCH=max(1, (batch - 1).bit_length()),
-        CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u,
+        CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map,
         num_warps=TUNABLES["num_warps"],
         num_stages=_cap_stages(TUNABLES["num_stages"], 2 * bn * block_d * q.element_size(),
                                bm * block_d * q.element_size()),
