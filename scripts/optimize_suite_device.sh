@@ -36,6 +36,9 @@ agent)
   tar czf "$OUT/agent-sessions.tgz" -C "$(dirname "$SESSIONS")" "$(basename "$SESSIONS")" "$(basename "$CANDS")" \
     2>/dev/null || tar czf "$OUT/agent-sessions.tgz" -C "$(dirname "$SESSIONS")" "$(basename "$SESSIONS")"
   cat "$OUT/agent-table.txt"
+  # one file for the logs: a device command brings back only a few files
+  (cd "$OUT" && tar czf agent-logs.tgz agent-shard*.txt agent-table.txt agent-export.txt \
+     && rm -f agent-shard*.txt agent-export.txt)
   ;;
 score)
   # shellcheck disable=SC2086
