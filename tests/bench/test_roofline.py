@@ -133,3 +133,14 @@ def test_cache_written_for_other_contents_is_ignored(tmp_path: Path) -> None:
     assert "s" in load_problem(d).roofline
     (d / "reference.py").write_text((d / "reference.py").read_text().replace("a * 2", "a * 3 + 1"))
     assert load_problem(d).roofline == {}
+
+
+def test_shipped_rooflines_match_their_problems() -> None:
+    """A shipped roofline.json counted for other reference or input code is recounted (and rewritten) by
+    whoever loads it next — a test, or a CPU that cannot count the entries only a GPU could: refresh it with
+    `aka roofline OP` in the same change instead."""
+    from aka_tui.bench.roofline.bound import roofline_inputs_hash
+
+    stale = [d.name for d in sorted(PROBLEMS.iterdir()) if (d / "roofline.json").is_file()
+             and json.loads((d / "roofline.json").read_text()).get("inputs_hash") != roofline_inputs_hash(d)]
+    assert not stale, f"roofline.json counted for other code: {stale}"
