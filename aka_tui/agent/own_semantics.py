@@ -3,52 +3,15 @@ with the example arguments its Model declares."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
 
-_LIBRARY_LOCK = threading.RLock()
-
-
-@contextlib.contextmanager
-def _library_interpreted() -> Iterator[None]:
-    """Triton's own library functions (`tl.sum`, `tl.cdiv`, `tl.sigmoid`, ...) are `@jit` functions made when
-    `triton.language` was first imported: compiled ones unless TRITON_INTERPRET was set then, as it is not in
-    a session on a GPU. An interpreted kernel that calls one would fail ("Cannot call @triton.jit'd outside of
-    the scope of a kernel"); while it runs, such a call is interpreted as the interpreter does its own device
-    functions. Compiled kernels never call `JITFunction.__call__` (the compiler inlines them), so nothing else
-    changes."""
-    from triton.runtime.interpreter import InterpretedFunction, _patch_lang
-    from triton.runtime.jit import JITFunction
-
-    with _LIBRARY_LOCK:
-        original = JITFunction.__call__
-        interpreted: dict[Any, Any] = {}
-
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            # as InterpretedFunction.__call__, but the language patches this call adds (to the modules the
-            # library function sees, which the kernel's own do not) are undone after it: left in place, they
-            # break every kernel the process compiles later
-            if self.fn not in interpreted:
-                interpreted[self.fn] = InterpretedFunction(self.fn)
-            scope = _patch_lang(self.fn)
-            try:
-                return interpreted[self.fn].rewrite()(*args, **kwargs)
-            finally:
-                scope.restore()
-
-        JITFunction.__call__ = call  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            JITFunction.__call__ = original  # type: ignore[method-assign]
+from aka_tui.bench.problem.interpreted_library import library_interpreted
 
 
 def import_interpreted(path: Path) -> ModuleType:
@@ -56,7 +19,7 @@ def import_interpreted(path: Path) -> ModuleType:
     CUDA ones, copied through the host) in any session, and a wrong trial mapping raises in Python instead of
     ending a CUDA context. `@triton.jit` reads TRITON_INTERPRET when each kernel is defined, so setting it for
     the import makes the file's kernels interpreted; its Model's forward runs with Triton's library functions
-    interpreted too (`_library_interpreted`). The session's own candidates are unaffected."""
+    interpreted too (`library_interpreted`). The session's own candidates are unaffected."""
     from aka_tui.bench.problem.module_loading import import_file
 
     previous = os.environ.get("TRITON_INTERPRET")
@@ -74,7 +37,7 @@ def import_interpreted(path: Path) -> ModuleType:
 
         @functools.wraps(forward)
         def interpreted_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with _library_interpreted():
+            with library_interpreted():
                 return forward(self, *args, **kwargs)
 
         setattr(model, "forward", interpreted_forward)  # noqa: B010 - Model is any class the file defines

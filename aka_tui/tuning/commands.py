@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
@@ -41,6 +42,10 @@ def _command(args: argparse.Namespace, device: str, tier: str) -> str:
              "--max-configs", str(args.max_configs), "--device", device, "--tier", tier, "--seed", str(args.seed)]
     for item in args.space or []:
         parts += ["--space", item]
+    if args.kernel:
+        parts += ["--kernel", args.kernel]
+    if args.suite:
+        parts += ["--suite", args.suite]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -57,12 +62,13 @@ def _sandbox(in_process: bool) -> str:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from aka_tui.bench.evaluator.evaluate import device_name, library_versions, resolve_device
+    from aka_tui.bench.problem.interpreted_library import library_interpreted
     from aka_tui.bench.problem.lookup import default_suite_dir, find_problem
     from aka_tui.bench.roofline.hardware import detect_profile, get_profile
     from aka_tui.knowledge.store import default_kb_dir, load_kb
     from aka_tui.tuning.isolation import run_isolated
     from aka_tui.tuning.report import build_report, default_name, render_text, write_report
-    from aka_tui.tuning.runner import make_job, parse_space, resolve_kernel, sweep_job
+    from aka_tui.tuning.runner import kernel_file, make_job, parse_space, resolve_kernel, sweep_job
     from aka_tui.tuning.sweep import SweepOptions, select_shapes
 
     if args.max_configs < 1:
@@ -77,9 +83,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     profile = get_profile(args.hardware) if args.hardware else detect_profile(device, prefer_measured=args.measured)
     tier = args.tier or ("full" if device.startswith("cuda") else "smoke")
     plans = []
+    if args.kernel and len(set(args.ops)) != 1:
+        raise SweepError("--kernel FILE sweeps one operator's candidate: give exactly one OP")
     for op in dict.fromkeys(args.ops):  # every op is checked before anything runs
         problem = find_problem(op, suite_dir)
-        kernel = resolve_kernel(problem, kb)
+        kernel = kernel_file(Path(args.kernel)) if args.kernel else resolve_kernel(problem, kb)
         shapes = select_shapes(problem, args.shapes, tier, profile)
         plans.append((problem, kernel, shapes, parse_space(args.space, kernel)))
     started = time.time()
@@ -104,7 +112,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         job = make_job(problem, kernel, kb.root, shapes, device, profile.name, options)
         print(f"{problem.name}: {kernel.path.name}, shapes {', '.join(s.shape_id for s in shapes)}",
               file=sys.stderr, flush=True)
-        record = sweep_job(job, _progress) if args.in_process else run_isolated(job, args.config_timeout, _progress)
+        if args.in_process:
+            # on the CPU this process's Triton may have been imported before TRITON_INTERPRET was set above
+            with library_interpreted() if device == "cpu" else contextlib.nullcontext():
+                record = sweep_job(job, _progress)
+        else:
+            record = run_isolated(job, args.config_timeout, _progress)
         records.append(record)
         if args.out:  # a checkpoint after every op: a killed sweep keeps the ops it finished
             write_report(build_report(records, meta), args.out, name)
@@ -126,6 +139,10 @@ def register(actions: Any) -> None:
                     "evaluator's timer; best configuration per shape with TB/s, % of the profile's bandwidth, "
                     "TFLOP/s and T_SOL/T next to the default's. No hardening, no attribution: not a score.")
     s.add_argument("ops", nargs="+", metavar="OP", help="suite problem(s) with a KB reference kernel")
+    s.add_argument("--kernel", metavar="FILE",
+                   help="sweep this candidate file's TUNABLES / SEARCH_SPACE instead of the KB's kernel (one OP; "
+                        "e.g. a session's kernel from `aka export`, which for an operator nobody prepared is an "
+                        "adapter around a transferred KB kernel)")
     s.add_argument("--shapes", default="weighted",
                    help="comma-separated: weighted (shapes carrying score weight), largest (longest T_SOL), all, "
                         "and/or shape ids (default weighted)")

@@ -10,7 +10,7 @@ import aka_tui.safe_ast as safe_ast
 from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.errors import AkaError
-from aka_tui.knowledge.reference_kernels import ReferenceKernel, kernels_for_op
+from aka_tui.knowledge.reference_kernels import ReferenceKernel, kernel_from_source, kernels_for_op
 from aka_tui.knowledge.store import KnowledgeBase, load_kb
 from aka_tui.tuning import SweepError
 from aka_tui.tuning.sweep import SweepOptions, failed_op_record
@@ -25,6 +25,17 @@ def resolve_kernel(problem: Problem, kb: KnowledgeBase, entry_id: str | None = N
         raise SweepError(f"{problem.name} has no reference kernel in the knowledge base {kb.root} "
                          "(kb/family/<family>/<op>.py with a reference-kernel entry): nothing to sweep")
     return kernels[0]
+
+
+def kernel_file(path: Path) -> ReferenceKernel:
+    """A candidate file that declares TUNABLES / SEARCH_SPACE (an exported session's kernel, a transferred
+    adapter, a person's kernel) as the kernel to sweep; SweepError naming the file when it cannot be."""
+    if not path.is_file():
+        raise SweepError(f"--kernel {path}: no such file")
+    try:
+        return kernel_from_source(path.read_text(), path, f"file {path.name}", "person")
+    except AkaError as exc:
+        raise SweepError(f"--kernel {path}: {exc}") from None
 
 
 def parse_space(items: list[str] | None, kernel: ReferenceKernel) -> dict[str, list[Any]]:
@@ -76,7 +87,9 @@ def make_job(problem: Problem, kernel: ReferenceKernel, kb_root: Path, shapes: l
             "hardware": hardware, "options": {
                 "strategy": options.strategy, "max_configs": options.max_configs, "seed": options.seed,
                 "input_sets": options.input_sets, "cpu_reps": options.cpu_reps,
-                "deadline_unix": options.deadline_unix, "space": options.space, "crosscheck": options.crosscheck}}
+                "deadline_unix": options.deadline_unix, "space": options.space, "crosscheck": options.crosscheck},
+            # a candidate file travels as its text: the child may not see the file's directory (the sandbox)
+            **({"kernel_file": str(kernel.path), "kernel_source": kernel.source} if kernel.origin == "person" else {})}
 
 
 def sweep_job(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -93,7 +106,8 @@ def sweep_job(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> di
     shapes: list[Shape] = []
     try:
         problem = load_problem(job["problem_dir"])
-        kernel = resolve_kernel(problem, load_kb(job["kb"]), job.get("kernel_entry"))
+        kernel = (kernel_from_source(job["kernel_source"], Path(job["kernel_file"]), job["kernel_entry"], "person")
+                  if job.get("kernel_source") else resolve_kernel(problem, load_kb(job["kb"]), job.get("kernel_entry")))
         shapes = [shape for sid in job["shape_ids"] if (shape := resolve_shape(problem, sid)) is not None]
         device = str(job["device"])
         if device.startswith("cuda") and ":" in device:

@@ -26,8 +26,10 @@ binding check in `binding.py`.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
@@ -141,8 +143,12 @@ class OpSweeper:
         """Import the reference, the input maker and the kernel (once, as this op's own module)."""
         self.ref_module = import_file(self.problem.reference_path, "ref")
         self.input_module = import_file(self.problem.input_path, "inp")
-        self.module = import_file(self.kernel.path, f"sweep_{self.problem.name}")
-        self.warnings = binding_warnings(self.kernel.path.read_text(), self.module)
+        path = self.kernel.path
+        if self.kernel.text is not None:  # a candidate's text (its file may be out of this process's sight)
+            path = Path(tempfile.mkdtemp(prefix="aka-sweep-kernel-")) / self.kernel.path.name
+            path.write_text(self.kernel.text)
+        self.module = import_file(path, f"sweep_{self.problem.name}")
+        self.warnings = binding_warnings(path.read_text(), self.module)
         if not isinstance(getattr(self.module, "TUNABLES", None), dict) or not hasattr(self.module, "Model"):
             raise SweepError(f"{self.kernel.path} defines no TUNABLES dict or no class Model")
 

@@ -215,3 +215,22 @@ def test_sweep_reports_of_several_gpus_merge_into_one(tmp_path: Path, capsys: py
     assert [r["op"] for r in merged["ops"]] == ["attention_mla_decode", "gemm_fp8_blockscale"]
     assert (tmp_path / "merged.md").is_file() and "gemm_fp8_blockscale" in capsys.readouterr().out
     assert merge_main([str(tmp_path), "merged"]) == 2
+
+
+def test_cli_sweeps_a_candidate_file_of_an_operator_without_a_kb_kernel(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """--kernel FILE: any candidate that declares TUNABLES (here a person's, for a made-up problem no KB kernel
+    declares), through the isolated child like a KB kernel; its wrong default configuration is reported so."""
+    unseen = Path(__file__).resolve().parents[1] / "data" / "unseen"
+    kernel = unseen / "centered_swish_rounding_kernel.py"
+    rc = main(["kb", "sweep", "centered_swish", "--suite", str(unseen), "--kernel", str(kernel), "--device", "cpu",
+               "--shapes", "smoke_r3_c130_fp32", "--max-configs", "3", "--cpu-reps", "1", "--out", str(tmp_path),
+               "--name", "k"])
+    out = capsys.readouterr()
+    report = json.loads((tmp_path / "k.json").read_text())
+    (record,) = report["ops"]
+    status = {t["config"]["ROUND_F16"]: t["status"] for t in record["trials"]}
+    assert status[0] == "passed" and status[1] != "passed", (status, out.err)
+    assert rc == 0 and f"--kernel {kernel}" in report["command"]
+    assert main(["kb", "sweep", "centered_swish", "silu_and_mul", "--kernel", str(kernel), "--device", "cpu"]) == 2
+    assert "give exactly one OP" in capsys.readouterr().err
