@@ -19,9 +19,11 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_N": 64, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 16, "num_warps": 4, "num_stages": 2}
+TUNABLES = {"BLOCK_N": 64, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 16, "PAGE_TILES": 1, "num_warps": 4,
+            "num_stages": 2}
 SEARCH_SPACE = {
     "BLOCK_N": [16, 32, 64, 128],
+    "PAGE_TILES": [0, 1],
     "SPLIT_KV": [0, 1],
     "PARTITION": [128, 256, 512, 1024, 2048],
     "BLOCK_S": [4, 8, 16, 32],
@@ -31,6 +33,11 @@ SEARCH_SPACE = {
 # Tunables with no effect (the offline search skips them): without SPLIT_KV there are no partitions and no
 # reduce kernel.
 INERT = {"PARTITION": {"SPLIT_KV": [0]}, "BLOCK_S": {"SPLIT_KV": [0]}}
+# PAGE_TILES (split layout only; the other layout's rows are contiguous along the head already): a chunk is
+# loaded page by page as [pages, ..., block_size, x] tiles, so the compiler sees each page's contiguous runs
+# (one block id per page, broadcast) and emits 16-byte loads; per token, the gathered block id hides them and
+# V loads were 2-byte scalars (sm_90 code of the split layout at BLOCK_N 64, head 128, bf16: 128 ld.global.b16
+# and 129 ld.global.b32, 255 registers with 200 bytes of spills).
 
 LOG2E = 1.4426950408889634
 
@@ -42,13 +49,46 @@ def _cap_stages(requested: int, stage_bytes: int, fixed_bytes: int = 0, budget: 
 
 
 @triton.jit
+def _page_tiles(kc_ptr, vc_ptr, bt_row, n0, n_stop, kvh, sbt_n, sk_blk, sk_s, sk_h, sk_d, sk_dx,
+                sv_blk, sv_s, sv_h, sv_d, head_dim,
+                BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, X: tl.constexpr, PAGE: tl.constexpr):
+    """K^T [BLOCK_D, BLOCK_N] and V [BLOCK_N, BLOCK_D] of tokens n0.. from the split layout (K [blocks, kv_heads,
+    D / X, PAGE, X] with each page's [PAGE, X] contiguous, V [blocks, kv_heads, D, PAGE]), loaded as whole pages:
+    the block id is one value per page, broadcast over its slots, so each page's runs (PAGE * X elements of K,
+    PAGE slots of V) are provably contiguous and 16-byte aligned (K's slot stride is the constant X)."""
+    NB: tl.constexpr = BLOCK_N // PAGE
+    DX: tl.constexpr = BLOCK_D // X
+    pages = n0 // PAGE + tl.arange(0, NB)
+    offs_s = tl.arange(0, PAGE)
+    offs_dx = tl.arange(0, DX)
+    offs_x = tl.arange(0, X)
+    offs_d = tl.arange(0, BLOCK_D)
+    page_ok = pages * PAGE < n_stop
+    phys = tl.load(bt_row + pages * sbt_n, mask=page_ok, other=0).to(tl.int64)
+    tok_ok = (pages[:, None] * PAGE + offs_s[None, :]) < n_stop                               # [NB, PAGE]
+    k_ok = tok_ok[:, None, :, None] & ((offs_dx[:, None] * X + offs_x[None, :]) < head_dim)[None, :, None, :]
+    k4 = tl.load(kc_ptr + (phys * sk_blk + kvh * sk_h)[:, None, None, None] + offs_dx[None, :, None, None] * sk_dx
+                 + offs_s[None, None, :, None] * X + offs_x[None, None, None, :],
+                 mask=k_ok, other=0.0)                                                        # [NB, DX, PAGE, X]
+    kt = tl.reshape(tl.permute(k4, (1, 3, 0, 2)), (BLOCK_D, BLOCK_N))
+    # V's mask is per page (uniform along its contiguous runs, so the loads stay vectors); the slots of the
+    # last page past the sequence, read but not ours, are zeroed after (their p is 0, but 0 * NaN is not)
+    v3 = tl.load(vc_ptr + (phys * sv_blk + kvh * sv_h)[:, None, None] + offs_d[None, :, None] * sv_d
+                 + offs_s[None, None, :] * sv_s,
+                 mask=page_ok[:, None, None] & (offs_d < head_dim)[None, :, None], other=0.0)  # [NB, BLOCK_D, PAGE]
+    v3 = tl.where(tok_ok[:, None, :], v3, 0.0)
+    vv = tl.reshape(tl.permute(v3, (0, 2, 1)), (BLOCK_N, BLOCK_D))
+    return kt, vv
+
+
+@triton.jit
 def _attention_paged_decode_kernel(
     q_ptr, kc_ptr, vc_ptr, bt_ptr, sl_ptr, out_ptr, ws_m_ptr, ws_l_ptr, ws_acc_ptr,
     group, head_dim, block_size, qk_scale, partition, num_splits,
     sq_b, sq_h, sq_d, sk_blk, sk_s, sk_h, sk_d, sk_dx, sv_blk, sv_s, sv_h, sv_d, sbt_b, sbt_n, so_b, so_h, so_d,
     num_heads,
     BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT_KV: tl.constexpr,
-    K_SPLIT_X: tl.constexpr,
+    K_SPLIT_X: tl.constexpr, PAGE: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     kvh = tl.program_id(1)
@@ -81,19 +121,23 @@ def _attention_paged_decode_kernel(
     for n0 in range(n_start, n_stop, BLOCK_N):
         offs_n = n0 + offs_n0
         n_ok = offs_n < n_stop
-        page = offs_n // block_size
-        slot = (offs_n - page * block_size).to(tl.int64)
-        phys = tl.load(bt_row + page * sbt_n, mask=n_ok, other=0).to(tl.int64)
-        kt = tl.load(kc_ptr + (phys * sk_blk + slot * sk_s + kvh * sk_h)[None, :] + k_d[:, None],
-                     mask=n_ok[None, :] & d_ok[:, None], other=0.0)
+        if PAGE > 0:  # PAGE_TILES on the split layout (n0 is a multiple of PAGE: BLOCK_N and PARTITION are)
+            kt, vv = _page_tiles(kc_ptr, vc_ptr, bt_row, n0, n_stop, kvh, sbt_n, sk_blk, sk_s, sk_h, sk_d, sk_dx,
+                                 sv_blk, sv_s, sv_h, sv_d, head_dim, BLOCK_N, BLOCK_D, K_SPLIT_X, PAGE)
+        else:
+            page = offs_n // block_size
+            slot = (offs_n - page * block_size).to(tl.int64)
+            phys = tl.load(bt_row + page * sbt_n, mask=n_ok, other=0).to(tl.int64)
+            kt = tl.load(kc_ptr + (phys * sk_blk + slot * sk_s + kvh * sk_h)[None, :] + k_d[:, None],
+                         mask=n_ok[None, :] & d_ok[:, None], other=0.0)
+            vv = tl.load(vc_ptr + (phys * sv_blk + slot * sv_s + kvh * sv_h)[:, None] + offs_d[None, :] * sv_d,
+                         mask=n_ok[:, None] & d_ok[None, :], other=0.0)
         s = tl.dot(q, kt, input_precision="ieee") * qk_scale
         s = tl.where(n_ok[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        vv = tl.load(vc_ptr + (phys * sv_blk + slot * sv_s + kvh * sv_h)[:, None] + offs_d[None, :] * sv_d,
-                     mask=n_ok[:, None] & d_ok[None, :], other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
         m_i = m_new
 
@@ -166,10 +210,13 @@ def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_l
     group = num_heads // num_kv_heads
     block_g = max(16, triton.next_power_of_2(group))
     block_d = max(16, triton.next_power_of_2(head_dim))
-    split = bool(TUNABLES["SPLIT_KV"])
     partition = TUNABLES["PARTITION"]
     max_ctx = block_tables.shape[1] * block_size
-    num_splits = max(1, triton.cdiv(max_ctx, partition)) if split else 1
+    num_splits = max(1, triton.cdiv(max_ctx, partition)) if TUNABLES["SPLIT_KV"] else 1
+    split = num_splits > 1  # one partition needs no workspace and no second kernel
+    # whole-page tiles: the split layout, a power-of-two page that divides the chunk (and so every partition)
+    page_tiles = (TUNABLES["PAGE_TILES"] and split_x > 0 and block_size & (block_size - 1) == 0
+                  and TUNABLES["BLOCK_N"] % block_size == 0 and k_strides[1] == split_x and k_strides[3] == 1)
     if split:
         ws_m = torch.empty((batch, num_heads, num_splits), dtype=torch.float32, device=q.device)
         ws_l = torch.empty_like(ws_m)
@@ -182,6 +229,7 @@ def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_l
         *q.stride(), *k_strides, *v_strides, *block_tables.stride(), *out.stride(),
         num_heads,
         BLOCK_G=block_g, BLOCK_N=TUNABLES["BLOCK_N"], BLOCK_D=block_d, SPLIT_KV=split, K_SPLIT_X=split_x,
+        PAGE=block_size if page_tiles else 0,
         num_warps=TUNABLES["num_warps"],
         num_stages=_cap_stages(TUNABLES["num_stages"], 2 * TUNABLES["BLOCK_N"] * block_d * q.element_size()),
     )
