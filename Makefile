@@ -18,13 +18,22 @@ run: setup
 bench: setup
 	$(PY) -m aka_tui bench run --baseline eager
 
+# pytest-xdist workers (2: the CI machine's cores). --dist loadfile keeps a test file on one worker, so its
+# module fixtures (a Ray cluster, evaluations started ahead by tests/prefetch.py) are built once. Tests marked
+# serial run afterwards, alone (exit status 5 there: none are marked).
+TEST_WORKERS ?= 2
+PYTEST := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest
+XDIST := -n $(TEST_WORKERS) --dist loadfile
+
 ## Set up with test dependencies and run the test suite (GPU tests skip without a GPU).
 test: setup-test
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q --durations=20
+	$(PYTEST) -q --durations=20 $(XDIST) -m "not serial"
+	$(PYTEST) -q --durations=5 -p no:xdist -m serial || [ $$? -eq 5 ]
 
 ## While developing: the tests not marked slow (the full `make test` is what CI runs).
 test-fast: setup-test
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -q $(XDIST) -m "not slow and not serial"
+	$(PYTEST) -q -p no:xdist -m "not slow and serial" || [ $$? -eq 5 ]
 
 ## The guards: ruff, mypy over the package (strict where it passes) and the import contracts (ARCHITECTURE.md).
 check: setup-test

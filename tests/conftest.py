@@ -24,6 +24,11 @@ if not torch.cuda.is_available():
     # spinning OpenMP threads each on the 2-core CI machine slow each other down: 8 red-team evaluations,
     # two at a time, took 15.8 s with 2 threads per worker and 9.9 s with 1 (one at a time: 19.6 s / 20.9 s).
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # Under pytest-xdist (`make test` runs 2 workers) every worker is one such process: its own torch ops get
+    # their share of the cores, not all of them each.
+    if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        torch.set_num_threads(max(1, cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
 REPO = Path(__file__).resolve().parents[1]
 PROBLEMS = REPO / "problems"

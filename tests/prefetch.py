@@ -7,6 +7,10 @@ process, a whole agent loop), none depending on another's, submits it here when 
 only what pytest selected, in collection order. Each test then takes its own result (or exception) and
 asserts exactly what it asserted before. Nothing asserted on a timing runs through here, and on a GPU
 every evaluation holds the per-GPU lock, so two of them never time the device at once.
+
+Under pytest-xdist the module's selected items must all run on the worker that started their jobs: `make test`
+distributes by file (`--dist loadfile`). Each worker keeps `parallel_slots()` of its own; the evaluation workers
+run one OpenMP thread each (tests/conftest.py), so two test workers sharing two cores time-slice, not spin.
 """
 
 from __future__ import annotations

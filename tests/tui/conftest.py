@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,11 @@ def make_app(app_paths: AppPaths, tmp_path: Path) -> Any:
     return make
 
 
-async def wait_loaded(pilot: Any) -> None:
-    """Until the suite has loaded (torch import and 22 problems: a few seconds on 2 cores)."""
-    for _ in range(300):
+async def wait_loaded(pilot: Any, timeout_s: float = 60.0) -> None:
+    """Until the suite has loaded (torch import and 22 problems: a few seconds on 2 cores, longer while another
+    test worker shares them)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
         await pilot.pause(0.05)
         if pilot.app.data is not None or pilot.app.load_error:
             await pilot.pause()
@@ -55,8 +58,6 @@ async def wait_for(pilot: Any, condition: Any, timeout_s: float = 120.0, step_s:
     """Poll until `condition()` is true (the UI keeps running meanwhile), then let the UI take the messages posted
     until then: the loop's thread posts each iteration to the screen and then ends its run, so a condition on the
     runner can hold before the screen has shown the run's last iteration."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         await pilot.pause(step_s)
