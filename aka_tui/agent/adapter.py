@@ -30,17 +30,6 @@ _ADAPTER_OUTPUTS = {out_map!r}
 _ADAPTER_STRUCTURE = {structure!r}
 
 
-def _adapter_value(spec, init, inputs):
-    """The value a spec stands for on this call."""
-    if spec[0] == "init":
-        return init[spec[1]]
-    if spec[0] == "const":
-        return spec[1]
-    if spec[0] == "dim":
-        return int(inputs[spec[1]].shape[spec[2]])
-    if spec[0] == "input":
-        return inputs[spec[1]]
-    return None
 
 
 def _adapter_flat(result):
@@ -59,8 +48,8 @@ class Model(torch.nn.Module):
         self._adapter_models = {{}}
         # Resolved once, so that a call only reads sizes and moves tensors (its host time is part of S_e2e):
         # the kernel's init values that do not depend on the inputs, and which of them are sizes of an input
-        self._adapter_fixed = {{k: _adapter_value(v, self._adapter_init, {{}}) for k, v in _ADAPTER_INIT.items()
-                               if v[0] in ("init", "const")}}
+        self._adapter_fixed = {{k: self._adapter_init[v[1]] if v[0] == "init" else v[1]
+                               for k, v in _ADAPTER_INIT.items() if v[0] in ("init", "const")}}
         self._adapter_dims = [(k, v[1], v[2]) for k, v in _ADAPTER_INIT.items() if v[0] == "dim"]
         self._adapter_args = [(k, v[1]) for k, v in _ADAPTER_ARGS.items() if v[0] == "input"]
         self._adapter_nones = [k for k, v in _ADAPTER_ARGS.items() if v[0] == "none"]

@@ -316,10 +316,9 @@ class AgentLoop:
         """The proposer's first candidate, or its next step from the incumbent with the memory after dropout."""
         proposer = self.proposer
         if incumbent is None:
-            failed = [a for a in history if a.proposal.point is not None]
             recover = getattr(proposer, "recover", None)
-            if failed and callable(recover):  # the start was wrong: an accuracy step or another point, not it again
-                proposal = recover([a.proposal.point for a in failed], failed[-1].error)
+            if history and callable(recover):  # the start was wrong: an accuracy step or another point, not it again
+                proposal = recover([a.proposal.point for a in history], history[-1].error)
             else:
                 proposal = proposer.first(context) if wants_context(proposer) else proposer.first()
             return _Proposed(proposal, {"masked_iterations": [], "masked_tactics": []}, None)
