@@ -18,11 +18,13 @@ def library_interpreted() -> Iterator[None]:
     the scope of a kernel"); while it runs, such a call is interpreted as the interpreter does its own device
     functions. Compiled kernels never call `JITFunction.__call__` (the compiler inlines them), so nothing else
     changes."""
+    from triton.runtime import interpreter
     from triton.runtime.interpreter import InterpretedFunction, _patch_lang
     from triton.runtime.jit import JITFunction
 
     with _LIBRARY_LOCK:
         original = JITFunction.__call__
+        tensor_patch = getattr(interpreter, "_patch_lang_tensor", None)
         interpreted: dict[Any, Any] = {}
 
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -37,8 +39,18 @@ def library_interpreted() -> Iterator[None]:
             finally:
                 scope.restore()
 
+        def patch_tensor(tensor: Any, scope: Any) -> None:
+            # Triton 3.6 converts a scalar argument to an index with int() of its one-element array, which
+            # NumPy 2 refuses (`range(0, n)` over a kernel argument raises); 3.7 squeezes it first
+            tensor_patch(tensor, scope)
+            scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
         JITFunction.__call__ = call  # type: ignore[method-assign]
+        if tensor_patch is not None:
+            interpreter._patch_lang_tensor = patch_tensor
         try:
             yield
         finally:
             JITFunction.__call__ = original  # type: ignore[method-assign]
+            if tensor_patch is not None:
+                interpreter._patch_lang_tensor = tensor_patch
