@@ -126,6 +126,24 @@ def test_cpu_and_disk_limits_have_verdicts(tmp_path: Path) -> None:
     assert verdict is not None and verdict.startswith("disk limit exceeded: limit 8 MiB")
 
 
+def test_the_disk_limit_counts_what_the_worker_writes_not_what_its_cache_held(tmp_path: Path) -> None:
+    """A shared compiler cache already over the limit (the compile baseline's, filled by --precompile-workers)
+    does not end a worker that only reads it; writing past the limit still does."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for i in range(12):
+        (cache / f"held{i}").write_bytes(b"x" * (1 << 20))
+    view = bwrap.View(tmp_path / "work", writable=(cache,), gpu=False)
+    view.work_dir.mkdir()
+    reader = f"import time\nfor p in sorted(__import__('os').listdir({str(cache)!r})): time.sleep(0.1)\n"
+    writer = "import time\nfor i in range(40):\n    open(f'f{i}', 'wb').write(b'x' * (1 << 20)); time.sleep(0.05)\n"
+    for code, limited in ((reader, False), (writer, True)):
+        process, _ = bwrap.spawn([sys.executable, "-c", code], view, ResourceLimits(disk_bytes=8 * MiB), "none")
+        verdict = process.limit_reached(process.wait(timeout=120))
+        process.close()
+        assert (verdict is not None and verdict.startswith("disk limit exceeded: limit 8 MiB")) == limited, verdict
+
+
 def test_scrub_finds_the_key_plain_and_encoded() -> None:
     raw = KEY.encode()
     forms = [KEY, KEY[::-1], raw.hex(), raw.hex().upper(), urllib.parse.quote(KEY, safe=""),
