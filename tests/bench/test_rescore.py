@@ -71,3 +71,18 @@ def test_merge_takes_an_op_from_a_later_report_when_an_earlier_one_had_no_candid
     alone = json.loads(s4.read_text())
     assert len(merged["ops"]) == len(alone["ops"])
     assert merged["aggregate"]["s_agg"] == pytest.approx(rescore_report(alone, load_suite(PROBLEMS)).aggregate.s_agg)
+
+
+def test_fast_1_counts_only_the_ops_a_baseline_timed() -> None:
+    """A torch.compile baseline that timed 2 of 20 operators (the H200 run of 2026-12-02, stopped by its time
+    limit): fast_1 vs torch.compile is over those 2, not 2 wins out of 20; eager timed all 20."""
+    from aka_tui.bench.scoring.paper_table import build_subjects, read_report
+
+    runs = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
+    subjects = build_subjects([read_report(runs / "2026-12-02-h200-s12-agent" / "incumbents.json"),
+                               read_report(runs / "2026-12-01-h200-atrex" / "atrex-eager.json"),
+                               read_report(runs / "2026-12-02-h200-s12-agent" / "compile-partial.json")], {})
+    ours = subjects[0].aggregate
+    assert ours["fast_1_ops"] == {"vs_eager": 20, "vs_compile": 2, "vs_compile_max": 0}
+    assert ours["fast_1_vs_compile"] == 1.0 and ours["fast_1_vs_compile_max"] is None
+    assert ours["fast_1_vs_eager"] == pytest.approx(18 / 20)  # the two operators not correct count as losses

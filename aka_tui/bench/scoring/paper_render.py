@@ -46,7 +46,7 @@ def _subject_section(subject: Subject, max_autotune: bool = False) -> list[str]:
             f"- **S_agg = {a.get('s_agg', 0):.4f}** (weights normalised over the ops evaluated); raw-weight form "
             f"{a.get('s_agg_raw_weight', 0):.4f}; S_raw_agg {a.get('s_raw_agg', 0):.4f}; "
             f"S_e2e_agg {a.get('s_e2e_agg', 0):.4f}; S_e2e_raw_agg {a.get('s_e2e_raw_agg', 0):.4f}",
-            f"- fast_1 vs eager {_f(a.get('fast_1_vs_eager'), 2)}, vs torch.compile "
+            f"- fast_1{_fast_1_scope(a, len(subject.rows))} vs eager {_f(a.get('fast_1_vs_eager'), 2)}, vs torch.compile "
             f"{_f(a.get('fast_1_vs_compile'), 2)} (correct and real); ignoring fallback: vs eager "
             f"{_f(a.get('fast_1_vs_eager_ignoring_fallback'), 2)}, vs torch.compile "
             f"{_f(a.get('fast_1_vs_compile_ignoring_fallback'), 2)}"
@@ -55,6 +55,14 @@ def _subject_section(subject: Subject, max_autotune: bool = False) -> list[str]:
             f"- pass rates over {len(subject.rows)} ops: naive {_pct(a.get('naive_op_rate'))}, hardened "
             f"{_pct(a.get('hardened_op_rate'))}, correct and real {_pct(a.get('real_op_rate'))}; over shapes: "
             f"hardened {_pct(a.get('hardened_shape_rate'))}, correct and real {_pct(a.get('real_shape_rate'))}", ""]
+
+
+def _fast_1_scope(aggregate: dict[str, Any], ops: int) -> str:
+    """' (over the ops each baseline timed: eager 20, torch.compile 2 of 20)' when a baseline left ops out."""
+    counts = aggregate.get("fast_1_ops") or {}
+    names = {"vs_eager": "eager", "vs_compile": "torch.compile", "vs_compile_max": "torch.compile max-autotune"}
+    partial = [f"{names[k]} {v} of {ops}" for k, v in counts.items() if 0 < v < ops]
+    return f" (over the ops each baseline timed: {', '.join(partial)})" if partial else ""
 
 
 NOTES = [
