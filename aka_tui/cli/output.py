@@ -35,20 +35,28 @@ class Progress:
         self.done = 0
         self.tty = sys.stderr.isatty()
         self.started = time.monotonic()
+        self.precompiled = 0
 
     def __call__(self, op: str, event: str, result: Any) -> None:
+        if event == "precompiled" and isinstance(result, tuple):  # (shape id, error or "")
+            self.precompiled += 1
+            shape, error = result
+            self._line(f"precompiled {self.precompiled}/{self.total}  {time.monotonic() - self.started:6.1f}s  "
+                       f"{op}:{shape} {error or 'ok'}")
         if event == "shape" and result is not None:
             self.done += 0 if getattr(result, "fuzz", False) else 1  # fuzzed shapes are extra to the total
             status = result.status
             filled = int(30 * self.done / self.total)
             bar = "#" * filled + "." * (30 - filled)
-            text = (f"[{bar}] {self.done}/{self.total} shapes  {time.monotonic() - self.started:6.1f}s  "
-                    f"{op}:{result.shape_id} {status}")
-            if self.tty:
-                sys.stderr.write("\r" + text[:120].ljust(120))
-            else:
-                sys.stderr.write(text + "\n")
-            sys.stderr.flush()
+            self._line(f"[{bar}] {self.done}/{self.total} shapes  {time.monotonic() - self.started:6.1f}s  "
+                       f"{op}:{result.shape_id} {status}")
+
+    def _line(self, text: str) -> None:
+        if self.tty:
+            sys.stderr.write("\r" + text[:120].ljust(120))
+        else:
+            sys.stderr.write(text + "\n")
+        sys.stderr.flush()
 
     def finish(self) -> None:
         if self.tty:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, resolve_device, resolve_profile, resolve_tier
 from aka_tui.bench.measure.job import BASELINE_KINDS
@@ -26,7 +26,7 @@ PRECOMPILED_BASELINES = ("compile",)
 
 def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, candidates_dir: Path | None = None,
               ops: list[str] | None = None,
-              progress: Callable[[str, str, ShapeResult | None], None] | None = None,
+              progress: Callable[[str, str, Any], None] | None = None,  # result: ShapeResult, (shape, error) or None
               checkpoint: Callable[[BenchReport], None] | None = None,
               precompile_workers: int = 0, executor: Executor | None = None, naive: bool = False) -> BenchReport:
     """Evaluate every selected problem; missing candidates score 0 with status `no_candidate`. `naive`: also
@@ -45,7 +45,8 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
 
         pairs = [(str(p.directory.resolve()), s.shape_id) for p in problems for s in p.shapes_for(tier)]
         precompile(pairs, device, precompile_workers,
-                   progress=(lambda op, shape, err: progress(op, "precompiled", None)) if progress else None)
+                   progress=(lambda op, shape, err: progress(op, "precompiled", (shape, err))) if progress else None,
+                   job_timeout_s=options.limits.per_shape_s)
     selected = [p for p in problems if p.shapes_for(tier)]
     jobs, missing = _jobs(selected, tier, options, baseline, candidates_dir)
     lock = threading.Lock()

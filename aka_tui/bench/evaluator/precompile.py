@@ -12,10 +12,16 @@ under its own load (`executors/suite.py`, PRECOMPILED_BASELINES).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Callable
+import signal
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
 
 
 def _compile_one(problem_dir: str, shape_id: str, device: str) -> tuple[str, str, str]:
@@ -49,16 +55,90 @@ def _compile_one(problem_dir: str, shape_id: str, device: str) -> tuple[str, str
         return problem.name, shape_id, f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
+def _serve(conn: Connection, device: str) -> None:
+    """A pool process: compile the jobs the parent sends until it sends None. Dies with the parent (a `timeout`
+    or Ctrl-C that ends the bench must not leave compilers holding the GPU's memory)."""
+    with contextlib.suppress(Exception):  # Linux: SIGKILL when the parent exits
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        conn.send(_compile_one(job[0], job[1], device))
+
+
+class _Slot:
+    """One pool process and the job it is compiling."""
+
+    def __init__(self, context: Any, device: str) -> None:
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, device), daemon=True)
+        self.process.start()
+        child.close()
+        self.job: tuple[str, str] | None = None
+        self.since = 0.0
+
+    def give(self, job: tuple[str, str]) -> None:
+        self.job, self.since = job, time.monotonic()
+        self.conn.send(job)
+
+    def stop(self, kill: bool = False) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            if kill:
+                self.process.kill()
+            else:
+                self.conn.send(None)
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=5)
+        self.conn.close()
+
+
 def precompile(jobs: list[tuple[str, str]], device: str, workers: int,
-               progress: Callable[[str, str, str], None] | None = None) -> list[tuple[str, str, str]]:
-    """Compile (problem_dir, shape_id) pairs with `workers` processes; returns one outcome per pair."""
-    outcomes = []
+               progress: Callable[[str, str, str], None] | None = None,
+               job_timeout_s: float | None = None) -> list[tuple[str, str, str]]:
+    """Compile (problem_dir, shape_id) pairs with `workers` processes; returns one outcome per pair. A job
+    still compiling after `job_timeout_s` is stopped (its process killed and replaced): its shape is compiled
+    by the timed run instead, under that run's own per-shape limit (a reference whose Python loops break the
+    graph at every step can take dynamo many minutes)."""
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context) as pool:
-        futures = [pool.submit(_compile_one, problem_dir, shape_id, device) for problem_dir, shape_id in jobs]
-        for future in as_completed(futures):
-            outcome = future.result()
-            outcomes.append(outcome)
-            if progress:
-                progress(*outcome)
+    pending = list(reversed(jobs))
+    slots = [_Slot(context, device) for _ in range(max(1, min(workers, len(jobs))))]
+    outcomes: list[tuple[str, str, str]] = []
+
+    def done(outcome: tuple[str, str, str]) -> None:
+        outcomes.append(outcome)
+        if progress:
+            progress(*outcome)
+
+    try:
+        while pending or any(slot.job for slot in slots):
+            for slot in slots:
+                if slot.job is None and pending:
+                    slot.give(pending.pop())
+            busy = [slot for slot in slots if slot.job is not None]
+            ready = set(wait([slot.conn for slot in busy], timeout=1.0))
+            for index, slot in enumerate(slots):
+                if slot.job is None:
+                    continue
+                if slot.conn in ready:
+                    try:
+                        outcome = slot.conn.recv()
+                    except (EOFError, OSError):  # the process died (e.g. a crash in the compiler)
+                        outcome = (Path(slot.job[0]).name, slot.job[1], "the compiling process died")
+                        slot.stop(kill=True)
+                        slots[index] = _Slot(context, device)
+                    else:
+                        slot.job = None
+                    done(outcome)
+                elif job_timeout_s is not None and time.monotonic() - slot.since > job_timeout_s:
+                    job = slot.job
+                    slot.stop(kill=True)
+                    slots[index] = _Slot(context, device)
+                    done((Path(job[0]).name, job[1], f"not compiled within {job_timeout_s:.0f} s (left to the "
+                                                     "timed run)"))
+    finally:
+        for slot in slots:
+            slot.stop(kill=slot.job is not None)
     return outcomes

@@ -24,7 +24,7 @@ def library_interpreted() -> Iterator[None]:
 
     with _LIBRARY_LOCK:
         original = JITFunction.__call__
-        tensor_patch = getattr(interpreter, "_patch_lang_tensor", None)
+        tensor_patch: Any = getattr(interpreter, "_patch_lang_tensor", None)
         interpreted: dict[Any, Any] = {}
 
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
