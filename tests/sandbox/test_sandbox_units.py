@@ -182,3 +182,16 @@ def test_the_apps_anthropic_proposer_refuses_too_unless_allowed(monkeypatch: pyt
     monkeypatch.setenv("AKA_UNSAFE_NO_SANDBOX", "1")
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # constructing the client makes no request
     assert type(make_proposer(settings, problem, get_profile("cpu"))).__name__ == "AnthropicProposer"
+
+
+def test_gpu_workers_get_the_expandable_allocator_unless_the_person_chose(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from aka_tui.bench.evaluator.isolation import GPU_ALLOCATOR, _view
+
+    job = {"problem_dir": str(tmp_path), "candidate": {"kind": "baseline"}, "device": "cuda:0"}
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    view = _view(job, tmp_path)
+    assert bwrap.worker_environment(view)["PYTORCH_CUDA_ALLOC_CONF"] == GPU_ALLOCATOR
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in _view({**job, "device": "cpu"}, tmp_path).env
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:512")
+    assert bwrap.worker_environment(_view(job, tmp_path))["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:512"

@@ -75,6 +75,9 @@ def _log_tail(path: Path, limit: int = 1500) -> str:
     return data.decode(errors="replace").strip()
 
 
+GPU_ALLOCATOR = "expandable_segments:True"
+
+
 def _view(job: dict[str, Any], work_dir: Path) -> bwrap.View:
     """What the worker sees: the problem and the candidate read-only, its compiler cache and work dir writable."""
     read_only = [Path(job["problem_dir"])]
@@ -88,6 +91,11 @@ def _view(job: dict[str, Any], work_dir: Path) -> bwrap.View:
     gpu = str(job["device"]).startswith("cuda")
     if not gpu:
         env["TRITON_INTERPRET"] = "1"
+    elif "PYTORCH_CUDA_ALLOC_CONF" not in os.environ:
+        # a reference that needs most of the GPU (a published MoE dequantising every expert to fp32 asked for
+        # 28 GiB with 12 GiB free and 49 GiB cached in fragments, H200, 2026-12-02) is not failed by the caching
+        # allocator's fragmentation; a person's own setting wins
+        env["PYTORCH_CUDA_ALLOC_CONF"] = GPU_ALLOCATOR
     return bwrap.View(work_dir, tuple(read_only), (cache,), gpu, env)
 
 
