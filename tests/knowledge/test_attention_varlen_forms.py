@@ -31,15 +31,18 @@ def _offsets(lengths: list[int]) -> torch.Tensor:
     ([5, 33, 0, 17], [5, 33, 0, 17], False, False),  # not causal, an empty sequence
     ([1, 4, 17], [30, 9, 17], True, True),  # keys gathered from a paged cache
 ])
-@pytest.mark.parametrize("tile_map", [0, 1])
+@pytest.mark.parametrize("tile_map, pack_gqa, heads", [(0, 0, H), (1, 0, H), (0, 1, H), (1, 1, 3 * KVH)])
 def test_varlen_kernel_matches_its_reference(modules: tuple[ModuleType, ModuleType], q_lens: list[int],
                                              k_lens: list[int], causal: bool, paged: bool, tile_map: int,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                             pack_gqa: int, heads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     kernel, reference = modules
     monkeypatch.setitem(kernel.TUNABLES, "TILE_MAP", tile_map)  # sequence of a tile: searched, or from the map
+    # rows of a tile: one head's tokens, or (token, head) pairs of a KV head's group (a group of 3: 16 rows hold
+    # 5 tokens, one row idle)
+    monkeypatch.setitem(kernel.TUNABLES, "PACK_GQA", pack_gqa)
     torch.manual_seed(0)
     cu_q, cu_k = _offsets(q_lens), _offsets(k_lens)
-    q = torch.randn(int(cu_q[-1]), H, D)
+    q = torch.randn(int(cu_q[-1]), heads, D)
     extra: dict[str, torch.Tensor] = {"cu_seqlens_k": cu_k}
     k, v = torch.randn(int(cu_k[-1]), KVH, D), torch.randn(int(cu_k[-1]), KVH, D)
     if paged:
@@ -48,8 +51,8 @@ def test_varlen_kernel_matches_its_reference(modules: tuple[ModuleType, ModuleTy
         k, v = torch.randn(blocks, PAGE, KVH, D), torch.randn(blocks, PAGE, KVH, D)
         table = torch.randperm(blocks)[: per_seq * len(k_lens)].view(len(k_lens), per_seq).to(torch.int32)
         extra = {"seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table}
-    want = reference.Model(H, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
-    got = kernel.Model(H, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
+    want = reference.Model(heads, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
+    got = kernel.Model(heads, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
@@ -72,7 +75,7 @@ def test_tile_prefix_spans_batches_longer_than_one_chunk(modules: tuple[ModuleTy
     kernel, _ = modules
     lengths = [(7 * i) % 40 for i in range(1030)]
     prefix = torch.empty(len(lengths) + 1, dtype=torch.int32)
-    kernel._tile_prefix_kernel[(1,)](_offsets(lengths), prefix, len(lengths), BLOCK_M=16, CHUNK=1024)
+    kernel._tile_prefix_kernel[(1,)](_offsets(lengths), prefix, len(lengths), 16, CHUNK=1024)
     tiles = torch.tensor([(n + 15) // 16 for n in lengths])
     assert prefix.tolist() == [0] + tiles.cumsum(0).tolist()
 
@@ -82,7 +85,7 @@ def test_tile_map_names_each_tiles_sequence(modules: tuple[ModuleType, ModuleTyp
     kernel, _ = modules
     lengths = [0, 5, 16 * 300 + 3, 0, 17, 1]
     prefix = torch.empty(len(lengths) + 1, dtype=torch.int32)
-    kernel._tile_prefix_kernel[(1,)](_offsets(lengths), prefix, len(lengths), BLOCK_M=16, CHUNK=1024)
+    kernel._tile_prefix_kernel[(1,)](_offsets(lengths), prefix, len(lengths), 16, CHUNK=1024)
     seq_of_tile = torch.full((int(prefix[-1]),), -1, dtype=torch.int32)
     kernel._tile_map_kernel[(len(lengths),)](prefix, seq_of_tile, CHUNK=256)
     want = [b for b, n in enumerate(lengths) for _ in range((n + 15) // 16)]

@@ -9,6 +9,9 @@ sequences, where the search is a large part of a program's time); nothing is rea
 by the bound cdiv(total_q, BLOCK_M) + batch and surplus programs store nothing. The
 tiles of a sequence run last-first, so the long causal rows start first.
 
+With PACK_GQA the grid's second axis runs over KV heads and a tile's rows are (token, head) pairs of the KV
+head's group (BLOCK_M // group tokens): each K/V chunk is loaded once for every head that reads it.
+
 Per tile: Q [BLOCK_M, D] stays in registers; K/V of the sequence's KV head (head // group) stream in
 BLOCK_N chunks through an online softmax in fp32 (exp2 with the scale folded into log2(e)). Chunks every row
 of the tile sees in full need no mask; only the chunks past that (the causal diagonal, the sequence's end)
@@ -22,9 +25,10 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "num_warps": 4, "num_stages": 2}
+TUNABLES = {"BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "num_warps": 4, "num_stages": 2}
 SEARCH_SPACE = {
     "TILE_MAP": [0, 1],
+    "PACK_GQA": [0, 1],
     "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [16, 32, 64, 128],
     "num_warps": [4, 8],
@@ -41,8 +45,9 @@ def _cap_stages(requested: int, stage_bytes: int, fixed_bytes: int = 0, budget: 
 
 
 @triton.jit
-def _tile_prefix_kernel(cu_ptr, prefix_ptr, batch, BLOCK_M: tl.constexpr, CHUNK: tl.constexpr):
-    """prefix[b] = query tiles of the sequences before b (prefix[batch] = all of them); one program."""
+def _tile_prefix_kernel(cu_ptr, prefix_ptr, batch, tile_tokens, CHUNK: tl.constexpr):
+    """prefix[b] = query tiles of `tile_tokens` tokens of the sequences before b (prefix[batch] = all of them);
+    one program."""
     carry = 0
     tl.store(prefix_ptr, 0)
     for c0 in range(0, batch, CHUNK):
@@ -50,7 +55,7 @@ def _tile_prefix_kernel(cu_ptr, prefix_ptr, batch, BLOCK_M: tl.constexpr, CHUNK:
         ok = offs < batch
         s0 = tl.load(cu_ptr + offs, mask=ok, other=0)
         s1 = tl.load(cu_ptr + offs + 1, mask=ok, other=0)
-        tiles = tl.where(ok, (s1 - s0 + BLOCK_M - 1) // BLOCK_M, 0)
+        tiles = tl.where(ok, (s1 - s0 + tile_tokens - 1) // tile_tokens, 0)
         running = tl.cumsum(tiles, axis=0) + carry
         tl.store(prefix_ptr + offs + 1, running, mask=ok)
         carry += tl.sum(tiles, axis=0)
@@ -81,18 +86,17 @@ def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_
 @triton.jit
 def _attention_prefill_varlen_kernel(
     q_ptr, k_ptr, v_ptr, cu_ptr, cuk_ptr, used_ptr, bt_ptr, prefix_ptr, map_ptr, out_ptr,
-    batch, group, qk_scale, page, s_bt,
+    batch, group, tile_tokens, qk_scale, page, s_bt,
     sq_t, sq_h, sq_d, sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, so_t, so_h, so_d,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
     SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
-    TILE_MAP: tl.constexpr,
+    TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr,
 ):
     # strides arrive divided by UNIT (see _stride_unit); multiplying by the constant proves their divisibility
     sq_t, sq_h, so_t, so_h = sq_t * UNIT, sq_h * UNIT, so_t * UNIT, so_h * UNIT
     sk_b, sk_t, sk_h = sk_b * UNIT, sk_t * UNIT, sk_h * UNIT
     sv_b, sv_t, sv_h = sv_b * UNIT, sv_t * UNIT, sv_h * UNIT
     pid = tl.program_id(0)
-    head = tl.program_id(1)
     if TILE_MAP:  # program id -> sequence in one load (the map a second small kernel wrote)
         if pid >= tl.load(prefix_ptr + batch):
             return
@@ -120,18 +124,30 @@ def _attention_prefill_varlen_kernel(
     m_tile = n_tiles - 1 - (pid - first_tile)  # heaviest (last) tile first
     shift = kv_len - q_len  # causal: query i sees keys j <= i + shift
 
-    kv_head = head // group
-    m_start = m_tile * BLOCK_M
-    offs_m = m_start + tl.arange(0, BLOCK_M)
+    m_start = m_tile * tile_tokens
+    rows = tl.arange(0, BLOCK_M)
+    if PACK_GQA:  # rows are (token, head of the KV head's group) pairs, the group's heads of a token adjacent
+        kv_head = tl.program_id(1)
+        offs_m = m_start + rows // group
+        heads = kv_head * group + rows % group
+        q_head = (heads * sq_h)[:, None]
+        o_head = (heads * so_h)[:, None]
+        m_ok = (rows < tile_tokens * group) & (offs_m < q_len)
+    else:  # rows are tokens of one head (a scalar offset: the compiler sees whole rows)
+        head = tl.program_id(1)
+        kv_head = head // group
+        q_head = head * sq_h
+        o_head = head * so_h
+        offs_m = m_start + rows
+        m_ok = offs_m < q_len
     offs_n0 = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
-    m_ok = offs_m < q_len
     # HEAD_DIM is a compile-time constant, so the compiler knows the mask's runs and a padded head (72, 80)
     # still loads 16-byte vectors, given strides it can prove divisible (UNIT)
     d_ok = offs_d < HEAD_DIM
     rows_m = (q_start.to(tl.int64) + offs_m).to(tl.int64)
 
-    q = tl.load(q_ptr + rows_m[:, None] * sq_t + head * sq_h + offs_d[None, :] * sq_d,
+    q = tl.load(q_ptr + rows_m[:, None] * sq_t + q_head + offs_d[None, :] * sq_d,
                 mask=m_ok[:, None] & d_ok[None, :], other=0.0)
     k_base = k_ptr + kv_head * sk_h + offs_d[:, None] * sk_d   # [BLOCK_D, 1] (K read transposed)
     v_base = v_ptr + kv_head * sv_h + offs_d[None, :] * sv_d   # [1, BLOCK_D]
@@ -141,7 +157,7 @@ def _attention_prefill_varlen_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
 
     if CAUSAL:
-        n_end = tl.minimum(kv_len, m_start + BLOCK_M + shift)
+        n_end = tl.minimum(kv_len, m_start + tile_tokens + shift)
         n_full = tl.maximum(tl.minimum(m_start + shift + 1, kv_len), 0) // BLOCK_N * BLOCK_N
     else:
         n_end = kv_len
@@ -181,7 +197,7 @@ def _attention_prefill_varlen_kernel(
 
     l_safe = tl.where(m_ok, l_i, 1.0)
     o = acc / l_safe[:, None]
-    tl.store(out_ptr + rows_m[:, None] * so_t + head * so_h + offs_d[None, :] * so_d,
+    tl.store(out_ptr + rows_m[:, None] * so_t + o_head + offs_d[None, :] * so_d,
              o.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & d_ok[None, :])
 
 
@@ -207,7 +223,10 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     bm, bn = TUNABLES["BLOCK_M"], TUNABLES["BLOCK_N"]
     block_d = max(16, triton.next_power_of_2(head_dim))
     prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
-    _tile_prefix_kernel[(1,)](cu_seqlens, prefix, batch, BLOCK_M=bm, CHUNK=1024, num_warps=4)
+    group = num_heads // num_kv_heads
+    pack = bool(TUNABLES.get("PACK_GQA", 0)) and 1 < group <= bm
+    tile_tokens = bm // group if pack else bm
+    _tile_prefix_kernel[(1,)](cu_seqlens, prefix, batch, tile_tokens, CHUNK=1024, num_warps=4)
     paged = block_table is not None
     cu_k = cu_seqlens_k if cu_seqlens_k is not None else cu_seqlens
     if paged:
@@ -220,7 +239,7 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         page, s_bt = 1, 0
     (sq_t, sq_h, sq_d), (so_t, so_h, so_d) = q.stride(), out.stride()
     u = _stride_unit(q.element_size(), sq_t, sq_h, so_t, so_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h)
-    grid = (triton.cdiv(total, bm) + batch, num_heads)
+    grid = (triton.cdiv(total, tile_tokens) + batch, num_kv_heads if pack else num_heads)
     tile_map = batch > 1 and bool(TUNABLES["TILE_MAP"])
     seq_of_tile = prefix
     if tile_map:
@@ -229,11 +248,11 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     _attention_prefill_varlen_kernel[grid](
         q, k, v, cu_seqlens, cu_k, seqused_k if seqused_k is not None else cu_k,
         block_table if paged else cu_k, prefix, seq_of_tile, out,
-        batch, num_heads // num_kv_heads, softmax_scale * LOG2E, page, s_bt,
+        batch, group, tile_tokens, softmax_scale * LOG2E, page, s_bt,
         sq_t // u, sq_h // u, sq_d, sk_b // u, sk_t // u, sk_h // u, sk_d, sv_b // u, sv_t // u, sv_h // u, sv_d,
         so_t // u, so_h // u, so_d,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SEARCH=max(1, (batch - 1).bit_length()),
-        CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map,
+        CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map, PACK_GQA=pack,
         num_warps=TUNABLES["num_warps"],
         num_stages=_cap_stages(TUNABLES["num_stages"], 2 * bn * block_d * q.element_size(),
                                bm * block_d * q.element_size()),
