@@ -50,22 +50,40 @@ def _silu_and_mul_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_o,
                        out_ptr.dtype.element_ty)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+def _rows(t: torch.Tensor, n_cols: int) -> tuple[torch.Tensor, int]:
+    """t as rows of n_cols with unit column stride, and its row stride; a contiguous t as it is (a reshape
+    costs microseconds of host time per call, which small shapes pay in full)."""
+    if t.is_contiguous():
+        return t, n_cols
+    t2 = t.reshape(-1, n_cols)
+    if t2.stride(-1) != 1:
+        t2 = t2.contiguous()
+    return t2, t2.stride(0)
+
+
 def launch_silu_and_mul(x: torch.Tensor, cfg: dict | None = None) -> torch.Tensor:
     cfg = TUNABLES if cfg is None else cfg
     d = x.shape[-1] // 2
-    x2 = x.reshape(-1, 2 * d)
-    if x2.stride(-1) != 1:
-        x2 = x2.contiguous()
-    n_rows = x2.shape[0]
-    out = torch.empty((n_rows, d), dtype=x.dtype, device=x.device)
+    x2, stride_x = _rows(x, 2 * d)
+    n_rows = x.numel() // (2 * d) if d else 0
+    out = torch.empty((*x.shape[:-1], d), dtype=x.dtype, device=x.device)
     if n_rows > 0 and d > 0:
         rows = cfg["ROWS_PER_PROGRAM"]
-        block = min(cfg["BLOCK_N"], triton.next_power_of_2(d))
+        block = min(cfg["BLOCK_N"], _next_pow2(d))
         col_loop = cfg["COL_LOOP"]
-        grid = (triton.cdiv(n_rows, rows), 1 if col_loop else triton.cdiv(d, block))
-        _silu_and_mul_kernel[grid](x2, out, n_rows, d, x2.stride(0), out.stride(0),
+        grid = (_cdiv(n_rows, rows), 1 if col_loop else _cdiv(d, block))
+        _silu_and_mul_kernel[grid](x2, out, n_rows, d, stride_x, d,
                                    ROWS=rows, BLOCK_N=block, COL_LOOP=col_loop, num_warps=cfg["num_warps"])
-    return out.view(*x.shape[:-1], d)
+    return out
 
 
 class Model(nn.Module):

@@ -88,39 +88,54 @@ def _fused_add_rms_norm_kernel(x_ptr, r_ptr, w_ptr, y_ptr, ro_ptr, n_rows, n_col
             tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+def _rows(t: torch.Tensor, n_cols: int) -> tuple[torch.Tensor, int]:
+    """t as rows of n_cols with unit column stride, and its row stride; a contiguous t as it is (a reshape
+    costs microseconds of host time per call, which small shapes pay in full)."""
+    if t.is_contiguous():
+        return t, n_cols
+    t2 = t.reshape(-1, n_cols)
+    if t2.stride(-1) != 1:
+        t2 = t2.contiguous()
+    return t2, t2.stride(0)
+
+
 def _tile(n_cols: int, cfg: dict) -> tuple[int, bool]:
     rows = cfg["ROWS_PER_PROGRAM"]
-    full = triton.next_power_of_2(n_cols)
+    full = _next_pow2(n_cols)
     if cfg["ONE_PASS"] and rows * full <= _MAX_TILE_ELEMS:
         return full, True
     block = min(cfg["BLOCK_N"], full)
     return block, block >= n_cols
 
 
-def _rows_view(t: torch.Tensor, n_cols: int) -> torch.Tensor:
-    t2 = t.reshape(-1, n_cols)
-    return t2 if t2.stride(-1) == 1 else t2.contiguous()
-
-
 def launch_fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
                               cfg: dict | None = None):
     cfg = TUNABLES if cfg is None else cfg
     n_cols = x.shape[-1]
-    x2 = _rows_view(x, n_cols)
-    r2 = _rows_view(residual, n_cols)
+    x2, stride_x = _rows(x, n_cols)
+    r2, stride_r = _rows(residual, n_cols)
     weight = weight.contiguous()
-    n_rows = x2.shape[0]
-    y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
-    r_out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
+    n_rows = x.numel() // n_cols if n_cols else 0
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    r_out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if n_rows > 0:
         rows = cfg["ROWS_PER_PROGRAM"]
         block, single = _tile(n_cols, cfg)
-        grid = (triton.cdiv(n_rows, rows),)
+        grid = (_cdiv(n_rows, rows),)
         _fused_add_rms_norm_kernel[grid](
-            x2, r2, weight, y, r_out, n_rows, n_cols, x2.stride(0), r2.stride(0), y.stride(0), r_out.stride(0), eps,
+            x2, r2, weight, y, r_out, n_rows, n_cols, stride_x, stride_r, n_cols, n_cols, eps,
             ROWS=rows, BLOCK=block, SINGLE_TILE=single, REREAD_SUM=cfg["REREAD_SUM"],
             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
-    return y.view(x.shape), r_out.view(x.shape)
+    return y, r_out
 
 
 class Model(nn.Module):

@@ -81,6 +81,26 @@ def _gated_rms_norm_kernel(x_ptr, z_ptr, w_ptr, y_ptr, n_rows, n_groups, group_s
             tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+def _rows(t: torch.Tensor, n_cols: int) -> tuple[torch.Tensor, int]:
+    """t as rows of n_cols with unit column stride, and its row stride; a contiguous t as it is (a reshape
+    costs microseconds of host time per call, which small shapes pay in full)."""
+    if t.is_contiguous():
+        return t, n_cols
+    t2 = t.reshape(-1, n_cols)
+    if t2.stride(-1) != 1:
+        t2 = t2.contiguous()
+    return t2, t2.stride(0)
+
+
 def _rows_and_warps(group_size: int, cfg: dict) -> tuple[int, int]:
     wide = cfg.get("WIDE_MIN", 0)
     if wide and group_size >= wide:
@@ -89,38 +109,33 @@ def _rows_and_warps(group_size: int, cfg: dict) -> tuple[int, int]:
 
 
 def _tile(n_cols: int, rows: int, cfg: dict) -> tuple[int, bool]:
-    full = triton.next_power_of_2(n_cols)
+    full = _next_pow2(n_cols)
     if cfg["ONE_PASS"] and rows * full <= _MAX_TILE_ELEMS:
         return full, True
     block = min(cfg["BLOCK_N"], full)
     return block, block >= n_cols
 
 
-def _rows_view(t: torch.Tensor, n_cols: int) -> torch.Tensor:
-    t2 = t.reshape(-1, n_cols)
-    return t2 if t2.stride(-1) == 1 else t2.contiguous()
-
-
 def launch_gated_rms_norm(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, group_size: int, eps: float,
                           cfg: dict | None = None) -> torch.Tensor:
     cfg = TUNABLES if cfg is None else cfg
     hidden = x.shape[-1]
-    x2 = _rows_view(x, hidden)
-    z2 = _rows_view(z, hidden)
+    x2, stride_x = _rows(x, hidden)
+    z2, stride_z = _rows(z, hidden)
     weight = weight.contiguous()
-    n_tokens = x2.shape[0]
+    n_tokens = x.numel() // hidden if hidden else 0
     n_groups = hidden // group_size
-    y = torch.empty((n_tokens, hidden), dtype=x.dtype, device=x.device)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_rows = n_tokens * n_groups
     if n_rows > 0:
         rows, warps = _rows_and_warps(group_size, cfg)
         block, single = _tile(group_size, rows, cfg)
-        grid = (triton.cdiv(n_rows, rows),)
+        grid = (_cdiv(n_rows, rows),)
         _gated_rms_norm_kernel[grid](x2, z2, weight, y, n_rows, n_groups, group_size,
-                                     x2.stride(0), z2.stride(0), y.stride(0), eps,
+                                     stride_x, stride_z, hidden, eps,
                                      ROWS=rows, BLOCK=block, SINGLE_TILE=single,
                                      num_warps=warps, num_stages=cfg["num_stages"])
-    return y.view(x.shape)
+    return y
 
 
 class Model(nn.Module):

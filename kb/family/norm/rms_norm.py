@@ -69,10 +69,30 @@ def _rms_norm_kernel(x_ptr, w_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, ep
             tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+def _rows(t: torch.Tensor, n_cols: int) -> tuple[torch.Tensor, int]:
+    """t as rows of n_cols with unit column stride, and its row stride; a contiguous t as it is (a reshape
+    costs microseconds of host time per call, which small shapes pay in full)."""
+    if t.is_contiguous():
+        return t, n_cols
+    t2 = t.reshape(-1, n_cols)
+    if t2.stride(-1) != 1:
+        t2 = t2.contiguous()
+    return t2, t2.stride(0)
+
+
 def _tile(n_cols: int, cfg: dict) -> tuple[int, bool]:
     """(BLOCK, SINGLE_TILE) for a row of n_cols under the tunables."""
     rows = cfg["ROWS_PER_PROGRAM"]
-    full = triton.next_power_of_2(n_cols)
+    full = _next_pow2(n_cols)
     if cfg["ONE_PASS"] and rows * full <= _MAX_TILE_ELEMS:
         return full, True
     block = min(cfg["BLOCK_N"], full)
@@ -82,21 +102,19 @@ def _tile(n_cols: int, cfg: dict) -> tuple[int, bool]:
 def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict | None = None) -> torch.Tensor:
     cfg = TUNABLES if cfg is None else cfg
     n_cols = x.shape[-1]
-    x2 = x.reshape(-1, n_cols)
-    if x2.stride(-1) != 1:
-        x2 = x2.contiguous()
+    x2, stride_x = _rows(x, n_cols)
     weight = weight.contiguous()
-    n_rows = x2.shape[0]
-    y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
+    n_rows = x.numel() // n_cols if n_cols else 0
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if n_rows == 0:
-        return y.view(x.shape)
+        return y
     rows = cfg["ROWS_PER_PROGRAM"]
     block, single = _tile(n_cols, cfg)
-    grid = (triton.cdiv(n_rows, rows),)
-    _rms_norm_kernel[grid](x2, weight, y, n_rows, n_cols, x2.stride(0), y.stride(0), eps,
+    grid = (_cdiv(n_rows, rows),)
+    _rms_norm_kernel[grid](x2, weight, y, n_rows, n_cols, stride_x, n_cols, eps,
                            ROWS=rows, BLOCK=block, SINGLE_TILE=single,
                            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
-    return y.view(x.shape)
+    return y
 
 
 class Model(nn.Module):

@@ -1,0 +1,46 @@
+"""The row-wise KB kernels' launchers take a contiguous input as it is (no reshape on the host path) and any
+other layout through a row view: the same result for a sliced or transposed input as for its contiguous copy,
+and an empty one (CPU interpreter)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from aka_tui.bench.problem.module_loading import import_file
+from tests.conftest import REPO
+
+W, B = torch.randn(64, generator=torch.Generator().manual_seed(1)), torch.randn(64)
+
+
+def _kernel(path: str):  # type: ignore[no-untyped-def]
+    return import_file(REPO / "kb/family" / path, path.replace("/", "_").removesuffix(".py"))
+
+
+LAUNCHES: dict[str, Callable[[torch.Tensor], object]] = {
+    "rms_norm": lambda x: _kernel("norm/rms_norm.py").launch_rms_norm(x, W, 1e-6),
+    "layer_norm": lambda x: _kernel("norm/layer_norm.py").launch_layer_norm(x, W, B, 1e-6),
+    "fused_add_rms_norm": lambda x: _kernel("norm/fused_add_rms_norm.py").launch_fused_add_rms_norm(
+        x, x.flip(-1), W, 1e-6),
+    "gated_rms_norm": lambda x: _kernel("norm/gated_rms_norm.py").launch_gated_rms_norm(x, x.flip(-1), W, 16, 1e-6),
+    "silu_and_mul": lambda x: _kernel("activation/silu_and_mul.py").launch_silu_and_mul(x),
+}
+
+
+def _flat(result: object) -> list[torch.Tensor]:
+    return list(result) if isinstance(result, tuple) else [result]  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("op", list(LAUNCHES))
+def test_any_layout_gives_the_contiguous_result(op: str) -> None:
+    big = torch.randn(6, 3, 80, generator=torch.Generator().manual_seed(0))
+    for x in (big[..., :64], big[..., :64].transpose(0, 1)):
+        assert not x.is_contiguous()
+        got, want = _flat(LAUNCHES[op](x)), _flat(LAUNCHES[op](x.contiguous()))
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.is_contiguous()
+            torch.testing.assert_close(g, w)
+    for out in _flat(LAUNCHES[op](torch.randn(0, 64))):
+        assert out.shape[0] == 0
