@@ -26,11 +26,15 @@ LAUNCHES: dict[str, Callable[[torch.Tensor], object]] = {
         x, x.flip(-1), W, 1e-6),
     "gated_rms_norm": lambda x: _kernel("norm/gated_rms_norm.py").launch_gated_rms_norm(x, x.flip(-1), W, 16, 1e-6),
     "silu_and_mul": lambda x: _kernel("activation/silu_and_mul.py").launch_silu_and_mul(x),
+    "rms_norm_quant_fp8": lambda x: _kernel("quantization/rms_norm_quant_fp8.py").launch_rms_norm_quant_fp8(
+        x, W, 1e-6, "float8_e4m3fn", x.flip(-1)),
 }
 
 
 def _flat(result: object) -> list[torch.Tensor]:
-    return list(result) if isinstance(result, tuple) else [result]  # type: ignore[list-item]
+    """The outputs, fp8 codes as bytes (compared exactly)."""
+    outputs = list(result) if isinstance(result, tuple) else [result]
+    return [t.view(torch.uint8) if t.dtype.itemsize == 1 else t for t in outputs]  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("op", list(LAUNCHES))

@@ -211,9 +211,24 @@ def _fp8_format(out_dtype) -> tuple[torch.dtype, bool, float]:
     return _FP8_FORMATS[name]
 
 
-def _rows_view(t: torch.Tensor, n_cols: int) -> torch.Tensor:
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+def _rows(t: torch.Tensor, n_cols: int) -> tuple[torch.Tensor, int]:
+    """t as rows of n_cols with unit column stride, and its row stride; a contiguous t as it is (a reshape
+    costs microseconds of host time per call, which small shapes pay in full)."""
+    if t.is_contiguous():
+        return t, n_cols
     t2 = t.reshape(-1, n_cols)
-    return t2 if t2.stride(-1) == 1 else t2.contiguous()
+    if t2.stride(-1) != 1:
+        t2 = t2.contiguous()
+    return t2, t2.stride(0)
 
 
 def _rows_per_program(n_rows: int, n_cols: int, cfg: dict, on_gpu: bool) -> int:
@@ -222,12 +237,12 @@ def _rows_per_program(n_rows: int, n_cols: int, cfg: dict, on_gpu: bool) -> int:
     rows = cfg["ROWS_PER_PROGRAM"]
     if on_gpu:
         return rows
-    packed = min(_MAX_TILE_ELEMS // triton.next_power_of_2(n_cols), triton.next_power_of_2(n_rows))
+    packed = min(_MAX_TILE_ELEMS // _next_pow2(n_cols), _next_pow2(n_rows))
     return max(rows, packed)
 
 
 def _tile(n_cols: int, rows: int, cfg: dict) -> tuple[int, bool]:
-    full = triton.next_power_of_2(n_cols)
+    full = _next_pow2(n_cols)
     if cfg["ONE_PASS"] and rows * full <= _MAX_TILE_ELEMS:
         return full, True
     block = min(cfg["BLOCK_N"], full)
@@ -253,29 +268,30 @@ def launch_rms_norm_quant_fp8(x: torch.Tensor, weight: torch.Tensor, eps: float,
     fp8_dtype, fnuz, fp8_max = _fp8_format(out_dtype)
     _check_shapes(x, weight, residual, scale)
     n_cols = x.shape[-1]
-    x2 = _rows_view(x, n_cols)
-    n_rows = x2.shape[0]
-    r2 = _rows_view(residual, n_cols) if residual is not None else x2
+    x2, stride_x = _rows(x, n_cols)
+    n_rows = x.numel() // n_cols if n_cols else 0
+    r2, stride_r = _rows(residual, n_cols) if residual is not None else (x2, stride_x)
     weight = weight.contiguous()
-    q = torch.empty((n_rows, n_cols), dtype=torch.uint8, device=x.device)
-    r_out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device) if residual is not None else x2
+    q = torch.empty(x.shape, dtype=torch.uint8, device=x.device)
+    r_out = torch.empty(x.shape, dtype=x.dtype, device=x.device) if residual is not None else x2
+    stride_ro = n_cols if residual is not None else stride_x
     dynamic = scale is None
-    s = torch.empty((n_rows, 1), dtype=torch.float32, device=x.device) if dynamic else scale.reshape(1)
+    s = torch.empty((*x.shape[:-1], 1), dtype=torch.float32, device=x.device) if dynamic else scale.reshape(1)
     if n_rows > 0 and n_cols > 0:
         rows = _rows_per_program(n_rows, n_cols, cfg, x.is_cuda)
         block, single = _tile(n_cols, rows, cfg)
-        _rms_norm_quant_fp8_kernel[(triton.cdiv(n_rows, rows),)](
-            x2, r2, weight, q, s, r_out, n_rows, n_cols, x2.stride(0), r2.stride(0), q.stride(0), r_out.stride(0),
+        _rms_norm_quant_fp8_kernel[(_cdiv(n_rows, rows),)](
+            x2, r2, weight, q, s, r_out, n_rows, n_cols, stride_x, stride_r, n_cols, stride_ro,
             eps, HAS_RESIDUAL=residual is not None, DYNAMIC=dynamic, FNUZ=fnuz, FP8_MAX=fp8_max, ROWS=rows,
             BLOCK=block, SINGLE_TILE=single, REREAD_SUM=bool(cfg["REREAD_SUM"]) and residual is not None,
             EXACT_DIV=bool(cfg["EXACT_DIV"]), HW_CAST=bool(cfg["HW_CAST"]) and x.is_cuda,
             SOFT_BF16=x.dtype == torch.bfloat16 and not x.is_cuda, num_warps=cfg["num_warps"],
             num_stages=cfg["num_stages"])
-    outputs = [q.view(fp8_dtype).view(x.shape)]
+    outputs = [q.view(fp8_dtype)]
     if dynamic:
-        outputs.append(s.view(*x.shape[:-1], 1))
+        outputs.append(s)
     if residual is not None:
-        outputs.append(r_out.view(x.shape))
+        outputs.append(r_out)
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
