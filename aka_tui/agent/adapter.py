@@ -30,8 +30,6 @@ _ADAPTER_OUTPUTS = {out_map!r}
 _ADAPTER_STRUCTURE = {structure!r}
 
 
-
-
 def _adapter_flat(result):
     """The kernel's outputs as a flat list."""
     if isinstance(result, dict):
@@ -46,32 +44,20 @@ class Model(torch.nn.Module):
         super().__init__()
         self._adapter_init = {init_dict}
         self._adapter_models = {{}}
-        # Resolved once, so that a call only reads sizes and moves tensors (its host time is part of S_e2e):
-        # the kernel's init values that do not depend on the inputs, and which of them are sizes of an input
+        # the kernel's init values that do not depend on the inputs, resolved once
         self._adapter_fixed = {{k: self._adapter_init[v[1]] if v[0] == "init" else v[1]
                                for k, v in _ADAPTER_INIT.items() if v[0] in ("init", "const")}}
-        self._adapter_dims = [(k, v[1], v[2]) for k, v in _ADAPTER_INIT.items() if v[0] == "dim"]
-        self._adapter_args = [(k, v[1]) for k, v in _ADAPTER_ARGS.items() if v[0] == "input"]
-        self._adapter_nones = [k for k, v in _ADAPTER_ARGS.items() if v[0] == "none"]
 
+    # Written out from the specs above, so that a call only reads sizes and moves tensors (its host time is part
+    # of S_e2e): one kernel model per combination of the input sizes it is built with.
     def forward(self{forward_params}):
-        inputs = {forward_dict}
-        dims = tuple(int(inputs[name].shape[axis]) for _, name, axis in self._adapter_dims)
-        model = self._adapter_models.get(dims)  # one kernel model per combination of the sizes it is built with
-        if model is None:
-            kwargs = dict(self._adapter_fixed, **{{k: d for (k, _, _), d in zip(self._adapter_dims, dims)}})
-            model = self._adapter_models[dims] = {inner}(**kwargs)
-        args = {{k: inputs[name] for k, name in self._adapter_args}}
-        for k in self._adapter_nones:
-            args[k] = None
-        flat = _adapter_flat(model.forward(**args))
-        outputs = [flat[spec[0]].view(inputs[spec[2]].shape) if len(spec) > 1 else flat[spec[0]]
-                   for spec in _ADAPTER_OUTPUTS]
-        if _ADAPTER_STRUCTURE[0] == "dict":
-            return dict(zip(_ADAPTER_STRUCTURE[1], outputs))
-        if _ADAPTER_STRUCTURE[0] == "tuple":
-            return tuple(outputs)
-        return outputs[0]
+        _adapter_dims = ({dims_expr})
+        _adapter_model = self._adapter_models.get(_adapter_dims)
+        if _adapter_model is None:
+            _adapter_model = self._adapter_models[_adapter_dims] = {inner}(
+                **self._adapter_fixed, **dict(zip({dim_names!r}, _adapter_dims)))
+        _adapter_out = _adapter_flat(_adapter_model.forward({call_args}))
+        return {result_expr}
 '''
 
 
@@ -100,12 +86,28 @@ def adapter_source(match: TransferMatch, reference_model: Any) -> str:
     if not re.search(r"^import torch$", inner, flags=re.MULTILINE):
         inner = "import torch\n" + inner
     init_params, init_names = _param_list(reference_model.__init__)
-    forward_params, forward_names = _param_list(reference_model.forward)
+    forward_params, _ = _param_list(reference_model.forward)
+    dims = [(k, v[1], v[2]) for k, v in match.init_map.items() if v[0] == "dim"]
+    call_args = [f"{k}={v[1]}" if v[0] == "input" else f"{k}=None"
+                 for k, v in match.arg_map.items() if v[0] in ("input", "none")]
+    outputs = [f"_adapter_out[{spec[0]}].view({spec[2]}.shape)" if len(spec) > 1 else f"_adapter_out[{spec[0]}]"
+               for spec in match.out_map]
     return inner.rstrip("\n") + "\n" + _ADAPTER_TEMPLATE.format(
         entry_id=match.kernel.entry_id, init_map=match.init_map, arg_map=match.arg_map, out_map=match.out_map,
         structure=match.structure, init_params=init_params, forward_params=forward_params, inner=INNER_CLASS,
         init_dict="{" + ", ".join(f"{n!r}: {n}" for n in init_names) + "}",
-        forward_dict="{" + ", ".join(f"{n!r}: {n}" for n in forward_names) + "}")
+        dims_expr="".join(f"int({name}.shape[{axis}]), " for _, name, axis in dims),
+        dim_names=tuple(k for k, _, _ in dims), call_args=", ".join(call_args),
+        result_expr=_result_expr(match.structure, outputs))
+
+
+def _result_expr(structure: tuple, outputs: list[str]) -> str:
+    """The problem's output structure rebuilt from the kernel's flat outputs."""
+    if structure[0] == "dict":
+        return "{" + ", ".join(f"{key!r}: {out}" for key, out in zip(structure[1], outputs)) + "}"
+    if structure[0] == "tuple":
+        return "(" + "".join(f"{out}, " for out in outputs) + ")"
+    return outputs[0]
 
 
 def transferred_kernel(match: TransferMatch, reference_model: Any) -> ReferenceKernel:
