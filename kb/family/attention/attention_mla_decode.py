@@ -358,6 +358,15 @@ def mla_sizes(q, kv_cache, block_tables, num_heads=None, kv_lora_rank=None, rope
     return (*found, page)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, kv_lora_rank, rope_dim,
                                 block_size, softmax_scale, knockout: int = 0, cu_seqlens_k=None):
     """Paged cache when block_tables is given (seq_lens required), else packed: sequence b at rows
@@ -378,14 +387,14 @@ def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, 
     bt = block_tables if paged else sl  # unused when packed
     block_size, kv_strides = latent_layout(kv_cache, paged)
     bt_strides = block_tables.stride() if paged else (0, 0)
-    block_c = max(16, triton.next_power_of_2(kv_lora_rank))
-    block_r = max(16, triton.next_power_of_2(rope_dim))
-    block_b = max(16, triton.next_power_of_2(batch))
+    block_c = max(16, _next_pow2(kv_lora_rank))
+    block_r = max(16, _next_pow2(rope_dim))
+    block_b = max(16, _next_pow2(batch))
     # No wider than the heads need: 32-row tiles for 16 heads ran 1.3x slower than 16-row ones on the H200
     # (sweep of 2026-11-30), while 128 heads ran 1.3x faster with 32 than with 16.
-    block_h = min(TUNABLES["BLOCK_H"], max(16, triton.next_power_of_2(num_heads)))
+    block_h = min(TUNABLES["BLOCK_H"], max(16, _next_pow2(num_heads)))
     block_n = TUNABLES["BLOCK_N"]
-    n_hblk = triton.cdiv(num_heads, block_h)
+    n_hblk = _cdiv(num_heads, block_h)
     split = bool(TUNABLES["SPLIT_KV"])
     balanced = split and (bool(TUNABLES.get("BALANCED", 0)) or not paged)
     partition = TUNABLES["PARTITION"]
@@ -393,7 +402,7 @@ def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, 
     common = dict(BLOCK_H=block_h, BLOCK_N=block_n, BLOCK_C=block_c, BLOCK_R=block_r, KNOCKOUT=knockout,
                   KV_MODE=kv_mode, LENS_FROM_CU=lens_from_cu, num_warps=TUNABLES["num_warps"], num_stages=stages)
     n_prog = _programs(q.device) if balanced else 1
-    num_splits = max(1, triton.cdiv(block_tables.shape[1] * block_size, partition)) if split and paged else 1
+    num_splits = max(1, _cdiv(block_tables.shape[1] * block_size, partition)) if split and paged else 1
     if balanced:  # one partial per (group, program) piece, in slot group + program
         rows = (batch * n_hblk + n_prog) * block_h
         ws_m = torch.empty(rows, dtype=torch.float32, device=q.device)

@@ -200,6 +200,15 @@ def cache_layout(key_cache, value_cache):
     return key_cache.shape[1], key_cache.shape[2], (*k, 0), 0, v
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_lens, num_heads, num_kv_heads,
                                   block_size, softmax_scale):
     batch, _, head_dim = q.shape
@@ -208,11 +217,11 @@ def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_l
     if batch == 0:
         return out
     group = num_heads // num_kv_heads
-    block_g = max(16, triton.next_power_of_2(group))
-    block_d = max(16, triton.next_power_of_2(head_dim))
+    block_g = max(16, _next_pow2(group))
+    block_d = max(16, _next_pow2(head_dim))
     partition = TUNABLES["PARTITION"]
     max_ctx = block_tables.shape[1] * block_size
-    num_splits = max(1, triton.cdiv(max_ctx, partition)) if TUNABLES["SPLIT_KV"] else 1
+    num_splits = max(1, _cdiv(max_ctx, partition)) if TUNABLES["SPLIT_KV"] else 1
     split = num_splits > 1  # one partition needs no workspace and no second kernel
     # whole-page tiles: the split layout, a power-of-two page that divides the chunk (and so every partition)
     page_tiles = (TUNABLES["PAGE_TILES"] and split_x > 0 and block_size & (block_size - 1) == 0

@@ -213,6 +213,15 @@ def _stride_unit(element_size: int, *strides: int) -> int:
     return unit
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads, softmax_scale, causal=True,
                                     cu_seqlens_k=None, seqused_k=None, block_table=None):
     total, _, head_dim = q.shape
@@ -221,7 +230,7 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     if total == 0 or batch <= 0:
         return out
     bm, bn = TUNABLES["BLOCK_M"], TUNABLES["BLOCK_N"]
-    block_d = max(16, triton.next_power_of_2(head_dim))
+    block_d = max(16, _next_pow2(head_dim))
     prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
     group = num_heads // num_kv_heads
     pack = bool(TUNABLES.get("PACK_GQA", 0)) and 1 < group <= bm
@@ -239,7 +248,7 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         page, s_bt = 1, 0
     (sq_t, sq_h, sq_d), (so_t, so_h, so_d) = q.stride(), out.stride()
     u = _stride_unit(q.element_size(), sq_t, sq_h, so_t, so_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h)
-    grid = (triton.cdiv(total, tile_tokens) + batch, num_kv_heads if pack else num_heads)
+    grid = (_cdiv(total, tile_tokens) + batch, num_kv_heads if pack else num_heads)
     tile_map = batch > 1 and bool(TUNABLES["TILE_MAP"])
     seq_of_tile = prefix
     if tile_map:

@@ -132,6 +132,15 @@ def _gemm_splitk_reduce_kernel(ws_ptr, bias_ptr, res_ptr, out_ptr, M, N, stride_
              z.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg: dict = TUNABLES):
     if x.stride(-1) != 1:
         x = x.contiguous()
@@ -152,9 +161,9 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
     if cfg.get("LARGE_M_MIN") and M >= cfg["LARGE_M_MIN"]:
         bm = cfg["LARGE_M_BLOCK_M"]
     stages, bk = _fit_smem(cfg["num_stages"], cfg["BLOCK_K"], (bm + bn) * x.element_size())
-    k_per_split = triton.cdiv(triton.cdiv(K, bk), split) * bk
+    k_per_split = _cdiv(_cdiv(K, bk), split) * bk
     ws = torch.empty((split, M, N), dtype=torch.float32, device=x.device) if split > 1 else out
-    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), split)
+    grid = (_cdiv(M, bm) * _cdiv(N, bn), split)
     act = ACT_IDS[activation]
     _gemm_bf16_linear_epilogue_kernel[grid](x, w, bias_arg, res_arg, out, ws, M, N, K, k_per_split,
                                             x.stride(0), w.stride(0), stride_rm, out.stride(0),
@@ -163,8 +172,8 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
                                             GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"],
                                             num_stages=stages)
     if split > 1:
-        rb = min(REDUCE_BLOCK, triton.next_power_of_2(N))
-        _gemm_splitk_reduce_kernel[(M, triton.cdiv(N, rb))](ws, bias_arg, res_arg, out, M, N, stride_rm,
+        rb = min(REDUCE_BLOCK, _next_pow2(N))
+        _gemm_splitk_reduce_kernel[(M, _cdiv(N, rb))](ws, bias_arg, res_arg, out, M, N, stride_rm,
                                                            out.stride(0), ACT=act, HAS_BIAS=has_bias,
                                                            HAS_RES=has_res, SPLIT_K=split, BLOCK=rb,
                                                            num_warps=4)

@@ -201,6 +201,15 @@ def _tma_ok(a: torch.Tensor, b: torch.Tensor, split: int, cfg: dict) -> bool:
             and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, out_dtype: torch.dtype, group_size: int = 128,
                                cfg: dict = TUNABLES):
     if a.stride(-1) != 1:
@@ -221,14 +230,14 @@ def launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, out_dtype: torch.dtype, g
     stages, bk = _fit_smem(cfg["num_stages"], min(cfg["BLOCK_K"], group_size), (bm + bn) * elem)
     if group_size % bk != 0:
         raise ValueError(f"BLOCK_K {bk} must divide the scale group {group_size}")
-    k_per_split = triton.cdiv(triton.cdiv(K, bk), split) * bk
+    k_per_split = _cdiv(_cdiv(K, bk), split) * bk
     ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device) if split > 1 else out
-    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), split)
+    grid = (_cdiv(M, bm) * _cdiv(N, bn), split)
     stride_asm, stride_asg = a_scale.stride(0), 1
     groups = a_scale.shape[1]
     if cfg.get("SCALE_T", 0) and groups > 1:
         scales_t = torch.empty((groups, M), dtype=a_scale.dtype, device=a.device)
-        _scales_transposed_kernel[(triton.cdiv(M, 64), triton.cdiv(groups, 32))](
+        _scales_transposed_kernel[(_cdiv(M, 64), _cdiv(groups, 32))](
             a_scale, scales_t, M, groups, a_scale.stride(0), BLOCK_M=64, BLOCK_G=32, num_warps=4)
         a_scale, stride_asm, stride_asg = scales_t, 1, M
     if cfg.get("TMA", 0) and _tma_ok(a, b, split, cfg):
@@ -250,8 +259,8 @@ def launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, out_dtype: torch.dtype, g
                                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
                                       num_warps=cfg["num_warps"], num_stages=stages)
     if split > 1:
-        rb = min(REDUCE_BLOCK, triton.next_power_of_2(N))
-        _gemm_fp8_splitk_reduce_kernel[(M, triton.cdiv(N, rb))](ws, out, M, N, out.stride(0), SPLIT_K=split,
+        rb = min(REDUCE_BLOCK, _next_pow2(N))
+        _gemm_fp8_splitk_reduce_kernel[(M, _cdiv(N, rb))](ws, out, M, N, out.stride(0), SPLIT_K=split,
                                                                BLOCK=rb, num_warps=4)
     return out
 

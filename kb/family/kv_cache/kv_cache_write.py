@@ -60,6 +60,10 @@ def _kv_cache_write_kernel(
                 tl.store(vc_row + h * svc_h + d * svc_d, v.to(value_cache_ptr.dtype.element_ty), mask=m)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping):
     num_tokens, heads, head_dim = key.shape
     block_size = key_cache.shape[1]
@@ -72,7 +76,7 @@ def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping):
 
     contig = bool(TUNABLES["CONTIG_ROWS"]) and all(
         rows_contiguous(t, axis) for t, axis in ((key, 1), (value, 1), (key_cache, 2), (value_cache, 2)))
-    grid = (triton.cdiv(num_tokens, tpp),)
+    grid = (_cdiv(num_tokens, tpp),)
     _kv_cache_write_kernel[grid](
         key, value, key_cache, value_cache, slot_mapping,
         num_tokens, head_dim, heads * head_dim, block_size,

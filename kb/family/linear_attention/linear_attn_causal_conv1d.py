@@ -53,13 +53,17 @@ def _linear_attn_causal_conv1d_kernel(
                  mask=c_ok[:, None] & t_ok[None, :])
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def launch_linear_attn_causal_conv1d(x, weight, bias, width):
     batch, dim, seqlen = x.shape
     out = torch.empty_like(x)
     if x.numel() == 0:
         return out
     bc, bt, tt = TUNABLES["BLOCK_C"], TUNABLES["BLOCK_T"], TUNABLES["T_TILES"]
-    grid = (triton.cdiv(seqlen, bt * tt), triton.cdiv(dim, bc), batch)
+    grid = (_cdiv(seqlen, bt * tt), _cdiv(dim, bc), batch)
     _linear_attn_causal_conv1d_kernel[grid](
         x, weight, bias, out, dim, seqlen,
         *x.stride(), *weight.stride(), *out.stride(),

@@ -175,17 +175,26 @@ def _flat_slots(pool):
     return True
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def _copy_free_slots(pool, final, indices):
     """final[slot] = pool[slot] for the slots no index names. One slot per program when compiled; under
     Triton's interpreter, which costs milliseconds per program, tiles of up to 2**20 elements over slots."""
     slots, heads, k_dim, v_dim = pool.shape
     per_slot = heads * k_dim * v_dim
-    block = min(1 << 15 if _INTERPRETED else 1 << 14, triton.next_power_of_2(per_slot))
-    tile = (min(32, triton.next_power_of_2(slots), (1 << 20) // block) if _INTERPRETED else 1, block)
-    grid = (triton.cdiv(slots, tile[0]), triton.cdiv(per_slot, tile[1]))
+    block = min(1 << 15 if _INTERPRETED else 1 << 14, _next_pow2(per_slot))
+    tile = (min(32, _next_pow2(slots), (1 << 20) // block) if _INTERPRETED else 1, block)
+    grid = (_cdiv(slots, tile[0]), _cdiv(per_slot, tile[1]))
     _copy_free_slots_kernel[grid](pool, final, indices, slots, indices.numel(), heads, k_dim, v_dim,
                                   *pool.stride(), *final.stride(), SLOTS=tile[0], BLOCK=tile[1],
-                                  BLOCK_I=min(1024, triton.next_power_of_2(max(indices.numel(), 1))),
+                                  BLOCK_I=min(1024, _next_pow2(max(indices.numel(), 1))),
                                   FLAT=_flat_slots(pool) and _flat_slots(final))
 
 
@@ -194,7 +203,7 @@ def launch_chunk_delta_state(k, w, u, g=None, initial_state=None, initial_state_
     _check(k, w, u, g, initial_state, initial_state_indices, chunk_size)
     batch, tokens, k_heads, k_dim = k.shape
     heads, v_dim = u.shape[2], u.shape[3]
-    n_chunks = triton.cdiv(tokens, chunk_size)
+    n_chunks = _cdiv(tokens, chunk_size)
     h_out = torch.empty((batch, n_chunks, heads, k_dim, v_dim), dtype=k.dtype, device=k.device)
     v_new = torch.empty(u.shape, dtype=u.dtype, device=u.device)
     if initial_state is None:
@@ -209,18 +218,18 @@ def launch_chunk_delta_state(k, w, u, g=None, initial_state=None, initial_state_
         return h_out, v_new, final
     # Column slices compute the same values whatever their width; under the interpreter, whose cost is per
     # program and per operation, the widest slice (the transfer search runs this kernel as its own semantics)
-    bv = min(128, triton.next_power_of_2(v_dim)) if _INTERPRETED else TUNABLES["BLOCK_V"]
+    bv = min(128, _next_pow2(v_dim)) if _INTERPRETED else TUNABLES["BLOCK_V"]
     src = initial_state if initial_state is not None else final
     any_ptr = k  # a valid pointer for arguments a form does not use
     g_strides = g.stride() if g is not None else (0, 0, 0)
-    grid = (triton.cdiv(v_dim, bv), batch * heads)
+    grid = (_cdiv(v_dim, bv), batch * heads)
     _chunk_delta_state_kernel[grid](
         k, w, u, g if g is not None else any_ptr, src, final,
         initial_state_indices if initial_state_indices is not None else any_ptr, h_out, v_new,
         tokens, heads, max(heads // k_heads, 1), k_heads, k_dim, v_dim, chunk_size, n_chunks,
         *k.stride(), *w.stride(), *u.stride(), *g_strides, *src.stride(), *final.stride(), *h_out.stride(),
         *v_new.stride(),
-        BLOCK_T=max(16, triton.next_power_of_2(chunk_size)), BLOCK_K=max(16, triton.next_power_of_2(k_dim)),
+        BLOCK_T=max(16, _next_pow2(chunk_size)), BLOCK_K=max(16, _next_pow2(k_dim)),
         BLOCK_V=bv, HAS_G=g is not None, HAS_STATE=initial_state is not None,
         HAS_INDICES=initial_state_indices is not None, IEEE=k.dtype == torch.float32, DOT_F32=_INTERPRETED,
         num_warps=TUNABLES["num_warps"], num_stages=TUNABLES["num_stages"],

@@ -234,17 +234,26 @@ def _flat_slots(pool):
     return True
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def _copy_free_slots(pool, final, indices):
     """final[slot] = pool[slot] for the slots no index names. One slot per program when compiled; under
     Triton's interpreter, which costs milliseconds per program, tiles of up to 2**20 elements over slots."""
     slots, heads, k_dim, v_dim = pool.shape
     per_slot = heads * k_dim * v_dim
-    block = min(1 << 15 if _INTERPRETED else 1 << 14, triton.next_power_of_2(per_slot))
-    tile = (min(32, triton.next_power_of_2(slots), (1 << 20) // block) if _INTERPRETED else 1, block)
-    grid = (triton.cdiv(slots, tile[0]), triton.cdiv(per_slot, tile[1]))
+    block = min(1 << 15 if _INTERPRETED else 1 << 14, _next_pow2(per_slot))
+    tile = (min(32, _next_pow2(slots), (1 << 20) // block) if _INTERPRETED else 1, block)
+    grid = (_cdiv(slots, tile[0]), _cdiv(per_slot, tile[1]))
     _copy_free_slots_kernel[grid](pool, final, indices, slots, indices.numel(), heads, k_dim, v_dim,
                                   *pool.stride(), *final.stride(), SLOTS=tile[0], BLOCK=tile[1],
-                                  BLOCK_I=min(1024, triton.next_power_of_2(max(indices.numel(), 1))),
+                                  BLOCK_I=min(1024, _next_pow2(max(indices.numel(), 1))),
                                   FLAT=_flat_slots(pool) and _flat_slots(final))
 
 
@@ -275,12 +284,12 @@ def launch_linear_attn_gated_delta_decode(q, k, v, g=None, beta=None, state=None
     if state is not None and state_indices is None and final.shape[0] != seqs:
         raise ValueError(f"state {tuple(state.shape)} holds {state.shape[0]} sequences, not {seqs}")
     bv = TUNABLES["BLOCK_V"]
-    bk = min(TUNABLES["BLOCK_K"], triton.next_power_of_2(k_dim))  # no wider than the (padded) key dim
+    bk = min(TUNABLES["BLOCK_K"], _next_pow2(k_dim))  # no wider than the (padded) key dim
     if bk < k_dim and (tokens > 1 or cu_seqlens is not None or state is None):
-        bk = triton.next_power_of_2(k_dim)  # several tokens keep the slice in registers
+        bk = _next_pow2(k_dim)  # several tokens keep the slice in registers
     src = state if state is not None else final
     any_ptr = q  # a valid pointer for arguments a form does not use
-    grid = (triton.cdiv(v_dim, bv), seqs * heads)
+    grid = (_cdiv(v_dim, bv), seqs * heads)
     _linear_attn_gated_delta_decode_kernel[grid](
         q, k, v, gate, strength, A_log if A_log is not None else any_ptr, dt_bias if dt_bias is not None else any_ptr,
         src, final, state_indices if state_indices is not None else any_ptr,

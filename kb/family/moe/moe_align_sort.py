@@ -115,6 +115,15 @@ def _moe_align_sort_kernel(ids_ptr, offsets_ptr, block_end_ptr, sorted_ptr, expe
         tl.store(expert_ids_ptr + b, tl.where(owner < n_experts, owner, -1), mask=b < hi)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_moe_align_sort(topk_ids: torch.Tensor, num_experts: int, block_size: int, cfg: dict = TUNABLES,
                           exact_sizes: bool = False):
     flat = topk_ids.reshape(-1)
@@ -125,8 +134,8 @@ def launch_moe_align_sort(topk_ids: torch.Tensor, num_experts: int, block_size: 
     length = max_padded_len(n, num_experts, block_size)
     n_blocks = length // block_size
     chunk, sub = cfg["CHUNK"], cfg["SUB"]
-    n_chunks = max(1, triton.cdiv(n, chunk))
-    block_e = triton.next_power_of_2(num_experts)
+    n_chunks = max(1, _cdiv(n, chunk))
+    block_e = _next_pow2(num_experts)
     nw = cfg["num_warps"]
 
     sorted_ids = torch.empty((length,), dtype=torch.int32, device=dev)
@@ -136,12 +145,12 @@ def launch_moe_align_sort(topk_ids: torch.Tensor, num_experts: int, block_size: 
     block_end = torch.empty((num_experts,), dtype=torch.int32, device=dev)
 
     _moe_align_count_kernel[(n_chunks,)](flat, counts, sorted_ids, n, num_experts, length,
-                                         triton.cdiv(length, n_chunks), CHUNK=chunk, SUB=sub,
+                                         _cdiv(length, n_chunks), CHUNK=chunk, SUB=sub,
                                          BLOCK_E=block_e, num_warps=nw)
     _moe_align_scan_kernel[(1,)](counts, block_end, num_post, n_chunks, num_experts, block_size,
                                  SCAN_CHUNKS=cfg["SCAN_CHUNKS"], BLOCK_E=block_e, num_warps=nw)
     _moe_align_sort_kernel[(n_chunks,)](flat, counts, block_end, sorted_ids, expert_ids, n, num_experts,
-                                        n_blocks, triton.cdiv(n_blocks, n_chunks), CHUNK=chunk, SUB=sub,
+                                        n_blocks, _cdiv(n_blocks, n_chunks), CHUNK=chunk, SUB=sub,
                                         BLOCK_E=block_e, BLOCK_B=cfg["BLOCK_B"], num_warps=nw)
     if exact_sizes:  # data-dependent sizes: one host read, then views of the static buffers
         used = int(num_post.item())

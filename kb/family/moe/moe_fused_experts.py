@@ -405,11 +405,20 @@ _TL_DTYPES = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.floa
               torch.float64: tl.float64}
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def _scale_block(size: int, groups: int, what: str) -> int:
     """The block size behind `groups` scales along an axis of `size`: the power of two (at least 16) whose
     ceil-division of size gives groups; ValueError when none does."""
-    block = max(16, triton.next_power_of_2(triton.cdiv(size, max(groups, 1))))
-    if groups < 1 or triton.cdiv(size, block) != groups:
+    block = max(16, _next_pow2(_cdiv(size, max(groups, 1))))
+    if groups < 1 or _cdiv(size, block) != groups:
         raise ValueError(f"{what}: {groups} scale groups do not tile {size} in power-of-two blocks")
     return block
 
@@ -452,19 +461,19 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
     length = _max_padded_len(n, E, bm)
     n_blocks = length // bm
     chunk = cfg["ROUTE_CHUNK"]
-    n_chunks = triton.cdiv(n, chunk)
-    block_e = triton.next_power_of_2(E)
+    n_chunks = _cdiv(n, chunk)
+    block_e = _next_pow2(E)
 
     sorted_ids = torch.empty((length,), dtype=torch.int32, device=dev)
     expert_ids = torch.empty((n_blocks,), dtype=torch.int32, device=dev)
     counts = torch.empty((n_chunks, E), dtype=torch.int32, device=dev)
     block_end = torch.empty((E,), dtype=torch.int32, device=dev)
-    _moe_route_count_kernel[(n_chunks,)](flat_ids, counts, sorted_ids, n, E, length, triton.cdiv(length, n_chunks),
+    _moe_route_count_kernel[(n_chunks,)](flat_ids, counts, sorted_ids, n, E, length, _cdiv(length, n_chunks),
                                          CHUNK=chunk, SUB=ROUTE_SUB, BLOCK_E=block_e, num_warps=4)
     _moe_route_scan_kernel[(1,)](counts, block_end, n_chunks, E, bm, SCAN_CHUNKS=SCAN_CHUNKS, BLOCK_E=block_e,
                                  num_warps=4)
     _moe_route_sort_kernel[(n_chunks,)](flat_ids, counts, block_end, sorted_ids, expert_ids, n, E, n_blocks,
-                                        triton.cdiv(n_blocks, n_chunks), CHUNK=chunk, SUB=ROUTE_SUB,
+                                        _cdiv(n_blocks, n_chunks), CHUNK=chunk, SUB=ROUTE_SUB,
                                         BLOCK_E=block_e, num_warps=4)
 
     # Without scales and with one dtype throughout, the plain path (SCALED off: nothing below is compiled in).
@@ -498,7 +507,7 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
     scalar1 = w1_scale is not None and I % gn1 == 0  # tiles inside one block of rows: a scalar scale per step
     bn = min(bn, gn1) if scalar1 else bn
     stages1, bk = _fit_smem(cfg["num_stages"], bk, (bm + 2 * bn) * es)   # x tile + gate + up tiles
-    grid1 = (n_blocks * triton.cdiv(I, bn),)
+    grid1 = (n_blocks * _cdiv(I, bn),)
     _moe_fused_experts_kernel[grid1](_kernel_view(hidden), _kernel_view(w1), sorted_ids, expert_ids, act, n, k, H, I,
                                      n_blocks, hidden.stride(0), w1.stride(0), w1.stride(1), act.stride(0),
                                      a_s, w1_s, *a_strides, *w1_strides,
@@ -514,15 +523,15 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
     scalar2 = w2_scale is not None and H % gn2 == 0
     bn2 = min(bn2, gn2) if scalar2 else bn2
     stages2, bk2 = _fit_smem(cfg["num_stages"], bk2, (bm + bn2) * max(act.element_size(), w2.element_size()))
-    grid2 = (n_blocks * triton.cdiv(H, bn2),)
+    grid2 = (n_blocks * _cdiv(H, bn2),)
     _moe_down_kernel[grid2](act, _kernel_view(w2), sorted_ids, expert_ids, flat_w, y, n, H, I, n_blocks,
                             act.stride(0), w2.stride(0), w2.stride(1), y.stride(0), w2_s, *w2_strides,
                             IEEE=ieee2, BLOCK_M=bm, BLOCK_N=bn2, BLOCK_K=bk2, GROUP_M=cfg["GROUP_M"],
                             SCALED=scaled2, W_SCALE=w2_scale is not None, W_FNUZ=w2.dtype == _FNUZ, DOT_DT=dot2,
                             GN=gn2, GK=gk2, W_SCALAR=scalar2, SPLIT=split, num_warps=cfg["num_warps"],
                             num_stages=stages2)
-    cb = min(COMBINE_BLOCK, triton.next_power_of_2(H))
-    _moe_combine_kernel[(T, triton.cdiv(H, cb))](y, _kernel_view(out), k, H, y.stride(0), out.stride(0), BLOCK=cb,
+    cb = min(COMBINE_BLOCK, _next_pow2(H))
+    _moe_combine_kernel[(T, _cdiv(H, cb))](y, _kernel_view(out), k, H, y.stride(0), out.stride(0), BLOCK=cb,
                                                  OUT_FNUZ=out.dtype == _FNUZ, num_warps=4)
     return out
 

@@ -41,14 +41,23 @@ def _moe_sum_reduce_kernel(x_ptr, out_ptr, n_tokens, top_k, hidden, stride_xt, s
                  mask=mask)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_moe_sum_reduce(x: torch.Tensor, routed_scaling_factor: float, cfg: dict = TUNABLES):
     if x.stride(-1) != 1:
         x = x.contiguous()
     t, k, h = x.shape
     out = torch.empty((t, h), dtype=x.dtype, device=x.device)
-    block_h = min(cfg["BLOCK_H"], triton.next_power_of_2(h))
+    block_h = min(cfg["BLOCK_H"], _next_pow2(h))
     rows_per_prog = cfg["BLOCK_T"] * cfg["ROW_TILES"]
-    grid = (triton.cdiv(t, rows_per_prog), triton.cdiv(h, block_h))
+    grid = (_cdiv(t, rows_per_prog), _cdiv(h, block_h))
     _moe_sum_reduce_kernel[grid](x, out, t, k, h, x.stride(0), x.stride(1), out.stride(0),
                                  float(routed_scaling_factor), BLOCK_T=cfg["BLOCK_T"], BLOCK_H=block_h,
                                  ROW_TILES=cfg["ROW_TILES"], num_warps=cfg["num_warps"],

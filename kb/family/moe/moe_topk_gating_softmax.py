@@ -60,6 +60,15 @@ def _moe_topk_gating_softmax_kernel(logits_ptr, w_ptr, ids_ptr, n_tokens, n_expe
         tl.store(ids_ptr + rows64[:, None] * stride_i + kcols[None, :], out_id, mask=smask)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_moe_topk_gating_softmax(gating_output: torch.Tensor, top_k: int, renormalize: bool,
                                    cfg: dict = TUNABLES):
     if gating_output.stride(-1) != 1:
@@ -69,11 +78,11 @@ def launch_moe_topk_gating_softmax(gating_output: torch.Tensor, top_k: int, reno
     weights = torch.empty((t, top_k), dtype=ct, device=gating_output.device)
     ids = torch.empty((t, top_k), dtype=torch.int32, device=gating_output.device)
     rows_per_prog = cfg["BLOCK_T"] * cfg["ROW_TILES"]
-    grid = (max(1, triton.cdiv(t, rows_per_prog)),)
+    grid = (max(1, _cdiv(t, rows_per_prog)),)
     _moe_topk_gating_softmax_kernel[grid](gating_output, weights, ids, t, e, top_k, gating_output.stride(0),
                                           weights.stride(0), ids.stride(0), RENORM=bool(renormalize),
-                                          BLOCK_T=cfg["BLOCK_T"], BLOCK_E=triton.next_power_of_2(e),
-                                          BLOCK_K=triton.next_power_of_2(top_k), ROW_TILES=cfg["ROW_TILES"],
+                                          BLOCK_T=cfg["BLOCK_T"], BLOCK_E=_next_pow2(e),
+                                          BLOCK_K=_next_pow2(top_k), ROW_TILES=cfg["ROW_TILES"],
                                           num_warps=cfg["num_warps"])
     return weights, ids
 

@@ -58,6 +58,15 @@ def _last_dim_contiguous(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_qk_head_norm(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor,
                         eps: float, cfg: dict | None = None):
     cfg = TUNABLES if cfg is None else cfg
@@ -70,11 +79,11 @@ def launch_qk_head_norm(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor
     q_out = torch.empty((n_tokens, n_q_heads, head_dim), dtype=q.dtype, device=q.device)
     k_out = torch.empty((k.shape[0], n_k_heads, head_dim), dtype=k.dtype, device=k.device)
     rows = cfg["ROWS_PER_PROGRAM"]
-    block_d = triton.next_power_of_2(head_dim)
+    block_d = _next_pow2(head_dim)
     n_q_rows = n_tokens * n_q_heads
     n_k_rows = k.shape[0] * n_k_heads
-    nq_prog = triton.cdiv(n_q_rows, rows)
-    nk_prog = triton.cdiv(n_k_rows, rows)
+    nq_prog = _cdiv(n_q_rows, rows)
+    nk_prog = _cdiv(n_k_rows, rows)
     q_args = (q, q_weight, q_out)
     q_dims = (n_q_rows, n_q_heads, q.stride(0), q.stride(1), q_out.stride(0), q_out.stride(1))
     k_args = (k, k_weight, k_out)

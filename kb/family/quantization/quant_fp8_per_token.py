@@ -106,6 +106,15 @@ def _quant_fp8_per_token_kernel(x_ptr, q_ptr, s_ptr, n_rows, n_cols, stride_x, s
             tl.store(s_ptr + row64, scale)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_quant_fp8_per_token(x: torch.Tensor, cfg: dict = TUNABLES):
     n_cols = x.shape[-1]
     x2 = x.reshape(-1, n_cols)
@@ -114,11 +123,11 @@ def launch_quant_fp8_per_token(x: torch.Tensor, cfg: dict = TUNABLES):
     n_rows = x2.shape[0]
     q = torch.empty((n_rows, n_cols), dtype=torch.float8_e4m3fn, device=x.device)
     scale = torch.empty((n_rows, 1), dtype=torch.float32, device=x.device)
-    full = triton.next_power_of_2(n_cols)
+    full = _next_pow2(n_cols)
     one_pass = bool(cfg["ONE_PASS"]) and full <= ONE_PASS_MAX_BLOCK
     block = full if one_pass else min(cfg["BLOCK_N"], full)
     rows = cfg["ROWS_PER_PROGRAM"]
-    grid = (triton.cdiv(n_rows, rows),)
+    grid = (_cdiv(n_rows, rows),)
     _quant_fp8_per_token_kernel[grid](x2, q, scale, n_rows, n_cols, x2.stride(0), q.stride(0),
                                       BLOCK_N=block, ROWS=rows, ONE_PASS=one_pass,
                                       EXACT_DIV=bool(cfg["EXACT_DIV"]),

@@ -63,6 +63,10 @@ def _quant_fp8_per_token_group_kernel(x_ptr, q_ptr, s_ptr, n_groups,
         tl.store(s_ptr + g, scale, mask=g_ok)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def launch_quant_fp8_per_token_group(x: torch.Tensor, group_size: int, cfg: dict = TUNABLES):
     t, h = x.shape
     if h % group_size != 0:
@@ -74,7 +78,7 @@ def launch_quant_fp8_per_token_group(x: torch.Tensor, group_size: int, cfg: dict
     scale = torch.empty((t, h // group_size), dtype=torch.float32, device=x.device)
     n_groups = t * (h // group_size)
     per_prog = cfg["BLOCK_G"] * cfg["TILES_PER_PROGRAM"]
-    grid = (max(1, triton.cdiv(n_groups, per_prog)),)
+    grid = (max(1, _cdiv(n_groups, per_prog)),)
     _quant_fp8_per_token_group_kernel[grid](xc, q, scale, n_groups, GROUP=group_size,
                                             BLOCK_G=cfg["BLOCK_G"], TILES=cfg["TILES_PER_PROGRAM"],
                                             EXACT_DIV=bool(cfg["EXACT_DIV"]),

@@ -217,7 +217,7 @@ def _cdiv(a: int, b: int) -> int:
 
 def _next_pow2(n: int) -> int:
     """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
-    return 1 << (n - 1).bit_length() if n > 1 else 1
+    return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
 def _rows(t: torch.Tensor, n_cols: int) -> tuple[torch.Tensor, int]:

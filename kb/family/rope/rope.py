@@ -80,6 +80,15 @@ def _last_dim_contiguous(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def launch_rope(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_sin_cache: torch.Tensor,
                 rotary_dim: int, cfg: dict | None = None):
     cfg = TUNABLES if cfg is None else cfg
@@ -95,10 +104,10 @@ def launch_rope(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_s
         return q_out, k_out
     half = rotary_dim // 2
     tokens = cfg["TOKENS_PER_PROGRAM"]
-    grid = (triton.cdiv(n_tokens, tokens),)
+    grid = (_cdiv(n_tokens, tokens),)
     meta = dict(HALF=half, ROT=rotary_dim, HEAD_SIZE=head_size, BLOCK_H=cfg["BLOCK_H"],
-                BLOCK_HALF=triton.next_power_of_2(max(half, 1)),
-                BLOCK_PASS=triton.next_power_of_2(max(head_size - rotary_dim, 1)),
+                BLOCK_HALF=_next_pow2(max(half, 1)),
+                BLOCK_PASS=_next_pow2(max(head_size - rotary_dim, 1)),
                 TOKENS=tokens, num_warps=cfg["num_warps"])
     q_part = (q, q_out)
     q_dims = (q.stride(0), q.stride(1), q_out.stride(0), q_out.stride(1))

@@ -516,20 +516,29 @@ def _search_kernel(
         tl.store(row_i_ptr + row * 8, _SEARCHED)
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def _split_layout(batch: int, vocab: int, cfg: dict) -> tuple[int, int, int]:
     """(SLICE, slices per row, num_warps) for a shape: halve the slice until the grid has MIN_PROGRAMS programs."""
-    slice_len = min(cfg["SLICE"], max(triton.next_power_of_2(vocab), _MIN_SLICE))
-    while slice_len > _MIN_SLICE and batch * triton.cdiv(vocab, slice_len) < cfg["MIN_PROGRAMS"]:
+    slice_len = min(cfg["SLICE"], max(_next_pow2(vocab), _MIN_SLICE))
+    while slice_len > _MIN_SLICE and batch * _cdiv(vocab, slice_len) < cfg["MIN_PROGRAMS"]:
         slice_len //= 2
     warps = max(1, min(cfg["num_warps"], slice_len // 256))  # at least 8 values per thread
-    return slice_len, triton.cdiv(vocab, slice_len), warps
+    return slice_len, _cdiv(vocab, slice_len), warps
 
 
 def _launch_split_rows(logits, top_k, top_p, out, cfg: dict) -> None:
     batch, vocab = logits.shape
     slice_len, num_slices, warps = _split_layout(batch, vocab, cfg)
     npk, npm = cfg["TOPK_PIVOTS"], cfg["TOPP_PIVOTS"]
-    npw = triton.next_power_of_2(max(npk, npm))
+    npw = _next_pow2(max(npk, npm))
     cap, early = min(cfg["CAND_CAP"], slice_len), bool(cfg["EARLY_WRITE"])
     lattice = dict(SHIFT_K=16 + int(math.log2(cfg["TOPK_CELL"])), NPK=npk,
                    SHIFT_P=16 + int(math.log2(cfg["TOPP_CELL"])), NPM=npm, NPW=npw)
