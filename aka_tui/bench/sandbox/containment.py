@@ -197,10 +197,8 @@ class ContainedProcess:
                                     "killed by the watchdog)")
                     return
             if self.limits.disk_bytes and time.monotonic() >= next_disk:
-                walk_began = time.monotonic()
+                next_disk = time.monotonic() + 1.0
                 used, entries = _disk_usage(self.watched, self._disk_base[1] + DISK_ENTRIES)
-                # a large shared cache makes each walk slower: at most ~5% of one core goes to walking it
-                next_disk = time.monotonic() + max(1.0, 20 * (time.monotonic() - walk_began))
                 grown, added = used - self._disk_base[0], entries - self._disk_base[1]
                 if grown > self.limits.disk_bytes or added >= DISK_ENTRIES:
                     self._limit_hit(f"disk limit exceeded: limit {fmt_bytes(self.limits.disk_bytes)} in its work "
