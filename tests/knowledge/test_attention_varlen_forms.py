@@ -52,7 +52,20 @@ def test_varlen_kernel_matches_its_reference(modules: tuple[ModuleType, ModuleTy
         table = torch.randperm(blocks)[: per_seq * len(k_lens)].view(len(k_lens), per_seq).to(torch.int32)
         extra = {"seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table}
     want = reference.Model(heads, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
+    launches: list[tuple[tuple, bool]] = []
+    attention = kernel._attention_prefill_varlen_kernel
+
+    class Recorded:  # the launch's grid and packing flag, then the kernel itself
+        def __getitem__(self, grid: tuple):  # type: ignore[no-untyped-def]
+            def launch(*args, **kwargs):  # type: ignore[no-untyped-def]
+                launches.append((grid, kwargs["PACK_GQA"]))
+                return attention[grid](*args, **kwargs)
+            return launch
+
+    monkeypatch.setattr(kernel, "_attention_prefill_varlen_kernel", Recorded())
     got = kernel.Model(heads, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
+    # packed: one program column per KV head, each holding the group's heads
+    assert [(g[1], packed) for g, packed in launches] == [(KVH, True) if pack_gqa else (heads, False)]
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
