@@ -139,16 +139,17 @@ def _rows(report: dict[str, Any], problems: dict[str, Any], baselines: dict[str,
         real = [s for s in passed if (s.get("audit") or {}).get("real")]
         weights = {s["shape_id"]: s["weight"] for s in op.get("shapes", [])}
 
+        def has(times: dict[tuple[str, str], float]) -> bool:
+            return any(k[0] == name for k in times)
+
         def speedup(own: dict[tuple[str, str], float], other: dict[tuple[str, str], float], stored: Any) -> float | None:
             if stored is not None:
                 return float(stored)
-            base = own if any(k[0] == name for k in own) else other
-            return _geomean_ratio(base, mine, name, weights) if op["correct"] else None
+            return _geomean_ratio(own if has(own) else other, mine, name, weights) if op["correct"] else None
 
         timed = tuple(r for r, own, other in zip(BASELINE_ROLES, (own_eager, own_compile, own_compile_max),
                                                    (eager_t, compile_t, compile_max_t))
-                      if role != r and (any(k[0] == name for k in own) or any(k[0] == name for k in other)
-                                        or op.get(SPEEDUP_KEYS[r]) is not None))
+                      if role != r and (has(own) or has(other) or op.get(SPEEDUP_KEYS[r]) is not None))
         production, device = _production_s(problems.get(name))
         rows.append(OpRow(
             name, op["weight"] / total_w if total_w > 0 else 1.0 / len(ops), len(shapes),
