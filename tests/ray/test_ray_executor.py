@@ -4,6 +4,7 @@ recorded, shipped code and problems (no shared paths), and no result lost when t
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 from pathlib import Path
@@ -112,15 +113,34 @@ def test_cancel_submits_nothing_more(ray_cluster: Any) -> None:
     assert [o.job.key for o in outcomes] == [OPS[0]] and [s["key"] for s in executor.started] == [OPS[0]]
 
 
-def test_killing_the_worker_node_loses_no_result(ray_cluster: Any) -> None:
+SLOW_CALL_S = 0.2
+
+
+def _slow_rms_norm(tmp_path: Path) -> Path:
+    """rms_norm whose reference sleeps on every call: an evaluation then lasts seconds, far longer than the
+    driver takes to hear that it started, so the kill below always lands while it runs (with the shipped
+    reference's own speed, a loaded machine could finish it before the start event was drained)."""
+    folder = tmp_path / "rms_norm"
+    shutil.copytree(PROBLEMS / "rms_norm", folder, ignore=shutil.ignore_patterns("solutions"))
+    reference = folder / "reference.py"
+    text = reference.read_text().replace("import torch\n", "import time\n\nimport torch\n", 1)
+    text = text.replace("        ct = torch.promote_types", f"        time.sleep({SLOW_CALL_S})\n"
+                        "        ct = torch.promote_types", 1)
+    assert "time.sleep" in text
+    reference.write_text(text)
+    return folder
+
+
+def test_killing_the_worker_node_loses_no_result(ray_cluster: Any, tmp_path: Path) -> None:
     """The worker node is SIGKILLed while it evaluates; Ray re-runs that task on the head node."""
 
     executor = RayExecutor(address=ray_cluster.address, device="cpu")
     worker = ray_cluster.list_all_nodes()[-1]
     worker_id = worker.node_id
-    jobs = [EvalJob(f"{op}-{i}", load_problem(PROBLEMS / op), CandidateSpec("eager"),
+    problem = load_problem(_slow_rms_norm(tmp_path))
+    jobs = [EvalJob(f"rms_norm-{i}", problem, CandidateSpec("eager"),
                     EvalOptions(device="cpu", tier="smoke", cases=2, cpu_reps=2, input_sets=1))
-            for i, op in enumerate(OPS)]
+            for i in range(3)]
     killed: list[str] = []
     stop = threading.Event()
 
