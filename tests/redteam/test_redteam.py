@@ -88,7 +88,7 @@ def _check(path: Path, evaluated) -> None:  # type: ignore[no-untyped-def]
     elif verdicts == {"suspicious"}:
         assert result.suspicious and "suspicious" in op.holds, (result.static_findings, op.holds)
         assert all(s.passed for s in result.shapes), statuses
-    elif verdicts <= {"wrong_output", "tampered", "runtime_error"}:
+    elif verdicts <= {"wrong_output", "tampered", "runtime_error", "crashed"}:
         assert verdicts & {status for status, _ in statuses.values()}, statuses
         assert not op.correct
     else:
@@ -96,7 +96,7 @@ def _check(path: Path, evaluated) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_corpus_size() -> None:
-    assert len(CHEATS) >= 26 and len(HONEST) >= 5
+    assert len(CHEATS) >= 29 and len(HONEST) >= 6
 
 
 @pytest.mark.parametrize("path", [p for p in CHEATS if not expected_verdict(p)[1]], ids=lambda p: p.stem)

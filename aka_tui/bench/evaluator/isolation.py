@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from aka_tui.bench.evaluator.worker_entry import EXIT_RESTART
+from aka_tui.bench.evaluator.worker_entry import EXIT_PRELOAD, EXIT_RESTART
 from aka_tui.bench.measure import channel
 from aka_tui.bench.measure.job import MeasureJob
 from aka_tui.bench.measure.results import ShapeResult, StageError
@@ -238,8 +238,10 @@ class _Evaluation:
     def run(self, live: list[_Worker]) -> WorkerOutcome:
         began = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="aka-worker-", ignore_cleanup_errors=True) as tmp:
+            spawns = 0
             while self.remaining:
-                log_path = Path(tmp) / f"worker-{self.restarts}.log"
+                log_path = Path(tmp) / f"worker-{spawns}.log"
+                spawns += 1
                 self._spawned = time.perf_counter()
                 worker = _Worker({**self.job, "shape_ids": self.remaining}, log_path, self.limits)
                 live.append(worker)
@@ -290,6 +292,11 @@ class _Evaluation:
             code = worker.close()
             if code == EXIT_RESTART and state.current is None:
                 self.restarts += 1  # a CUDA error was reported; the rest needs a fresh context
+                return
+            if code == EXIT_PRELOAD and not self.job.get("preload_dynamo"):
+                # the candidate imported torch._dynamo: once, the rest (the shape it ran included) starts again
+                # in a worker that imports it before the integrity snapshot
+                self.job = {**self.job, "preload_dynamo": True}
                 return
             state.failure = _exit_failure(worker.proc, code, log_path)
             return

@@ -7,6 +7,8 @@ hangs that kill or stall this process, and checks what it can itself (`measure/p
 
 from __future__ import annotations
 
+import importlib
+import re
 import traceback
 from dataclasses import asdict
 from pathlib import Path
@@ -14,12 +16,12 @@ from typing import Any, Callable
 
 import torch
 
-from aka_tui.bench.evaluator.worker_entry import EXIT_RESTART
+from aka_tui.bench.evaluator.worker_entry import EXIT_PRELOAD, EXIT_RESTART
 from aka_tui.bench.measure import poison
 from aka_tui.bench.measure.audit import TritonLaunchRecorder
 from aka_tui.bench.measure.calls import MeasureFailure
-from aka_tui.bench.measure.integrity import IntegritySnapshot, ThreadStartCounter
-from aka_tui.bench.measure.job import MeasureJob
+from aka_tui.bench.measure.integrity import CompilerImportedLate, IntegritySnapshot, ThreadStartCounter
+from aka_tui.bench.measure.job import COMPILE_MODES, MeasureJob
 from aka_tui.bench.measure.results import ShapeResult, StageError
 from aka_tui.bench.measure.samples import timed_sampler
 from aka_tui.bench.measure.session import Session, measure_baselines, measure_shape
@@ -37,15 +39,34 @@ def _trace(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
 
 
+# A candidate source that names the compiler (inductor's runtime helpers import dynamo too)
+_NAMES_COMPILER = re.compile(r"\b(_dynamo|_inductor|torch\s*\.\s*compile|torch\s*\.\s*export)\b")
+
+
+def _dynamo_up_front(job: MeasureJob) -> bool:
+    """Import torch._dynamo before the integrity snapshot? Importing it rewraps `torch.manual_seed` and friends,
+    which would read as tampering if the candidate did it, but it costs 1.5-2 s of every worker's start. Only a
+    hardened file candidate's integrity is checked: one whose source names the compiler gets it up front; any
+    other that imports it all the same is re-run with it (`CompilerImportedLate`, `preload_dynamo`)."""
+    if job.preload_dynamo or job.candidate.kind in COMPILE_MODES:
+        return True
+    if not (job.candidate.is_file and job.hardening and job.candidate.path):
+        return False
+    try:
+        return bool(_NAMES_COMPILER.search(Path(job.candidate.path).read_text(errors="replace")))
+    except OSError:
+        return False
+
+
 def _warm_up_harness(problem: Problem, ref_module: Any, input_module: Any, job: MeasureJob) -> None:
     """Run the harness's own paths once so functions torch rewraps lazily (e.g. on first call) settle
     before the integrity snapshot; failures here surface later as problem errors."""
+    if _dynamo_up_front(job):
+        importlib.import_module("torch._dynamo")  # importing it rewraps torch.manual_seed and friends
     shape = resolve_shape(problem, job.shape_ids[0]) if job.shape_ids else None
     if shape is None:
         return
     try:
-        import torch._dynamo  # noqa: F401  (importing it rewraps torch.manual_seed and friends)
-
         inputs = make_inputs(problem, input_module, shape, job.device, 0)
         with torch.no_grad():
             out = ref_module.Model(**shape.init_kwargs).to(job.device).eval()(**clone_inputs(inputs))
@@ -107,6 +128,8 @@ def run(job_data: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int
         except BaseException as exc:  # SyntaxError, ImportError, SystemExit at import time...
             emit({"event": "compiled", "ok": False, "error": _compile_error(exc)})
             return 0
+        if job.hardening and snapshot.dynamo_arrived():
+            return EXIT_PRELOAD
     emit({"event": "compiled", "ok": True, "empty_launch_ms": launch_ms})
     session = Session(job, problem, ref_module, input_module, model_cls, module_name, timers, recorder, snapshot,
                       thread_starts)
@@ -126,7 +149,10 @@ def _measure_shapes(session: Session, emit: Callable[[dict[str, Any]], None]) ->
         elif job.candidate.kind == "baselines":
             result = measure_baselines(session, shape)
         else:
-            result, evidence = measure_shape(session, shape, fuzz=shape_id in fuzz_ids or is_fuzz_id(shape_id))
+            try:
+                result, evidence = measure_shape(session, shape, fuzz=shape_id in fuzz_ids or is_fuzz_id(shape_id))
+            except CompilerImportedLate:
+                return EXIT_PRELOAD
         emit({"event": "shape_result", "result": asdict(result), "evidence": evidence})
         if result.status == "cuda_error":
             return EXIT_RESTART

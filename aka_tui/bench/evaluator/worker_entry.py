@@ -13,6 +13,7 @@ import os
 import sys
 
 EXIT_RESTART = 3  # the worker reported a fatal CUDA error: the parent starts a fresh worker for the rest
+EXIT_PRELOAD = 4  # the candidate imported torch._dynamo: the parent re-runs the rest with it imported up front
 
 
 def main() -> None:

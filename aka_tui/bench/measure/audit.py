@@ -11,6 +11,7 @@ fallback. The device-time attribution on CUDA comes with the profiler (integrity
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -64,6 +65,28 @@ class AtenAuditMode(TorchDispatchMode):
             else:
                 self.compute[name] += 1
         return func(*args, **kwargs)
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """No dynamo-disable wrap here: TorchDispatchMode's wrap imports dynamo on its first call (1.5-2 s of a
+        worker's start), and only matters while dynamo runs; `audit_mode()` picks the wrapped class then."""
+        return False
+
+
+class _DynamoSafeAuditMode(AtenAuditMode):
+    """The same mode with TorchDispatchMode's dynamo-disable wrap (made here by `__init_subclass__`), so a
+    candidate running torch.compile is never traced into the audit's own dispatch."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return True
+
+    __torch_dispatch__ = AtenAuditMode.__torch_dispatch__
+
+
+def audit_mode() -> AtenAuditMode:
+    """A fresh audit mode; the dynamo-safe one once torch._dynamo is loaded (by the candidate or for it)."""
+    return _DynamoSafeAuditMode() if "torch._dynamo" in sys.modules else AtenAuditMode()
 
 
 class LaunchCounts(Counter[tuple[str, str]]):

@@ -67,11 +67,23 @@ def _class_members(cls: type) -> dict[str, Any]:
     return members
 
 
+DYNAMO = "torch._dynamo"
+
+
+class CompilerImportedLate(BaseException):
+    """The candidate imported torch._dynamo after the snapshot; importing it rewraps torch functions (e.g.
+    `torch.manual_seed`), which would read as tampering. The worker exits and the parent re-runs the rest with
+    dynamo imported before the snapshot. A BaseException, so no `except Exception` on the way swallows it."""
+
+
 class IntegritySnapshot:
     """Identity of every callable of the watched namespaces at capture time, of the methods and properties of
     the classes our bench modules define (and the names each class defines), and of their functions' code."""
 
     def __init__(self) -> None:
+        import sys
+
+        self.dynamo_loaded = DYNAMO in sys.modules
         self.entries: dict[tuple[str, str], tuple[int, ...]] = {}
         self.objects: dict[tuple[str, str], Any] = {}
         self.class_names: dict[str, frozenset[str]] = {}
@@ -80,6 +92,12 @@ class IntegritySnapshot:
             self.objects[key] = (_underlying(value), getattr(_underlying(value), "__code__", None))  # keep alive
         for qualname, cls in _harness_classes():
             self.class_names[qualname] = frozenset(vars(cls))
+
+    def dynamo_arrived(self) -> bool:
+        """torch._dynamo was imported after the snapshot (by the candidate: the harness imports it before)."""
+        import sys
+
+        return not self.dynamo_loaded and DYNAMO in sys.modules
 
     def changed(self) -> list[str]:
         """`namespace.attr` names whose object (or code) is no longer the captured one; classes with new names."""

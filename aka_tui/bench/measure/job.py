@@ -57,6 +57,7 @@ class MeasureJob:
     visible_devices: str | None = None
     seeds: list[int] | None = None  # replay: exactly these correctness seeds
     baselines: list[str] = field(default_factory=list)  # kind "baselines": some of BASELINE_KINDS
+    preload_dynamo: bool = False  # import torch._dynamo before the integrity snapshot (see worker.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -23,7 +23,7 @@ import torch
 
 from aka_tui.bench.measure import poison, timed_checks
 from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
-from aka_tui.bench.measure.audit import AtenAuditMode, TritonLaunchRecorder, build_report
+from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode, build_report
 from aka_tui.bench.measure.calls import Call, MeasureFailure
 from aka_tui.bench.measure.cases import Case, ShapeCases
 from aka_tui.bench.measure.integrity import ThreadStartCounter, new_threads, thread_census
@@ -213,7 +213,7 @@ class ShapePlan:
     def audit_call(self) -> Generator[Call, Any, AuditReport]:
         """Case 0 again under the aten dispatch audit and the Triton launch record (design brief §5)."""
         case = self.cases.case(0)
-        audit = AtenAuditMode()
+        audit = audit_mode()
         self.recorder.begin_call()
         with self.recorder.recording(audit):
             with audit:

@@ -8,12 +8,26 @@ obtained any other way does not hold the reference's result either.
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 from typing import Iterator
 
 import torch
 
 _CHUNK_BYTES = 256 << 20
+# Held from the harness's import on: the candidate is imported later, and patching torch._C afterwards does not
+# reach this reference.
+_set_deterministic_flag = torch._C._set_deterministic_algorithms
+
+
+def _set_deterministic(mode: bool, warn_only: bool) -> None:
+    """`torch.use_deterministic_algorithms`, without importing inductor for it: the public function imports
+    torch._inductor.config (and with it dynamo, 1.5-2 s of every worker's start) to pass the flag on to inductor.
+    When inductor is not loaded there is no compiler to tell."""
+    if "torch._inductor.config" in sys.modules:
+        torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+    else:
+        _set_deterministic_flag(mode, warn_only=warn_only)
 
 
 def poison_free_cuda_memory() -> int:
@@ -47,10 +61,10 @@ def poisoned_allocations(device: str) -> Iterator[None]:
     previous = torch.are_deterministic_algorithms_enabled()
     previous_warn = torch.is_deterministic_algorithms_warn_only_enabled()
     previous_fill = torch.utils.deterministic.fill_uninitialized_memory  # type: ignore[attr-defined]
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    _set_deterministic(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(previous, warn_only=previous_warn)
+        _set_deterministic(previous, warn_only=previous_warn)
         torch.utils.deterministic.fill_uninitialized_memory = previous_fill  # type: ignore[attr-defined]

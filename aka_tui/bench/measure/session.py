@@ -12,7 +12,7 @@ import torch
 from aka_tui.bench.measure.audit import TritonLaunchRecorder
 from aka_tui.bench.measure.calls import Call, MeasureFailure, run_calls, trace_of
 from aka_tui.bench.measure.cases import ShapeCases, case_seeds, problem_call, reference_model
-from aka_tui.bench.measure.integrity import IntegritySnapshot, ThreadStartCounter
+from aka_tui.bench.measure.integrity import CompilerImportedLate, IntegritySnapshot, ThreadStartCounter
 from aka_tui.bench.measure.job import COMPILE_MODES, MeasureJob
 from aka_tui.bench.measure.plan import PlanOptions, ShapePlan
 from aka_tui.bench.measure.results import PASSED, AuditReport, ShapeResult, TimingStats
@@ -55,6 +55,8 @@ class Session:
         if self.snapshot is None or not (self.is_file and self.job.hardening):
             return
         changed = self.snapshot.changed()
+        if changed and self.snapshot.dynamo_arrived():
+            raise CompilerImportedLate(stage)
         if changed:
             shown = ", ".join(changed[:8]) + (f" (+{len(changed) - 8} more)" if len(changed) > 8 else "")
             raise MeasureFailure("tampered", stage, f"what the harness relies on was replaced: {shown}")

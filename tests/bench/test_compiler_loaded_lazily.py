@@ -1,0 +1,72 @@
+"""The evaluation worker loads torch's compiler (dynamo, 1.5-2 s of every worker's start) only when the
+candidate needs it: a plain kernel's whole evaluation runs without it, poisoning and the aten audit included.
+The red-team corpus covers the other side: a candidate that loads it anyway is re-run with it loaded up front
+(`honest/rms_norm_loads_compiler_midway.py`), and tampering after loading it is still found
+(`candidates/compiler_loaded_then_patched_clock.py`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import PROBLEMS
+
+REPO = Path(__file__).resolve().parents[2]
+
+_SCRIPT = """
+import json, sys
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, build_job
+from aka_tui.bench.evaluator.worker import run
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.roofline.hardware import get_profile
+
+problem = load_problem(sys.argv[1])
+options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
+shape_ids = [s.shape_id for s in problem.shapes_for("smoke")][:1]
+job = build_job(problem, CandidateSpec.file(sys.argv[2]), options, "cpu", get_profile("cpu"), shape_ids, [])
+events = []
+code = run(job.to_json(), events.append)
+print(json.dumps({"code": code, "events": [e["event"] for e in events],
+                  "statuses": [e["result"]["status"] for e in events if e["event"] == "shape_result"],
+                  "real": [e["result"]["audit"]["real"] for e in events if e["event"] == "shape_result"],
+                  "loaded": sorted(m for m in ("torch._dynamo", "torch._inductor.config") if m in sys.modules)}))
+"""
+
+
+def _run_worker(candidate: Path) -> dict:
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(PROBLEMS / "rms_norm"), str(candidate)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_plain_kernel_is_evaluated_without_loading_the_compiler() -> None:
+    report = _run_worker(PROBLEMS / "rms_norm/solutions/correct/triton_rms_norm.py")
+    assert report["code"] == 0 and report["statuses"] == ["passed"] and report["real"] == [True], report
+    assert report["loaded"] == [], report
+
+
+def test_a_candidate_naming_the_compiler_gets_it_before_the_snapshot(tmp_path: Path) -> None:
+    """Named in the source: loaded up front, so the worker needs no re-run."""
+    source = (PROBLEMS / "rms_norm/solutions/correct/triton_rms_norm.py").read_text()
+    candidate = tmp_path / "rms_norm_named.py"
+    candidate.write_text("import torch._dynamo  # noqa: F401\n" + source)
+    report = _run_worker(candidate)
+    assert report["code"] == 0 and report["statuses"] == ["passed"], report
+    assert "torch._dynamo" in report["loaded"]
+
+
+def test_a_candidate_loading_the_compiler_unnamed_asks_for_a_rerun(tmp_path: Path) -> None:
+    """Loaded by a side effect the source does not name: the worker stops before reporting the candidate
+    compiled, with the status that makes the parent re-run it with the compiler loaded up front."""
+    from aka_tui.bench.evaluator.worker_entry import EXIT_PRELOAD
+
+    source = (PROBLEMS / "rms_norm/solutions/correct/triton_rms_norm.py").read_text()
+    candidate = tmp_path / "rms_norm_side_effect.py"
+    candidate.write_text(source + "\n\n_keep_out_of_graphs = torch.compiler.disable(lambda t: t)\n")
+    report = _run_worker(candidate)
+    assert report["code"] == EXIT_PRELOAD and "compiled" not in report["events"], report
