@@ -70,3 +70,28 @@ def test_a_candidate_loading_the_compiler_unnamed_asks_for_a_rerun(tmp_path: Pat
     candidate.write_text(source + "\n\n_keep_out_of_graphs = torch.compiler.disable(lambda t: t)\n")
     report = _run_worker(candidate)
     assert report["code"] == EXIT_PRELOAD and "compiled" not in report["events"], report
+
+
+def test_who_gets_the_compiler_up_front(tmp_path: Path) -> None:
+    """On a GPU the profiled calls load it for every hardened file candidate, so it is loaded before the
+    snapshot there (a re-run per evaluation otherwise); on the CPU only for sources naming it or a compile
+    baseline; never for the eager baseline or a naive (unhardened) check, whose integrity is not checked."""
+    from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, build_job
+    from aka_tui.bench.evaluator.worker import _dynamo_up_front
+    from aka_tui.bench.problem.lookup import load_problem
+    from aka_tui.bench.roofline.hardware import get_profile
+
+    problem = load_problem(PROBLEMS / "rms_norm")
+    plain = PROBLEMS / "rms_norm/solutions/correct/triton_rms_norm.py"
+    named = tmp_path / "named.py"
+    named.write_text("from torch._inductor.runtime import triton_helpers  # noqa: F401\n" + plain.read_text())
+
+    def up_front(spec: CandidateSpec, device: str, hardening: bool = True) -> bool:
+        options = EvalOptions(device=device, tier="smoke", hardening=hardening)
+        return _dynamo_up_front(build_job(problem, spec, options, device, get_profile("cpu"), ["x"], []))
+
+    assert not up_front(CandidateSpec.file(plain), "cpu")
+    assert up_front(CandidateSpec.file(named), "cpu")
+    assert up_front(CandidateSpec.file(plain), "cuda")
+    assert not up_front(CandidateSpec.file(plain), "cuda", hardening=False)
+    assert up_front(CandidateSpec("compile"), "cpu") and not up_front(CandidateSpec("eager"), "cuda")

@@ -18,7 +18,7 @@ import torch
 
 from aka_tui.bench.evaluator.worker_entry import EXIT_PRELOAD, EXIT_RESTART
 from aka_tui.bench.measure import poison
-from aka_tui.bench.measure.audit import TritonLaunchRecorder
+from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode
 from aka_tui.bench.measure.calls import MeasureFailure
 from aka_tui.bench.measure.integrity import CompilerImportedLate, IntegritySnapshot, ThreadStartCounter
 from aka_tui.bench.measure.job import COMPILE_MODES, MeasureJob
@@ -46,12 +46,15 @@ _NAMES_COMPILER = re.compile(r"\b(_dynamo|_inductor|torch\s*\.\s*compile|torch\s
 def _dynamo_up_front(job: MeasureJob) -> bool:
     """Import torch._dynamo before the integrity snapshot? Importing it rewraps `torch.manual_seed` and friends,
     which would read as tampering if the candidate did it, but it costs 1.5-2 s of every worker's start. Only a
-    hardened file candidate's integrity is checked: one whose source names the compiler gets it up front; any
-    other that imports it all the same is re-run with it (`CompilerImportedLate`, `preload_dynamo`)."""
+    hardened file candidate's integrity is checked: on a GPU (where the profiler loads it) and when its source
+    names the compiler, it is loaded up front; a CPU candidate that loads it all the same is re-run with it
+    (`CompilerImportedLate`, `preload_dynamo`)."""
     if job.preload_dynamo or job.candidate.kind in COMPILE_MODES:
         return True
     if not (job.candidate.is_file and job.hardening and job.candidate.path):
         return False
+    if job.device.startswith("cuda"):
+        return True  # the profiled calls (torch.profiler) load it for every hardened file candidate there
     try:
         return bool(_NAMES_COMPILER.search(Path(job.candidate.path).read_text(errors="replace")))
     except OSError:
@@ -72,6 +75,8 @@ def _warm_up_harness(problem: Problem, ref_module: Any, input_module: Any, job: 
             out = ref_module.Model(**shape.init_kwargs).to(job.device).eval()(**clone_inputs(inputs))
         with poison.poisoned_allocations(job.device):
             torch.empty(1, device=job.device)
+        with audit_mode():  # a torch whose dispatch modes load dynamo regardless loads it here, before the snapshot
+            clone_inputs(inputs)
         compare_outputs(out, out, out, problem.tolerance_for, 0.0)
         timed_sampler(out, 0, 0).take(out)
         input_checksums(inputs, [])
