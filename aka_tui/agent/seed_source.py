@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,16 +254,17 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
     import tempfile
     from pathlib import Path
 
+    from aka_tui.agent.own_semantics import import_interpreted
     from aka_tui.bench.problem.module_loading import import_file
 
-    if device == "cpu":
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # the interpreter is how Triton runs on a CPU
     tolerance = problem.tolerance_for(problem.dtype)
     with tempfile.TemporaryDirectory(prefix="aka-seed-") as tmp:
         path = Path(tmp) / f"{problem.name}_seed.py"
         path.write_text(source)
         try:
-            module = import_file(path, "seed_check")
+            # on a CPU the seed's kernels run in Triton's interpreter, which this process's Triton (imported
+            # with inductor's, compiling) only gives a kernel defined while TRITON_INTERPRET is set
+            module = import_interpreted(path) if device == "cpu" else import_file(path, "seed_check")
             for probe in probes:
                 model = module.Model(**(probe.shape.init_kwargs or {}))
                 with torch.no_grad():

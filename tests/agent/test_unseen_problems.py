@@ -4,6 +4,7 @@ person's kernel as the start, the path recorded per iteration, and one clear lin
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -25,10 +26,13 @@ KERNELS = reference_kernels(load_kb(default_kb_dir()))
 
 
 def _optimize(problem_dir: Path, sessions: Path, *extra: str) -> subprocess.CompletedProcess:
+    """`aka optimize` as a person runs it on a machine without a GPU: TRITON_INTERPRET is not set (the tests'
+    own process sets it for in-process kernels; the command must manage without)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     return subprocess.run([sys.executable, "-m", "aka_tui", "optimize", str(problem_dir), "--iterations", "1",
                            "--no-kb", "--no-propose", "--no-baseline", "--cases", "1", "--remeasure-rounds", "0",
                            "--sessions", str(sessions), *extra],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
+                          capture_output=True, text=True, cwd=REPO, timeout=600, env=env)
 
 
 def _recorded(sessions: Path) -> tuple[dict, dict]:
