@@ -194,6 +194,22 @@ def test_malformed_directories_give_one_line_each_and_the_rest_loads(tmp_path: P
     assert "Traceback" not in listed.stderr and "scaled_tanh_rows" in listed.stdout
 
 
+def test_a_directory_without_rooflines_still_has_a_smoke_shape(tmp_path: Path) -> None:
+    """No roofline.json (or null values): the smoke tier takes the shape whose integer arguments multiply to
+    the least, and an evaluation there counts its roofline."""
+    directory = tmp_path / "scaled_tanh_rows"
+    shutil.copytree(FIXTURE / "scaled_tanh_rows", directory)
+    (directory / "roofline.json").unlink()
+    assert [s.shape_id for s in load_problem(directory).shapes_for("smoke")] == ["0"]  # 3 x 64 rows x cols
+    shapes = json.loads((directory / "shapes.json").read_text())
+    shapes["0"]["input_kwargs"]["rows"] = 40
+    (directory / "shapes.json").write_text(json.dumps(shapes))
+    assert [s.shape_id for s in load_problem(directory).shapes_for("smoke")] == ["1"]  # 5 x 100 now the least
+    run = aka("eval", "eager", "--problem", str(directory), "--device", "cpu", "--fuzz", "0")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "correct=True" in run.stdout and "Traceback" not in run.stderr
+
+
 def test_a_shape_too_large_for_the_interpreter_is_shrunk_and_replays() -> None:
     problem = load_problem(FIXTURE / "scaled_tanh_rows")
     module = import_file(problem.input_path, "inp_shrink")

@@ -153,8 +153,9 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
                                   f"known: {', '.join(problem.shapes)}")
         shapes = [shape for shape in resolved.values() if shape is not None]
     if not shapes:
-        raise EvaluationError(f"{problem.name} has no {tier!r} shapes (tiers: "
-                              f"{', '.join(sorted({s.tier for s in problem.shapes.values()}))})")
+        tiers = sorted({s.tier for s in problem.shapes.values()})
+        raise EvaluationError(f"{problem.name} has no {tier!r} shapes (tiers: {', '.join(tiers) or 'none'}); "
+                              + (f"choose one with --tier {tiers[0]}" if tiers else "its shapes.json lists none"))
     fuzz_count = options.fuzz if options.fuzz is not None else (4 if candidate.kind == "file" else 0)
     if not options.hardening:
         fuzz_count = 0

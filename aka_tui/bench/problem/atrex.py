@@ -203,10 +203,27 @@ def _tensor_dtypes(name: str, path: Path, raw: Any, what: str) -> dict[str, tupl
     return parsed
 
 
+def _argument_volume(shape: Shape) -> float:
+    """The product of a shape's positive integer arguments (sizes, counts): how large it is when the data gives
+    no roofline to say so."""
+    volume = 1.0
+    for value in [*(shape.init_kwargs or {}).values(), *shape.input_kwargs.values()]:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if isinstance(item, int) and not isinstance(item, bool) and item > 0:
+                volume *= item
+    return volume
+
+
 def _smoke_ids(shapes: dict[str, Shape], complete: dict[str, RooflineEntry]) -> tuple[str, ...]:
-    """The published shape with the least traffic (then the fewest FLOPs): what the CPU smoke tier runs."""
-    sized = [(entry.bytes_total, entry.flops, shape_id) for shape_id, entry in complete.items() if shape_id in shapes]
-    return (min(sized)[2],) if sized else ()
+    """What the CPU smoke tier runs: the published shape with the least traffic (then the fewest FLOPs); where
+    some shape has no roofline (null or missing values, not counted yet), the one whose integer arguments
+    multiply to the least, so a directory without rooflines still has a smoke shape (counted when it runs)."""
+    if not shapes:
+        return ()
+    if all(shape_id in complete for shape_id in shapes):
+        return (min((complete[sid].bytes_total, complete[sid].flops, sid) for sid in shapes)[2],)
+    return (min(shapes, key=lambda sid: (_argument_volume(shapes[sid]), sid)),)
 
 
 def counted_cache_path(problem_name: str, inputs_hash: str) -> Path:
