@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from aka_tui.bench.problem.inputs import clone_inputs, make_inputs
+from aka_tui.bench.problem.inputs import clone_inputs, make_inputs, modified_inputs
 from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.bench.problem.tolerance import Tolerance, output_rms, scaled_to
@@ -32,6 +32,7 @@ class Probe:
     outputs: list[torch.Tensor]
     structure: tuple  # ("tensor",) | ("tuple", n) | ("dict", keys)
     init: dict[str, Any] = field(default_factory=dict)  # every init argument, defaults applied
+    written: frozenset[str] = frozenset()  # inputs the reference wrote into (it works in place)
 
 
 def flatten_outputs(value: Any) -> tuple[list[torch.Tensor], tuple]:
@@ -104,13 +105,15 @@ def load_modules(problem: Problem) -> tuple[ModuleType, ModuleType]:
     return import_file(problem.reference_path, "probe_ref"), import_file(problem.input_path, "probe_in")
 
 
-def run_reference(reference: ModuleType, shape: Shape, inputs: dict[str, Any]) -> Any:
-    """The reference's forward on a copy of `inputs`."""
+def run_reference(reference: ModuleType, shape: Shape, inputs: dict[str, Any]) -> tuple[Any, frozenset[str]]:
+    """The reference's forward on a copy of `inputs`, and the inputs it wrote into."""
     model = reference.Model(**(shape.init_kwargs or {}))
     device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
     model = model.to(device).eval()
+    given = clone_inputs(inputs)
     with torch.no_grad():
-        return model(**clone_inputs(inputs))
+        result = model(**given)
+    return result, modified_inputs(inputs, given)
 
 
 def make_probes(problem: Problem, device: str, count: int = 2) -> list[Probe]:
@@ -119,9 +122,10 @@ def make_probes(problem: Problem, device: str, count: int = 2) -> list[Probe]:
     probes = []
     for index, shape in enumerate(probe_shapes(problem, count)):
         inputs = make_inputs(problem, input_module, shape, device, PROBE_SEED + index)
-        outputs, structure = flatten_outputs(run_reference(reference, shape, inputs))
+        result, written = run_reference(reference, shape, inputs)
+        outputs, structure = flatten_outputs(result)
         probes.append(Probe(shape, inputs, [o.detach() for o in outputs], structure,
-                            full_init(reference.Model, shape.init_kwargs or {})))
+                            full_init(reference.Model, shape.init_kwargs or {}), written))
     if probes:
         small = _small_magnitude_probe(reference, probes[0])
         if small is not None:
@@ -135,10 +139,12 @@ def _small_magnitude_probe(reference: ModuleType, probe: Probe) -> Probe | None:
     inputs = {k: (v * 1e-3).to(v.dtype) if isinstance(v, torch.Tensor) and v.is_floating_point()
               and v.dtype.itemsize > 1 else v for k, v in probe.inputs.items()}
     try:
-        outputs, structure = flatten_outputs(run_reference(reference, probe.shape, inputs))
+        result, written = run_reference(reference, probe.shape, inputs)
+        outputs, structure = flatten_outputs(result)
     except Exception:
         return None
-    return replace(probe, inputs=inputs, outputs=[o.detach() for o in outputs], structure=structure)
+    return replace(probe, inputs=inputs, outputs=[o.detach() for o in outputs], structure=structure,
+                   written=written)
 
 
 def full_init(model_class: Any, init_kwargs: dict[str, Any]) -> dict[str, Any]:

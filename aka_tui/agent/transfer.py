@@ -220,7 +220,8 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
         for name, value in probe.inputs.items():
             union.setdefault(name, value)
     claims = init_claims(semantics.init_params, init)
-    read_only = frozenset(name for name in union if name not in problem.mutates_inputs)
+    written = frozenset(problem.mutates_inputs).union(*(p.written for p in probes))
+    read_only = frozenset(name for name in union if name not in written)
     tried = 0
     for arg_map in _arg_maps(semantics, union):
         per_init = [init_candidates(p, init, union, arg_map, dtypes, semantics.forward_params, claims)

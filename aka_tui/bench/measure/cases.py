@@ -14,7 +14,7 @@ import torch
 
 from aka_tui.bench.measure.calls import MeasureFailure, trace_of
 from aka_tui.bench.measure.samples import Sampler, parent_sampler, timed_sampler
-from aka_tui.bench.problem.inputs import clone_inputs, make_inputs, seed_everything, upcast_inputs
+from aka_tui.bench.problem.inputs import clone_inputs, make_inputs, modified_inputs, seed_everything, upcast_inputs
 from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.bench.problem.seeds import derive_seed
 from aka_tui.errors import AkaError
@@ -58,6 +58,8 @@ class Case:
     timed: Sampler
     parent: Sampler
     timed_expected: list[torch.Tensor] = field(default_factory=list)  # ref_exact at the timed positions
+    # inputs the reference wrote into, with what it left there: the candidate may (must) write them likewise
+    ref_written: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 FLOAT64_MEMORY_SHARE = 0.25  # of the device's free memory the float64 copies of the inputs may take
@@ -81,6 +83,11 @@ class ShapeCases:
 
     def __len__(self) -> int:
         return len(self.seeds)
+
+    def may_write(self, index: int) -> frozenset[str]:
+        """Inputs a candidate may write into in case `index`: declared (`mutates_inputs`), or written by the
+        reference on that case's inputs."""
+        return frozenset(self.problem.mutates_inputs) | frozenset(self.case(index).ref_written)
 
     def case(self, index: int) -> Case:
         if index not in self._cases:
@@ -117,13 +124,20 @@ class ShapeCases:
         seed = self.seeds[index]
         inputs = problem_call(lambda: make_inputs(self.problem, self.input_module, self.shape, self.device, seed),
                               "inputs")
+        given = clone_inputs(inputs)
         with torch.no_grad():
-            native = problem_call(lambda: self.ref_model(**clone_inputs(inputs)), "reference")
+            native = problem_call(lambda: self.ref_model(**given), "reference")
+            if native is None:
+                written = ", ".join(sorted(modified_inputs(inputs, given))) or "none"
+                raise MeasureFailure("problem_error", "reference", "the reference's forward returns None (inputs it "
+                                     f"writes into: {written}); the evaluator compares what a forward returns, so "
+                                     "return the tensors it writes (e.g. `return key_cache, value_cache`)")
             exact = native
             if self.exact_model is not None:
                 exact = self._float64_run(inputs, native)
         case = Case(index, seed, inputs, native, exact, timed_sampler(native, self.secret, index),
-                    parent_sampler(native, self.sample_seed, self.shape.shape_id, index))
+                    parent_sampler(native, self.sample_seed, self.shape.shape_id, index),
+                    ref_written={name: given[name] for name in modified_inputs(inputs, given)})
         if not self.naive:
             case.timed_expected = _take_exact(case.timed, exact)
         return case

@@ -45,7 +45,7 @@ class _Observed:
 def timed_calls(plan: ShapePlan) -> Generator[Call, Any, TimingStats]:
     """The timing protocol on the shape's input sets, then the checks of what the timed calls did."""
     n_sets = plan.cases.timing_sets(plan.opts.n_sets)
-    mutated = plan.problem.mutates_inputs
+    mutated = tuple(sorted(frozenset().union(*(plan.cases.may_write(i) for i in range(n_sets)))))
     sets = [plan.cases.case(i).inputs for i in range(n_sets)]
     verify = plan.opts.verify_timed and plan.opts.hardened
     pristine = {i: {k: sets[i][k].clone() for k in mutated if isinstance(sets[i].get(k), torch.Tensor)}

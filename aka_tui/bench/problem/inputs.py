@@ -47,6 +47,23 @@ def clone_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
     return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equal (a NaN equals itself, -0.0 differs from 0.0)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    return torch.equal(a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8))
+
+
+def modified_inputs(before: dict[str, Any], after: dict[str, Any]) -> frozenset[str]:
+    """Names of the tensors a call wrote into: `after` is the copy of `before` it was given. How the formats
+    without a `mutates_inputs` field (the published one) say that a reference works in place."""
+    return frozenset(name for name, value in before.items()
+                     if isinstance(value, torch.Tensor) and isinstance(after.get(name), torch.Tensor)
+                     and not same_bits(value, after[name]))
+
+
 def upcast_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
     """Every floating tensor as float64 (for the exact reference run)."""
     return {k: v.to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v

@@ -1,0 +1,89 @@
+"""A reference that writes into its inputs, in a format with no `mutates_inputs` field (the published one):
+the evaluator learns from the reference run which inputs it writes, so the reference itself passes, a candidate
+must write them likewise, and every other input stays read-only; the agent's transfer may use an in-place
+kernel there. A reference returning None gets one clear line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+from aka_tui.bench.measure.results import CandidateResult
+from aka_tui.bench.problem.lookup import load_problem
+
+PROBLEM = Path(__file__).resolve().parents[1] / "data" / "unseen" / "paged_row_scatter"
+
+_SCATTER = '''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, key, value, key_cache, value_cache, slot_mapping):
+        block_size = key_cache.shape[1]
+        valid = slot_mapping >= 0
+        slots = slot_mapping[valid]
+{body}
+'''
+
+CANDIDATES = {
+    # the caches returned right, but as new tensors: the reference's in-place writes are missing
+    "returns_copies": """        key_cache, value_cache = key_cache.clone(), value_cache.clone()
+        key_cache[slots // block_size, slots % block_size] = key[valid]
+        value_cache[slots // block_size, slots % block_size] = value[valid]
+        return key_cache, value_cache""",
+    # right writes and outputs, and a scribble on an input the reference only reads
+    "writes_a_read_only_input": """        key_cache[slots // block_size, slots % block_size] = key[valid]
+        value_cache[slots // block_size, slots % block_size] = value[valid]
+        key.zero_()
+        return key_cache, value_cache""",
+}
+
+
+def _evaluate(spec: CandidateSpec, problem_dir: Path = PROBLEM) -> CandidateResult:
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
+    return evaluate_candidate(load_problem(problem_dir), spec, options)
+
+
+def test_the_in_place_reference_passes_as_the_eager_baseline() -> None:
+    result = _evaluate(CandidateSpec("eager"))
+    assert [s.status for s in result.shapes] == ["passed"], [s.error for s in result.shapes]
+
+
+@pytest.mark.parametrize("name, message", [
+    ("returns_copies", "input `key_cache` does not hold what the reference writes into it"),
+    ("writes_a_read_only_input", "input `key` was modified, but the reference treats it as read-only"),
+])
+def test_a_candidate_writes_what_the_reference_writes_and_nothing_else(name: str, message: str,
+                                                                         tmp_path: Path) -> None:
+    path = tmp_path / f"{name}.py"
+    path.write_text(_SCATTER.format(body=CANDIDATES[name]))
+    shape = _evaluate(CandidateSpec.file(path)).shapes[0]
+    assert shape.status == "wrong_output" and shape.error is not None and message in shape.error.message, shape
+
+
+def test_a_reference_returning_none_is_one_clear_problem_error(tmp_path: Path) -> None:
+    directory = tmp_path / "paged_row_scatter"
+    shutil.copytree(PROBLEM, directory)
+    reference = directory / "reference.py"
+    reference.write_text(reference.read_text().replace("        return key_cache, value_cache", "        return None"))
+    shape = _evaluate(CandidateSpec("eager"), directory).shapes[0]
+    assert shape.status == "problem_error" and shape.error is not None
+    assert "returns None (inputs it writes into: key_cache, value_cache)" in shape.error.message
+
+
+def test_transfer_finds_an_in_place_kernel_for_an_in_place_reference() -> None:
+    from aka_tui.agent.probe import make_probes
+    from aka_tui.agent.transfer import find_transfers
+    from aka_tui.bench.problem.lookup import default_suite_dir
+    from aka_tui.knowledge.reference_kernels import reference_kernels
+    from aka_tui.knowledge.store import default_kb_dir, load_kb
+
+    problem = load_problem(PROBLEM)
+    probes = make_probes(problem, "cpu")
+    assert probes[0].written == frozenset({"key_cache", "value_cache"})
+    kernels = [k for k in reference_kernels(load_kb(default_kb_dir())) if k.family == "kv_cache"]
+    matches = find_transfers(problem, kernels, probes, default_suite_dir())
+    assert [m.kernel.family for m in matches] == ["kv_cache"]
