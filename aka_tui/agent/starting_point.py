@@ -137,7 +137,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
     _check_device_alive(probes)
     if matches:
         match = matches[0]
-        log(f"transfer: {match.rationale}")
+        log(match.rationale)  # "transfer from the knowledge base's <kernel>: ..."
         return StartingPoint(transferred_kernel(match, reference.Model), "transfer",
                              f"transfer from {match.kernel.entry_id}", tried)
     tried.append(f"no knowledge-base kernel reproduces its outputs ({len(kernels)} tried on "
