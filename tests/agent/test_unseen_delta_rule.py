@@ -6,6 +6,7 @@ no suite problem (its own semantics on the interpreter); both candidates are cor
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -42,11 +43,18 @@ def test_packed_recurrence_transfers_with_the_state_cache_in_place() -> None:
     assert match.out_map == [[0]] and match.structure == ("tensor",)
 
 
-def test_a_read_only_state_cache_takes_the_form_that_returns_a_new_pool() -> None:
-    """The same computation where the problem only reads the cache: a mapping whose kernel writes it in place
-    reproduces the outputs but would fail the evaluator's read-only check, so the search goes on to the form
-    that returns a new pool."""
-    problem = replace(load_problem(UNSEEN / "packed_delta_recurrence"), mutates_inputs=())
+def test_a_read_only_state_cache_takes_the_form_that_returns_a_new_pool(tmp_path: Path) -> None:
+    """The same computation where the reference only reads the cache (it updates a copy, and nothing declares
+    the cache mutated): a mapping whose kernel writes it in place reproduces the outputs but would fail the
+    evaluator's read-only check, so the search goes on to the form that returns a new pool."""
+    directory = tmp_path / "packed_delta_recurrence"
+    shutil.copytree(UNSEEN / "packed_delta_recurrence", directory)
+    reference = directory / "reference.py"
+    source = reference.read_text()
+    marker = "        heads, dim = v.shape[2], q.shape[3]\n"
+    assert marker in source
+    reference.write_text(source.replace(marker, "        ssm_state = ssm_state.clone()\n" + marker, 1))
+    problem = replace(load_problem(directory), mutates_inputs=())
     match = _transfer(problem)
     assert match.kernel.entry_id == "linear-attn-gated-delta-decode-reference-kernel"
     assert match.init_map["inplace_final_state"] == ["const", False]
