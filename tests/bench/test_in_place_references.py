@@ -1,7 +1,7 @@
 """A reference that writes into its inputs, in a format with no `mutates_inputs` field (the published one):
 the evaluator learns from the reference run which inputs it writes, so the reference itself passes, a candidate
 must write them likewise, and every other input stays read-only; the agent's transfer may use an in-place
-kernel there. A reference returning None gets one clear line."""
+kernel there. A reference that returns None is read through the inputs it writes."""
 
 from __future__ import annotations
 
@@ -64,24 +64,51 @@ def test_a_candidate_writes_what_the_reference_writes_and_nothing_else(name: str
     assert shape.status == "wrong_output" and shape.error is not None and message in shape.error.message, shape
 
 
-def test_a_reference_returning_none_is_one_clear_problem_error(tmp_path: Path) -> None:
+def _returning_none(tmp_path: Path) -> Path:
     directory = tmp_path / "paged_row_scatter"
     shutil.copytree(PROBLEM, directory)
     reference = directory / "reference.py"
     reference.write_text(reference.read_text().replace("        return key_cache, value_cache", "        return None"))
+    return directory
+
+
+def test_a_reference_returning_none_is_read_through_the_inputs_it_writes(tmp_path: Path) -> None:
+    """Written the way a serving loop's cache write is (no result): the caches it writes are its output, for
+    the reference and for every candidate, whatever a candidate returns."""
+    directory = _returning_none(tmp_path)
+    eager = _evaluate(CandidateSpec("eager"), directory)
+    assert [s.status for s in eager.shapes] == ["passed"], [s.error for s in eager.shapes]
+    right = tmp_path / "right.py"
+    right.write_text(_SCATTER.format(body="""        key_cache[slots // block_size, slots % block_size] = key[valid]
+        value_cache[slots // block_size, slots % block_size] = value[valid]"""))
+    assert [s.status for s in _evaluate(CandidateSpec.file(right), directory).shapes] == ["passed"]
+    swapped = tmp_path / "swapped.py"
+    swapped.write_text(_SCATTER.format(body="""        key_cache[slots // block_size, slots % block_size] = value[valid]
+        value_cache[slots // block_size, slots % block_size] = key[valid]
+        return key_cache, value_cache"""))
+    assert [s.status for s in _evaluate(CandidateSpec.file(swapped), directory).shapes] == ["wrong_output"]
+
+
+def test_a_reference_returning_none_and_writing_nothing_is_one_clear_problem_error(tmp_path: Path) -> None:
+    directory = tmp_path / "paged_row_scatter"
+    shutil.copytree(PROBLEM, directory)
+    reference = directory / "reference.py"
+    source = reference.read_text()
+    reference.write_text(source[:source.index("        block_size = key_cache.shape[1]")] + "        return None\n")
     shape = _evaluate(CandidateSpec("eager"), directory).shapes[0]
     assert shape.status == "problem_error" and shape.error is not None
-    assert "returns None (inputs it writes into: key_cache, value_cache)" in shape.error.message
+    assert "returns None and writes into none of its inputs" in shape.error.message
 
 
-def test_transfer_finds_an_in_place_kernel_for_an_in_place_reference() -> None:
+@pytest.mark.parametrize("returns", ["the caches", "None"])
+def test_transfer_finds_an_in_place_kernel_for_an_in_place_reference(returns: str, tmp_path: Path) -> None:
     from aka_tui.agent.probe import make_probes
     from aka_tui.agent.transfer import find_transfers
     from aka_tui.bench.problem.lookup import default_suite_dir
     from aka_tui.knowledge.reference_kernels import reference_kernels
     from aka_tui.knowledge.store import default_kb_dir, load_kb
 
-    problem = load_problem(PROBLEM)
+    problem = load_problem(PROBLEM if returns == "the caches" else _returning_none(tmp_path))
     probes = make_probes(problem, "cpu")
     assert probes[0].written == frozenset({"key_cache", "value_cache"})
     kernels = [k for k in reference_kernels(load_kb(default_kb_dir())) if k.family == "kv_cache"]

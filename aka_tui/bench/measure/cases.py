@@ -79,6 +79,7 @@ class ShapeCases:
         if use_fp64:
             self.exact_model = problem_call(lambda: copy.deepcopy(self.ref_model).double().eval(), "reference init")
         self.precision = "float64" if use_fp64 else "native"
+        self.in_place_outputs: tuple[str, ...] | None = None  # set when the reference returns None
         self._cases: dict[int, Case] = {}
 
     def __len__(self) -> int:
@@ -128,12 +129,9 @@ class ShapeCases:
         with torch.no_grad():
             native = problem_call(lambda: self.ref_model(**given), "reference")
             if native is None:
-                written = ", ".join(sorted(modified_inputs(inputs, given))) or "none"
-                raise MeasureFailure("problem_error", "reference", "the reference's forward returns None (inputs it "
-                                     f"writes into: {written}); the evaluator compares what a forward returns, so "
-                                     "return the tensors it writes (e.g. `return key_cache, value_cache`)")
+                native = self._written_as_outputs(inputs, given)
             exact = native
-            if self.exact_model is not None:
+            if self.exact_model is not None and self.in_place_outputs is None:
                 exact = self._float64_run(inputs, native)
         case = Case(index, seed, inputs, native, exact, timed_sampler(native, self.secret, index),
                     parent_sampler(native, self.sample_seed, self.shape.shape_id, index),
@@ -141,6 +139,20 @@ class ShapeCases:
         if not self.naive:
             case.timed_expected = _take_exact(case.timed, exact)
         return case
+
+    def _written_as_outputs(self, inputs: dict[str, Any], given: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """A reference that returns None works in place (a serving loop's cache write): what it wrote into its
+        inputs is its output, compared as such (`in_place_outputs` names them; the candidate's forward is read
+        the same way, `session.build_candidate`). Compared with the native run: its float64 twin would write
+        into float64 copies nobody reads back."""
+        written = modified_inputs(inputs, given)
+        if not written:
+            raise MeasureFailure("problem_error", "reference", "the reference's forward returns None and writes "
+                                 "into none of its inputs: it has no result to compare")
+        if self.in_place_outputs is None:
+            self.in_place_outputs = tuple(name for name in inputs if name in written)
+            self.exact_model, self.precision = None, "native (the reference works in place and returns None)"
+        return {name: given[name] for name in self.in_place_outputs}
 
     def _float64_run(self, inputs: dict[str, Any], native: Any) -> Any:
         """The float64 reference's outputs; when it cannot run (a reference that allocates fp32 buffers and

@@ -114,12 +114,28 @@ def baseline_model(kind: str, ref_model: torch.nn.Module) -> Any:
     return torch.compile(ref_model, mode=COMPILE_MODES[kind], dynamic=False)
 
 
-def build_candidate(session: Session, shape: Shape, ref_model: torch.nn.Module) -> Any:
-    """The candidate's Model (or the reference itself for a baseline)."""
+class WrittenInputsAsOutputs:
+    """A forward whose reference returns None (it works in place): the named inputs, as the forward left them,
+    are its output, whatever it returns."""
+
+    def __init__(self, model: Any, names: tuple[str, ...]) -> None:
+        self.model, self.names = model, names
+
+    def __call__(self, **inputs: Any) -> dict[str, Any]:
+        self.model(**inputs)
+        return {name: inputs[name] for name in self.names}
+
+
+def build_candidate(session: Session, shape: Shape, cases: ShapeCases) -> Any:
+    """The candidate's Model (or the reference itself for a baseline), read through the inputs it writes when
+    the reference returns None (known once the first case is built)."""
     kind = session.job.candidate.kind
     if kind in COMPILE_MODES or kind == "eager":
-        return baseline_model(kind, ref_model)
-    return build_candidate_model(session.model_cls, shape, ref_model, session.device)
+        model = baseline_model(kind, cases.ref_model)
+    else:
+        model = build_candidate_model(session.model_cls, shape, cases.ref_model, session.device)
+    cases.case(0)
+    return model if cases.in_place_outputs is None else WrittenInputsAsOutputs(model, cases.in_place_outputs)
 
 
 def measure_shape(session: Session, shape: Shape, fuzz: bool) -> tuple[ShapeResult, list[dict[str, Any]]]:
@@ -138,7 +154,7 @@ def measure_shape(session: Session, shape: Shape, fuzz: bool) -> tuple[ShapeResu
         precision = "float64" if use_fp64 else "native"
         cases = ShapeCases(problem, shape, session.device, session.ref_module, session.input_module, seeds, use_fp64,
                            job.sample_seed, session.secret, naive=not job.hardening)
-        model = build_candidate(session, shape, cases.ref_model)
+        model = build_candidate(session, shape, cases)
         plan = ShapePlan(problem, cases, session.plan_options(fuzz), session.timers, session.recorder,
                          session.thread_starts, session.module_name, session.check_integrity,
                          lambda seed: session.replay_hint(shape.shape_id, seed))
