@@ -40,6 +40,29 @@ def test_environment_keeps_the_allow_list_and_drops_every_credential(tmp_path: P
     assert not any(KEY in v for v in env.values())
 
 
+def test_the_environment_copy_survives_another_thread_changing_it() -> None:
+    """Evaluations start workers on threads while their caller sets and removes variables (pytest's
+    PYTEST_CURRENT_TEST); `dict(os.environ)` then raises KeyError now and then (seen in CI: 79 of 20000 copies
+    here). The sandbox's copy never does."""
+    import threading
+
+    stop = threading.Event()
+
+    def toggle() -> None:
+        while not stop.is_set():
+            os.environ["AKA_TEST_ENV_RACE"] = "1"
+            os.environ.pop("AKA_TEST_ENV_RACE", None)
+
+    thread = threading.Thread(target=toggle, daemon=True)
+    thread.start()
+    try:
+        for _ in range(20000):
+            assert "PATH" in bwrap.environment_snapshot()
+    finally:
+        stop.set()
+        thread.join()
+
+
 def test_bwrap_command_line_shows_the_package_but_not_the_project_or_home(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     fake_gpu = tmp_path / "nvidia0"

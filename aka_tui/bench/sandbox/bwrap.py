@@ -135,9 +135,21 @@ def require_sandbox_for_model(requested: str | None, allow_unsafe: bool, how: st
                               "no sandbox")
 
 
+def environment_snapshot() -> dict[str, str]:
+    """A copy of os.environ that another thread's setenv/unsetenv cannot break: `dict(os.environ)` lists the
+    keys, then reads each, and raises KeyError when one is removed in between (evaluations run on threads while
+    their caller changes the environment: a test runner sets and removes PYTEST_CURRENT_TEST around each test)."""
+    for _ in range(100):
+        try:
+            return dict(os.environ)
+        except (KeyError, RuntimeError):
+            continue
+    return {k: v for k in list(os.environ) if (v := os.environ.get(k)) is not None}
+
+
 def worker_environment(view: View, source: dict[str, str] | None = None) -> dict[str, str]:
     """The allow-listed environment of a sandboxed process: no keys, tokens or passwords, private caches."""
-    source = dict(os.environ if source is None else source)
+    source = environment_snapshot() if source is None else dict(source)
     env = {k: v for k, v in source.items()
            if (k in ENV_NAMES or k.startswith(ENV_PREFIXES)) and not SECRET_NAME.search(k)}
     env.pop("TRITON_CACHE_DIR", None)
