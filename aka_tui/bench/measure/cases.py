@@ -128,25 +128,26 @@ class ShapeCases:
         given = clone_inputs(inputs)
         with torch.no_grad():
             native = problem_call(lambda: self.ref_model(**given), "reference")
+            written = modified_inputs(inputs, given)
             if native is None:
-                native = self._written_as_outputs(inputs, given)
+                native = self._written_as_outputs(written, inputs, given)
             exact = native
             if self.exact_model is not None and self.in_place_outputs is None:
                 exact = self._float64_run(inputs, native)
         case = Case(index, seed, inputs, native, exact, timed_sampler(native, self.secret, index),
                     parent_sampler(native, self.sample_seed, self.shape.shape_id, index),
-                    ref_written={name: given[name] for name in modified_inputs(inputs, given)})
+                    ref_written={name: given[name] for name in written})
         if not self.naive:
             case.timed_expected = _take_exact(case.timed, exact)
         return case
 
-    def _written_as_outputs(self, inputs: dict[str, Any], given: dict[str, Any]) -> dict[str, torch.Tensor]:
+    def _written_as_outputs(self, written: frozenset[str], inputs: dict[str, Any],
+                            given: dict[str, Any]) -> dict[str, torch.Tensor]:
         """A reference that returns None works in place (a serving loop's cache write): what it wrote into its
         inputs is its output, compared as such (`in_place_outputs` names them; the candidate's forward is read
         the same way, `session.build_candidate`). Compared with the native run: its float64 twin would write
         into float64 copies nobody reads back."""
         if self.in_place_outputs is None:  # the first case names them (a later one may write less: all slots -1)
-            written = modified_inputs(inputs, given)
             if not written:
                 raise MeasureFailure("problem_error", "reference", "the reference's forward returns None and writes "
                                      "into none of its inputs: it has no result to compare")
