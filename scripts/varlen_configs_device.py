@@ -4,7 +4,8 @@
 A shape is `SEQSxLEN:HEADS/KV_HEADS:HEAD_DIM[:paged16]` — e.g. `3000x256:16/4:128:paged16` is 3000 causal
 sequences of 256 tokens, 16 query heads over 4 KV heads, head size 128, keys in a paged cache of 16-slot blocks.
 Prints one Markdown table per shape: each configuration's time (`triton.testing.do_bench`, median), TFLOP/s
-(causal FLOPs) and the bandwidth its minimum traffic implies (q, k, v and out once), fastest first.
+(causal FLOPs) and the bandwidth its minimum traffic implies (q, k, v and out once), fastest first; the row
+"auto" is the launcher's own pick (the kernel's AUTO tunable).
 
     PYTHONPATH=. python3 scripts/varlen_configs_device.py 3000x256:16/4:128:paged16 1x8192:32/8:128
 """
@@ -61,7 +62,14 @@ def main() -> int:
     parser.add_argument("shapes", nargs="+")
     parser.add_argument("--check-only", action="store_true", help="run each configuration once, compare outputs")
     parser.add_argument("--rep", type=int, default=200, help="do_bench repetition time in ms")
+    parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                        help="replace one tunable's values in the grid (repeatable), e.g. --grid TILE_MAP=0")
     args = parser.parse_args()
+    for item in args.grid:
+        key, _, values = item.partition("=")
+        if key not in GRID or not values:
+            raise SystemExit(f"--grid {item!r}: write KEY=V1,V2 with KEY one of {', '.join(GRID)}")
+        GRID[key] = [int(v) for v in values.split(",")]
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -87,9 +95,9 @@ def main() -> int:
         size = positional[0].element_size()
         min_bytes = size * tokens * dim * (2 * heads + 2 * kv_heads)
         rows = []
-        for config in configs:
+        for config in configs + [{"AUTO": 1}]:  # the grid's explicit tiles, then the launcher's own pick
             kernel.TUNABLES.clear()
-            kernel.TUNABLES.update({**defaults, **config})
+            kernel.TUNABLES.update({**defaults, "AUTO": 0, **config})
             got = model(*positional, **extra).float()
             err = (got - want).abs().max().item()
             ms = float("nan")
@@ -102,7 +110,7 @@ def main() -> int:
         print("| " + " | ".join(GRID) + " | ms | TFLOP/s | GB/s of the minimum traffic | max abs diff vs default |")
         print("|" + "---|" * (len(GRID) + 4))
         for ms, config, err in rows:
-            print("| " + " | ".join(str(config[k]) for k in GRID)
+            print("| " + " | ".join(str(config.get(k, "auto")) for k in GRID)
                   + f" | {ms:.4f} | {flops / ms / 1e9:.0f} | {min_bytes / ms / 1e6:.0f} | {err:.2e} |")
         worst = max(err for _, _, err in rows)
         if worst > (1e-4 if device == "cpu" else 2e-2):

@@ -14,11 +14,11 @@ from tests.conftest import REPO
 H, KVH, D, PAGE = 4, 2, 24, 4
 
 
-
 @pytest.fixture(scope="module")
 def modules() -> tuple[ModuleType, ModuleType]:
     kernel = import_file(REPO / "kb/family/attention/attention_prefill_varlen.py", "varlen_kernel")
-    kernel.TUNABLES.update(BLOCK_M=16, BLOCK_N=16)  # several tiles and chunks per sequence at these sizes
+    # the explicit tiles (AUTO 0), several tiles and chunks per sequence at these sizes
+    kernel.TUNABLES.update(AUTO=0, BLOCK_M=16, BLOCK_N=16)
     return kernel, import_file(REPO / "problems/attention_prefill_varlen/reference.py", "varlen_reference")
 
 
@@ -103,3 +103,35 @@ def test_tile_map_names_each_tiles_sequence(modules: tuple[ModuleType, ModuleTyp
     kernel._tile_map_kernel[(len(lengths),)](prefix, seq_of_tile, CHUNK=256)
     want = [b for b, n in enumerate(lengths) for _ in range((n + 15) // 16)]
     assert seq_of_tile.tolist() == want
+
+
+def test_auto_tiles_follow_the_workload(modules: tuple[ModuleType, ModuleType],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """AUTO picks short-sequence tiles for batches of short sequences and 128-row tiles for long ones, from host
+    sizes alone; its launch is as correct as any explicit one."""
+    kernel, reference = modules
+    short = kernel._workload_tiles(total=300 * 256, batch=300, block_d=128)
+    long = kernel._workload_tiles(total=24752, batch=1, block_d=128)
+    wide = kernel._workload_tiles(total=6000, batch=1, block_d=256)
+    assert (short["BLOCK_M"], short["num_stages"], short["PACK_GQA"]) == (64, 1, 1)
+    assert (long["BLOCK_M"], long["BLOCK_N"], long["num_warps"]) == (128, 128, 8)
+    assert wide["BLOCK_N"] == 64  # a 256-wide head halves the key chunk (shared memory, registers)
+    monkeypatch.setitem(kernel.TUNABLES, "AUTO", 1)
+    torch.manual_seed(0)
+    lengths = [7, 30, 1]
+    cu = _offsets(lengths)
+    q = torch.randn(int(cu[-1]), H, D)
+    k, v = torch.randn(int(cu[-1]), KVH, D), torch.randn(int(cu[-1]), KVH, D)
+    want = reference.Model(H, KVH, D, causal=True)(q, k, v, cu)
+    torch.testing.assert_close(kernel.Model(H, KVH, D, causal=True)(q, k, v, cu), want, atol=1e-4, rtol=1e-4)
+
+
+def test_auto_makes_the_explicit_tiles_inert() -> None:
+    """The tuner spends no evaluation on a tile size while AUTO picks the tiles, and counts such points as one."""
+    from aka_tui.knowledge.reference_kernels import kernel_from_source
+
+    path = REPO / "kb/family/attention/attention_prefill_varlen.py"
+    kernel = kernel_from_source(path.read_text(), path, "varlen", "kb")
+    auto = dict(kernel.tunables, AUTO=1)
+    assert kernel.is_inert("BLOCK_M", auto) and not kernel.is_inert("BLOCK_M", dict(auto, AUTO=0))
+    assert kernel.canonical(dict(auto, BLOCK_M=128)) == kernel.canonical(auto)
