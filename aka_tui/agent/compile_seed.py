@@ -5,7 +5,9 @@ autotuning decorator removed; its device helpers such as `triton_helpers.max2` s
 each launch goes through a launcher of ours whose block sizes, warps and stages come from the candidate's
 TUNABLES, so the offline loop searches them. The wrapper's buffer allocation and launch order are kept; any
 call it makes into a library (extern GEMMs, attention, aten fallbacks) is refused: such a seed would not be
-the candidate's own kernels, so the agent falls back to transfer or to the model. One program is generated
+the candidate's own kernels, so the agent falls back to transfer or to the model — except the matrix products
+(`mm`, `addmm`, `bmm`), which the seed computes with a Triton GEMM of its own (`seed_gemm.py`), so that a
+projection with a fused epilogue becomes the candidate's own kernels too. One program is generated
 per combination of init arguments and input dtypes among the problem's shapes (both are constants of a traced
 graph); input sizes stay symbolic.
 """
@@ -20,6 +22,8 @@ from aka_tui.agent.inductor_capture import CapturedGraph
 _KERNEL_RE = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''\n(.*?)''', device_str='(\w+)'\)",
                         re.MULTILINE | re.DOTALL)
 _EXTERN_MARKERS = ("extern_kernels.", "async_compile.cpp", "torch.ops.", "aten.", "cpp_fused", "async_compile.cuda")
+# library matrix products the seed computes itself: the wrapper's call -> the seed's launcher (seed_gemm.py)
+OWN_GEMMS = {"extern_kernels.mm": "_seed_mm", "extern_kernels.addmm": "_seed_addmm", "extern_kernels.bmm": "_seed_bmm"}
 _GRID_TYPES = ("Grid1D", "Grid2D")
 BLOCK_SPACE = {"pointwise": [128, 256, 512, 1024, 2048, 4096], "x-reduction": [1, 2, 4, 8, 16, 32]}
 R_BLOCK_SPACE = [64, 128, 256, 512, 1024, 2048, 4096]
@@ -51,18 +55,25 @@ class SeedProgram:
     body: list[str]
     arg_exprs: list[str]
     kernels: list[str] = field(default_factory=list)
+    gemms: list[str] = field(default_factory=list)  # the library products it computes with the seed's GEMM
 
 
-def extern_calls(source: str) -> list[str]:
-    """Library calls the generated wrapper makes (outside the Triton kernels)."""
+def extern_calls(source: str, owned: tuple[str, ...] = ()) -> list[str]:
+    """Library calls the generated wrapper makes (outside the Triton kernels), but those in `owned`."""
     found = []
     for line in _call_body(source):
         code = line.split("#", 1)[0]
         for marker in _EXTERN_MARKERS:
-            if marker in code:
-                match = re.search(re.escape(marker) + r"[\w.]*", code)
-                found.append(match.group(0).rstrip(".") if match else marker)
+            for match in re.finditer(re.escape(marker) + r"[\w.]*", code):
+                call = match.group(0).rstrip(".")
+                if call not in owned:
+                    found.append(call)
     return sorted(set(found))
+
+
+def gemm_calls(body: list[str]) -> list[str]:
+    """The library matrix products (OWN_GEMMS) a call body makes."""
+    return sorted({call for line in body for call in OWN_GEMMS if re.search(re.escape(call) + r"\(", line)})
 
 
 def _decorator_kind(text: str) -> str:
@@ -131,6 +142,8 @@ def translate_body(body: list[str], kernel_names: dict[str, str]) -> list[str]:
         line = re.sub(r",\s*stream=\w+\)", ")", line)
         for var, launcher in kernel_names.items():
             line = re.sub(rf"\b{var}\.run\(", f"{launcher}(", line)
+        for call, launcher in OWN_GEMMS.items():
+            line = re.sub(re.escape(call) + r"\(", f"{launcher}(", line)
         if ".run(" in line:
             raise SeedError(f"the generated wrapper launches something the seed does not know: {stripped[:80]}")
         out.append(line)
@@ -150,10 +163,11 @@ def arg_expressions(graph: CapturedGraph) -> list[str]:
 
 def parse_program(key: str, graph: CapturedGraph, kernels: dict[str, SeedKernel]) -> SeedProgram:
     """One captured graph as a program of the seed; its kernels are added to `kernels` (deduplicated)."""
-    externs = extern_calls(graph.source)
+    externs = extern_calls(graph.source, tuple(OWN_GEMMS))
     if externs:
         raise SeedError("inductor emits library calls for this reference: " + ", ".join(externs)
                         + " (a compiler seed would not be the candidate's own kernels)")
+    gemms = gemm_calls(_call_body(graph.source))
     names: dict[str, str] = {}
     used = []
     for var, name, text, _device in _KERNEL_RE.findall(graph.source):
@@ -168,9 +182,9 @@ def parse_program(key: str, graph: CapturedGraph, kernels: dict[str, SeedKernel]
             same = kernel
         names[var] = f"_launch{same.name.removeprefix('_seed_kernel')}"
         used.append(same.name)
-    if not names:
+    if not names and not gemms:
         raise SeedError("inductor generated no Triton kernel for this reference (nothing is computed?)")
-    return SeedProgram(key, translate_body(_call_body(graph.source), names), arg_expressions(graph), used)
+    return SeedProgram(key, translate_body(_call_body(graph.source), names), arg_expressions(graph), used, gemms)
 
 
 def kernel_tunables(kernel: SeedKernel) -> tuple[dict[str, object], dict[str, list[object]]]:

@@ -13,6 +13,7 @@ import torch
 
 from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kernel_tunables, parse_program
 from aka_tui.agent.inductor_capture import CaptureError, capture
+from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
 from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
 from aka_tui.bench.problem.model import Problem, Shape
 
@@ -173,11 +174,17 @@ def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram]
         t, s = kernel_tunables(kernel)
         tunables.update(t)
         space.update(s)
+    gemm = any(p.gemms for p in programs)
+    if gemm:
+        tunables.update(GEMM_TUNABLES)
+        space.update(GEMM_SPACE)
     init_params, init_names = _signature(reference_model.__init__)
     forward_params, forward_names = _signature(reference_model.forward)
     parts = [_HEADER.format(problem=problem.name, torch_version=torch.__version__, tunables=tunables, space=space)]
     parts += ["\n\n" + k.source for k in kernels.values()]
     parts.append(_RUNTIME)
+    if gemm:
+        parts.append(GEMM_SOURCE)
     parts += ["\n\n" + _launcher(k) for k in kernels.values()]
     parts += ["\n\n" + _program_source(i, p) for i, p in enumerate(programs)]
     table = "".join(f"\n    ({keys[p.key][0]!r}, {keys[p.key][1]!r}, _program_{i})," for i, p in enumerate(programs))
@@ -245,8 +252,11 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
     problem_found = verify_seed(source, problem, probes, device)
     if problem_found:
         return SeedResult(None, f"the compiler seed does not reproduce the reference: {problem_found}")
+    products = sorted({g.removeprefix("extern_kernels.") for p in programs for g in p.gemms})
+    own_gemm = f" and the seed's own GEMM for {', '.join(products)}" if products else ""
     return SeedResult(source, f"compiler seed: torch.compile (inductor) lowered the reference to "
-                              f"{len(kernels)} Triton kernel(s) in {len(programs)} program(s)", len(programs))
+                              f"{len(kernels)} Triton kernel(s){own_gemm} in {len(programs)} program(s)",
+                      len(programs))
 
 
 def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str) -> str:

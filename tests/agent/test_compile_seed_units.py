@@ -79,7 +79,9 @@ def test_cuda_wrapper_becomes_plain_torch_and_our_launchers() -> None:
 
 
 @pytest.mark.parametrize("call, named", [
-    ("            buf1 = extern_kernels.mm(buf0, arg1_1)\n", "extern_kernels.mm"),
+    ("            buf1 = extern_kernels.convolution(buf0, arg1_1, None, (1,), (0,), (1,), False, (0,), 1)\n",
+     "extern_kernels.convolution"),
+    ("            extern_kernels._scaled_mm(buf0, arg1_1, out=buf1)\n", "extern_kernels._scaled_mm"),
     ("            buf1 = torch.ops.aten._scaled_dot_product_flash_attention.default(buf0)\n",
      "torch.ops.aten._scaled_dot_product_flash_attention.default"),
 ])
@@ -89,6 +91,57 @@ def test_library_calls_are_refused_by_name(call: str, named: str) -> None:
     with pytest.raises(SeedError, match="library calls") as raised:
         parse_program("key", _graph(source), {})
     assert named in str(raised.value)
+
+
+def test_matrix_products_become_the_seeds_own_gemm() -> None:
+    """A library mm/addmm/bmm in the wrapper is no refusal: the program calls the seed's GEMM launcher instead,
+    keeping inductor's arguments (the transposed view, alpha, beta, out)."""
+    call = ("            buf1 = empty_strided_cuda((s0, s0), (s0, 1), torch.bfloat16)\n"
+            "            extern_kernels.addmm(arg1_1, buf0, reinterpret_tensor(arg1_1, (s0, s0), (1, s0), 0), "
+            "alpha=1, beta=1, out=buf1)\n"
+            "            extern_kernels.bmm(buf0, buf1, out=buf1)\n")
+    source = _wrapper(call)
+    assert extern_calls(source, ("extern_kernels.addmm", "extern_kernels.bmm")) == []
+    program = parse_program("key", _graph(source), {})
+    body = "\n".join(program.body)
+    assert program.gemms == ["extern_kernels.addmm", "extern_kernels.bmm"]
+    assert "_seed_addmm(arg1_1, buf0, _seed_reinterpret(arg1_1, (s0, s0), (1, s0), 0), alpha=1, beta=1, " \
+           "out=buf1)" in body and "_seed_bmm(buf0, buf1, out=buf1)" in body
+    assert "extern_kernels" not in body
+
+
+def _gemm_module(tmp_path, **tiles):  # type: ignore[no-untyped-def]
+    from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_TUNABLES
+    from aka_tui.bench.problem.module_loading import import_file
+
+    path = tmp_path / "seed_gemm_module.py"
+    path.write_text("import torch\nimport triton\nimport triton.language as tl\n\n"
+                    f"TUNABLES = {dict(GEMM_TUNABLES, **tiles)!r}\n" + GEMM_SOURCE)
+    return import_file(path, "seed_gemm_module")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_seeds_gemm_matches_the_library(tmp_path, dtype: str) -> None:  # type: ignore[no-untyped-def]
+    """mm, addmm (a broadcast bias, alpha, beta) and bmm on transposed, odd-sized operands, several tiles and a
+    ragged K chunk (CPU interpreter)."""
+    import torch
+
+    gemm = _gemm_module(tmp_path, mm_BLOCK_M=16, mm_BLOCK_N=32, mm_BLOCK_K=16, mm_GROUP_M=2)
+    torch.manual_seed(0)
+    kind = getattr(torch, dtype)
+    a = torch.randn(37, 50).to(kind)
+    w = torch.randn(70, 50).to(kind)  # used transposed, as F.linear's weight
+    bias = torch.randn(70).to(kind)
+    tolerance = {"atol": 1e-4, "rtol": 1e-4} if dtype == "float32" else {"atol": 2e-2, "rtol": 2e-2}
+    out = torch.empty(37, 70, dtype=kind)
+    torch.testing.assert_close(gemm._seed_mm(a, w.t(), out=out), (a.float() @ w.float().t()).to(kind), **tolerance)
+    out = torch.empty(37, 70, dtype=kind)
+    want = (0.5 * (a.float() @ w.float().t()) + 2.0 * bias.float()).to(kind)
+    torch.testing.assert_close(gemm._seed_addmm(bias, a, w.t(), alpha=0.5, beta=2.0, out=out), want, **tolerance)
+    x, y = torch.randn(3, 9, 40).to(kind), torch.randn(3, 24, 40).to(kind)
+    out = torch.empty(3, 9, 24, dtype=kind)
+    want = (x.float() @ y.float().transpose(1, 2)).to(kind)
+    torch.testing.assert_close(gemm._seed_bmm(x, y.transpose(1, 2), out=out), want, **tolerance)
 
 
 def test_unknown_launch_forms_are_refused() -> None:

@@ -85,6 +85,20 @@ def test_optimize_seeds_from_the_compiler_when_no_kb_kernel_matches(tmp_path: Pa
     assert "triton_heuristics" not in kernel and ".run(" not in kernel  # our launchers, not inductor's runtime
 
 
+@pytest.mark.slow
+def test_optimize_seeds_a_projection_with_the_seeds_own_gemm(tmp_path: Path) -> None:
+    """Inductor calls a library GEMM for a projection; the seed computes it with its own Triton GEMM and keeps
+    inductor's epilogue kernel, so the start is real (published format, no roofline file)."""
+    run = _optimize(UNSEEN / "gated_projection", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "the seed's own GEMM for addmm" in run.stderr
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "compiler seed (inductor)"
+    assert _correct_and_real(result), result["shapes"]
+    own = {name for s in result["shapes"] for name in s["audit"]["own_kernels"]}
+    assert "_seed_matmul_kernel" in own and len(own) == 2, own  # the GEMM and inductor's gated epilogue
+
+
 def test_a_persons_kernel_is_the_start(tmp_path: Path) -> None:
     own = tmp_path / "mine.py"
     shutil.copyfile(default_kb_dir() / "family" / "activation" / "silu_and_mul.py", own)
