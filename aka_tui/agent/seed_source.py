@@ -13,8 +13,8 @@ import torch
 
 from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kernel_tunables, parse_program
 from aka_tui.agent.inductor_capture import CaptureError, capture
-from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
 from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
+from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
 from aka_tui.bench.problem.model import Problem, Shape
 
 _HEADER = '''"""Compiler seed for {problem}: torch.compile (inductor, torch {torch_version}) lowered the reference to
