@@ -95,3 +95,20 @@ def test_who_gets_the_compiler_up_front(tmp_path: Path) -> None:
     assert up_front(CandidateSpec.file(plain), "cuda")
     assert not up_front(CandidateSpec.file(plain), "cuda", hardening=False)
     assert up_front(CandidateSpec("compile"), "cpu") and not up_front(CandidateSpec("eager"), "cuda")
+
+
+def test_a_second_request_for_the_rerun_ends_the_evaluation() -> None:
+    """A worker that exits with the re-run status after the re-run was granted is the candidate using the
+    evaluator's own status: its shape and every shape left are crashed at once, no worker started per shape."""
+    from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+    from aka_tui.bench.evaluator.isolation import WorkerLimits
+    from aka_tui.bench.problem.lookup import load_problem
+
+    problem = load_problem(PROBLEMS / "rms_norm")
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1,
+                          limits=WorkerLimits(startup_s=120, per_shape_s=60))
+    candidate = REPO / "tests/redteam/candidates/exits_asking_for_a_rerun.py"
+    result = evaluate_candidate(problem, CandidateSpec.file(candidate), options)
+    assert len(result.shapes) >= 2 and {s.status for s in result.shapes} == {"crashed"}, \
+        [(s.shape_id, s.status) for s in result.shapes]
+    assert all("remaining shapes are not run" in (s.error.message if s.error else "") for s in result.shapes)

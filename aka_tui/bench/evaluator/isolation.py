@@ -214,6 +214,7 @@ class _WorkerState:
     startup: bool = True
     current: str | None = None
     failure: tuple[str, str] | None = None  # (status, message)
+    final: bool = False  # the failure ends the job: no worker is started for the shapes left
 
 
 class _Evaluation:
@@ -298,6 +299,15 @@ class _Evaluation:
                 # in a worker that imports it before the integrity snapshot
                 self.job = {**self.job, "preload_dynamo": True}
                 return
+            if code == EXIT_PRELOAD:
+                # asked again for what it already has: not the worker's request but the candidate exiting with
+                # the evaluator's own status, which would cost a worker start per shape; the job ends here
+                state.failure = ("crashed", f"worker exited with status {EXIT_PRELOAD} (the evaluator's request to "
+                                 "re-run with torch's compiler loaded up front) after that re-run was granted: the "
+                                 "candidate ends its worker with the evaluator's own status; the remaining shapes "
+                                 "are not run")
+                state.final = True
+                return
             state.failure = _exit_failure(worker.proc, code, log_path)
             return
         worker.kill()
@@ -346,6 +356,9 @@ class _Evaluation:
             return False
         if victim is not None:
             self.record(ShapeResult(victim, status, [], StageError("worker", status, text)))
+        if state.final:
+            self._record_remaining(status, StageError("worker", status, text))
+            return False
         self.restarts += 1
         if self.restarts > self.limits.max_restarts and self.remaining:
             error = StageError("worker", "skipped",

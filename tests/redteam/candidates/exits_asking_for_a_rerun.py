@@ -1,7 +1,8 @@
 """expected: crashed
 Exits its worker with the status the evaluator's worker uses to ask for a re-run with the compiler loaded up
 front, on every first call of a worker: a re-run is granted once per evaluation, so the second exit fails the
-shape instead of re-running it forever (each re-run would draw fresh inputs and a fresh sample secret).
+shape instead of re-running it forever (each re-run would draw fresh inputs and a fresh sample secret), and ends
+the evaluation: every shape left is crashed too, with no worker started for it (one per shape cost a minute).
 """
 
 import os
