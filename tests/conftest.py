@@ -37,16 +37,31 @@ CANDIDATES = DATA / "candidates"
 
 
 @pytest.fixture(scope="session")
-def shipped_kb_index() -> Any:
+def shipped_kb_index(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The shipped knowledge base's index at its default place (under this session's AKA_HOME), synced once: the
     tests that search the shipped entries (retrieval quality, the app's search) share it instead of each embedding
     all of them again (~15 s on 2 cores)."""
-    from aka_tui.knowledge.index import KbIndex
+    import fcntl
+    import shutil
+
+    from aka_tui.knowledge.index import KbIndex, default_index_dir
     from aka_tui.knowledge.store import default_kb_dir, load_kb
 
     kb = load_kb(default_kb_dir())
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run:  # the xdist workers of one run embed the entries once: the first builds, the others copy its index
+        # the run's base temp dir (each worker's is a child of it; pytest removes old runs' dirs)
+        shared = tmp_path_factory.getbasetemp().parent / f"aka-test-kb-index-{run}"
+        with open(f"{shared}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not shared.exists():
+                KbIndex(kb.root, shared / "index").sync(kb)
+                (shared / "built").touch()
+            target = default_index_dir(kb.root)
+            if (shared / "built").exists() and not target.exists():
+                shutil.copytree(shared / "index", target)
     index = KbIndex(kb.root)
-    index.sync(kb)
+    index.sync(kb)  # finds every entry unchanged when the copy came first
     return index
 
 
