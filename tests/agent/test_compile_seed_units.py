@@ -206,3 +206,54 @@ def test_depthwise_convolution_lowers_to_triton_for_every_length() -> None:
     assert not extern_calls(graph.source), extern_calls(graph.source)
     sizes = {(p.input_name, p.index) for p in graph.placeholders if p.prop == "size"}
     assert ("x", 2) in sizes, graph.placeholders  # the length stays an argument of the program
+
+
+def test_the_interpreters_stand_in_rounds_half_to_even(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """torch.round lowers to libdevice.nearbyint, which the CPU interpreter lacks: the seed's stand-in rounds
+    as the GPU does (half to even), so such a reference still seeds on the CPU."""
+    import torch
+
+    from aka_tui.agent.seed_source import _HEADER
+    from aka_tui.bench.problem.module_loading import import_file
+
+    path = tmp_path / "round_seed.py"
+    path.write_text(_HEADER.format(problem="round", torch_version="", tunables={}, space={}) + '''
+
+@triton.jit
+def _round(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, libdevice.nearbyint(x), mask=offs < n)
+''')
+    module = import_file(path, "round_seed")
+    x = torch.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49, 0.51, -0.51, 3.7, -3.2, 0.0])
+    y = torch.empty_like(x)
+    module._round[(1,)](x, y, x.numel(), BLOCK=16)
+    torch.testing.assert_close(y, torch.round(x))
+
+
+def test_large_probes_are_left_to_the_evaluation_on_the_cpu() -> None:
+    """The interpreter runs inductor's default blocks one tiny program at a time: beyond the smallest probe, a
+    probe over CPU_CHECK_BYTES is not run (it would be minutes), and the seed says which it left."""
+    import dataclasses
+
+    import torch
+
+    from aka_tui.agent.probe import make_probes
+    from aka_tui.agent.seed_source import CPU_CHECK_BYTES, build_seed, verify_seed
+    from aka_tui.bench.problem.lookup import load_problem
+    from tests.conftest import DATA
+
+    problem = load_problem(DATA / "unseen" / "centered_swish")
+    probes = [p for p in make_probes(problem, "cpu") if p.inputs["x"].dtype == torch.float32][:1]
+    seeded = build_seed(problem, probes, "smoke", "cpu")
+    assert seeded.source is not None, seeded.reason
+    rows = CPU_CHECK_BYTES // (4 * 130) + 1
+    big = dataclasses.replace(probes[0], shape=dataclasses.replace(probes[0].shape, shape_id="big"),
+                              inputs={"x": torch.randn(rows, 130)},
+                              outputs=[torch.zeros(rows, 130), torch.zeros(rows, 1)])  # wrong if it were run
+    assert verify_seed(seeded.source, problem, probes + [big], "cpu") == ("", ["big"])
+    small = dataclasses.replace(big, inputs={"x": torch.randn(3, 130)},
+                                outputs=[torch.zeros(3, 130), torch.zeros(3, 1)])
+    found, _ = verify_seed(seeded.source, problem, probes + [small], "cpu")
+    assert "output 0 differs on big" in found  # a small one is run, and its wrong outputs are found
