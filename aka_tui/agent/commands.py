@@ -316,9 +316,7 @@ def register(sub: Any) -> None:
     p.add_argument("--tier", choices=["smoke", "full", "all"])
     p.add_argument("--cases", type=int_at_least(1), default=2)
     p.add_argument("--sessions", default="sessions", help="where session repositories go (default sessions/)")
-    p.add_argument("--no-kb", action="store_true",
-                   help="skip retrieving knowledge-base entries for the proposer (the starting point still "
-                   "searches the KB's reference kernels: transfer)")
+    p.add_argument("--no-kb", action="store_true", help="skip KB entry retrieval (transfer still uses KB kernels)")
     p.add_argument("--max-tokens", type=int_at_least(1), help="stop once the model has used this many tokens")
     p.add_argument("--max-cost", type=non_negative_float, help="stop once the model has cost this many USD")
     p.add_argument("--no-propose", action="store_true", help="do not propose an experience entry from a win")

@@ -168,7 +168,7 @@ def test_killing_the_worker_node_loses_no_result(ray_cluster: Any, tmp_path: Pat
             assert all(s.passed for s in outcome.result.shapes), outcome.job.key
             assert outcome.placement["node_id"] != worker_id  # finished elsewhere
         retried = [s["key"] for s in executor.started if s["key"] in killed and s["node_id"] != worker_id]
-        assert retried == killed, executor.started
+        assert sorted(retried) == sorted(killed), executor.started  # two tasks on the node come back in any order
     finally:
         if killed:
             ray_cluster.add_node(num_cpus=1)
