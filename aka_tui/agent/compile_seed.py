@@ -167,7 +167,8 @@ def parse_program(key: str, graph: CapturedGraph, kernels: dict[str, SeedKernel]
     if externs:
         raise SeedError("inductor emits library calls for this reference: " + ", ".join(externs)
                         + " (a compiler seed would not be the candidate's own kernels)")
-    gemms = gemm_calls(_call_body(graph.source))
+    body = _call_body(graph.source)
+    gemms = gemm_calls(body)
     names: dict[str, str] = {}
     used = []
     for var, name, text, _device in _KERNEL_RE.findall(graph.source):
@@ -184,7 +185,7 @@ def parse_program(key: str, graph: CapturedGraph, kernels: dict[str, SeedKernel]
         used.append(same.name)
     if not names and not gemms:
         raise SeedError("inductor generated no Triton kernel for this reference (nothing is computed?)")
-    return SeedProgram(key, translate_body(_call_body(graph.source), names), arg_expressions(graph), used, gemms)
+    return SeedProgram(key, translate_body(body, names), arg_expressions(graph), used, gemms)
 
 
 def kernel_tunables(kernel: SeedKernel) -> tuple[dict[str, object], dict[str, list[object]]]:

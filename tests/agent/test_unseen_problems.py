@@ -42,6 +42,18 @@ def _recorded(sessions: Path) -> tuple[dict, dict]:
     return proposal, result
 
 
+def _started_correct_and_real(problem_dir: Path, sessions: Path, printed: str, path: str) -> dict:
+    """`aka optimize` on `problem_dir` printed `printed`, recorded `path` as the start, and the start is correct
+    and real on every shape; its result."""
+    run = _optimize(problem_dir, sessions)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert printed in run.stderr
+    proposal, result = _recorded(sessions)
+    assert proposal["path"] == path
+    assert _correct_and_real(result), result["shapes"]
+    return result
+
+
 def _correct_and_real(result: dict) -> bool:
     timed = [s for s in result["shapes"] if not s["shape_id"].startswith("fuzz.")]
     return bool(timed) and all(s["status"] == "passed" for s in result["shapes"]) and \
@@ -64,22 +76,15 @@ def test_transfer_matches_by_semantics_not_by_names() -> None:
 
 
 def test_optimize_transfers_a_known_family_behind_another_interface(tmp_path: Path) -> None:
-    run = _optimize(UNSEEN / "scaled_hidden_norm", tmp_path / "sessions")
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "starting point: transfer from rms-norm-reference-kernel" in run.stderr
-    proposal, result = _recorded(tmp_path / "sessions")
-    assert proposal["path"] == "transfer from rms-norm-reference-kernel"
-    assert _correct_and_real(result), result["shapes"]
+    _started_correct_and_real(UNSEEN / "scaled_hidden_norm", tmp_path / "sessions",
+                              "starting point: transfer from rms-norm-reference-kernel",
+                              "transfer from rms-norm-reference-kernel")
 
 
 @pytest.mark.slow
 def test_optimize_seeds_from_the_compiler_when_no_kb_kernel_matches(tmp_path: Path) -> None:
-    run = _optimize(UNSEEN / "centered_swish", tmp_path / "sessions")
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "starting point: compiler seed" in run.stderr
-    proposal, result = _recorded(tmp_path / "sessions")
-    assert proposal["path"] == "compiler seed (inductor)"
-    assert _correct_and_real(result), result["shapes"]
+    _started_correct_and_real(UNSEEN / "centered_swish", tmp_path / "sessions", "starting point: compiler seed",
+                              "compiler seed (inductor)")
     kernel = (next((tmp_path / "sessions").iterdir()) / "iterations" / "0001" / "kernel.py").read_text()
     assert "@triton.jit" in kernel and "TUNABLES = {" in kernel and "async_compile" not in kernel
     assert "triton_heuristics" not in kernel and ".run(" not in kernel  # our launchers, not inductor's runtime
@@ -89,12 +94,8 @@ def test_optimize_seeds_from_the_compiler_when_no_kb_kernel_matches(tmp_path: Pa
 def test_optimize_seeds_a_projection_with_the_seeds_own_gemm(tmp_path: Path) -> None:
     """Inductor calls a library GEMM for a projection; the seed computes it with its own Triton GEMM and keeps
     inductor's epilogue kernel, so the start is real (published format, no roofline file)."""
-    run = _optimize(UNSEEN / "gated_projection", tmp_path / "sessions")
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "the seed's own GEMM for addmm" in run.stderr
-    proposal, result = _recorded(tmp_path / "sessions")
-    assert proposal["path"] == "compiler seed (inductor)"
-    assert _correct_and_real(result), result["shapes"]
+    result = _started_correct_and_real(UNSEEN / "gated_projection", tmp_path / "sessions",
+                                       "the seed's own GEMM for addmm", "compiler seed (inductor)")
     own = {name for s in result["shapes"] for name in s["audit"]["own_kernels"]}
     assert "_seed_matmul_kernel" in own and len(own) == 2, own  # the GEMM and inductor's gated epilogue
 
