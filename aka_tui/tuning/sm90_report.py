@@ -85,7 +85,7 @@ def report(ptx: str, ttgir: str, ptxas_out: str, smem_bytes: int | None = None) 
 
 
 def compile_for_sm90(path: Path, kernel: str, sig: dict[str, str], consts: dict[str, Any], div16: set[str],
-                     num_warps: int, num_stages: int) -> tuple[str, str, int]:
+                     num_warps: int, num_stages: int, maxnreg: int | None = None) -> tuple[str, str, int]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -109,7 +109,8 @@ def compile_for_sm90(path: Path, kernel: str, sig: dict[str, str], consts: dict[
              if full[name] != "constexpr" and (name in div16 or full[name].startswith("*"))}
     compiled = triton.compile(ASTSource(fn=fn, signature=full, constexprs=consts, attrs=attrs),
                               target=GPUTarget("cuda", 90, 32),
-                              options={"num_warps": num_warps, "num_stages": num_stages})
+                              options={"num_warps": num_warps, "num_stages": num_stages,
+                                       **({"maxnreg": maxnreg} if maxnreg else {})})
     return compiled.asm["ptx"], compiled.asm["ttgir"], int(compiled.metadata.shared)
 
 
@@ -143,6 +144,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--div16", default="", help="comma-separated integer arguments that are multiples of 16")
     ap.add_argument("--num-warps", type=int, default=4)
     ap.add_argument("--num-stages", type=int, default=3)
+    ap.add_argument("--maxnreg", type=int, default=None, help="cap the registers per thread (ptx .maxnreg)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -152,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     div16 = set(filter(None, args.div16.split(",")))
     try:
         ptx, ttgir, smem = compile_for_sm90(args.file, args.kernel, sig, consts, div16, args.num_warps,
-                                            args.num_stages)
+                                            args.num_stages, args.maxnreg)
     except Sm90ReportError:
         raise
     except Exception as exc:  # a kernel that does not compile for sm_90: say why in a few lines

@@ -153,3 +153,22 @@ def test_fp8_gemm_tma_variant_matches_the_pointer_kernel() -> None:
     outs = [module.launch_gemm_fp8_blockscale(i["a"], i["a_scale"], i["b"], i["b_scale"], torch.bfloat16, 128,
                                               dict(module.TUNABLES, TMA=tma)) for tma in (0, 1)]
     assert torch.equal(outs[0], outs[1])
+
+
+def test_fp8_gemm_upcast_pass_matches_the_in_loop_upcast() -> None:
+    """UPCAST_PASS (fp16 copies of both operands, then the TMA kernel) sums the same exact fp16 products as the
+    pointer kernel's in-loop conversion: the same output, on shapes with M, N and K edges and a strided A."""
+    import torch
+
+    from aka_tui.bench.problem.module_loading import import_file
+
+    kernel = next(k for k, op in CASES if op == "gemm_fp8_blockscale")
+    module = import_file(kernel.path, "fp8_upcast_test")
+    inputs_module = import_file(PROBLEMS / "gemm_fp8_blockscale" / "input.py", "fp8_inputs")
+    torch.manual_seed(0)
+    i = inputs_module._make_inputs(33, 250, 640, device="cpu")
+    a = torch.cat([i["a"], i["a"][:, :16]], dim=1)[:, :640]  # rows 656 apart
+    cfgs = [dict(module.TUNABLES, UPCAST=1, UPCAST_PASS=0), dict(module.TUNABLES, UPCAST=1, UPCAST_PASS=1)]
+    outs = [module.launch_gemm_fp8_blockscale(a, i["a_scale"], i["b"], i["b_scale"], torch.float32, 128, c)
+            for c in cfgs]
+    torch.testing.assert_close(outs[0], outs[1], rtol=1e-6, atol=1e-5)

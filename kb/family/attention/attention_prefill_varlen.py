@@ -22,7 +22,12 @@ tolerance.
 With AUTO (the default) the launcher picks the tile configuration from the workload, after a sweep on an H200
 (bf16, 16-slot pages; kb/experience/exp-h200-varlen-attention-tiles-by-sequence-length.md): batches of short
 sequences (at most SHORT_TOKENS query tokens per sequence on average) run small tiles — many short programs,
-no software pipelining, one-load tile map, GQA heads packed — and long sequences run 128-row tiles with 8 warps.
+no software pipelining, one-load tile map, GQA heads packed, V loaded beside K — and long sequences run
+128-row tiles with 8 warps (64-row ones where 128-row tiles would not give every SM a program).
+
+KV_AHEAD 1 issues a chunk's V load beside its K load, before the first dot, so the two latencies overlap in a
+program without pipelining stages; 2 also loads the next chunk's K and V before this chunk's dots (registers).
+MAXNREG caps the registers per thread (more programs per SM, at the price of spills).
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -31,11 +36,14 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "num_warps": 4, "num_stages": 2}
+TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
+            "num_warps": 4, "num_stages": 2}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
     "PACK_GQA": [0, 1],
+    "KV_AHEAD": [0, 1, 2],
+    "MAXNREG": [0, 128],
     "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [16, 32, 64, 128],
     "num_warps": [4, 8],
@@ -44,7 +52,7 @@ SEARCH_SPACE = {
 
 INERT = {  # AUTO picks these itself
     "BLOCK_M": {"AUTO": [1]}, "BLOCK_N": {"AUTO": [1]}, "TILE_MAP": {"AUTO": [1]}, "PACK_GQA": {"AUTO": [1]},
-    "num_warps": {"AUTO": [1]}, "num_stages": {"AUTO": [1]},
+    "KV_AHEAD": {"AUTO": [1]}, "num_warps": {"AUTO": [1]}, "num_stages": {"AUTO": [1]},
 }
 
 LOG2E = 1.4426950408889634
@@ -97,13 +105,25 @@ def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_
 
 
 @triton.jit
+def _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale):
+    """One unmasked key chunk of the online softmax: (m, l, acc) after K chunk kt [D, N] and V chunk vv [N, D]."""
+    s = tl.dot(q, kt, input_precision="ieee") * qk_scale
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    alpha = tl.exp2(m_i - m_new)
+    p = tl.exp2(s - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
+    return m_new, l_i, acc
+
+
+@triton.jit
 def _attention_prefill_varlen_kernel(
     q_ptr, k_ptr, v_ptr, cu_ptr, cuk_ptr, used_ptr, bt_ptr, prefix_ptr, map_ptr, out_ptr,
     batch, group, tile_tokens, qk_scale, page, s_bt,
     sq_t, sq_h, sq_d, sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, so_t, so_h, so_d,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
     SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
-    TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr,
+    TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr, KV_AHEAD: tl.constexpr,
 ):
     # strides arrive divided by UNIT (see _stride_unit); multiplying by the constant proves their divisibility
     sq_t, sq_h, so_t, so_h = sq_t * UNIT, sq_h * UNIT, so_t * UNIT, so_h * UNIT
@@ -176,18 +196,37 @@ def _attention_prefill_varlen_kernel(
         n_end = kv_len
         n_full = kv_len // BLOCK_N * BLOCK_N
     # 1) chunks every row of the tile sees in full: no mask
-    for n0 in range(0, n_full, BLOCK_N):
-        k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, n0 + offs_n0, n0 + offs_n0 < kv_len,
-                                  sk_b, sk_t, sv_b, sv_t, PAGED)
-        kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None], other=0.0)
-        s = tl.dot(q, kt, input_precision="ieee") * qk_scale
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
-        m_i = m_new
+    if KV_AHEAD == 2:  # the next chunk's K and V are loaded before this chunk's dots (registers, no stages)
+        ok0 = offs_n0 < n_full
+        k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n0, ok0, sk_b, sk_t, sv_b, sv_t, PAGED)
+        kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & ok0[None, :], other=0.0)
+        vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & ok0[:, None], other=0.0)
+        for n0 in range(0, n_full, BLOCK_N):
+            nxt = n0 + BLOCK_N + offs_n0
+            nxt_ok = nxt < n_full
+            k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, nxt, nxt_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
+            kt_next = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & nxt_ok[None, :], other=0.0)
+            vv_next = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & nxt_ok[:, None], other=0.0)
+            m_i, l_i, acc = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale)
+            kt = kt_next
+            vv = vv_next
+    else:
+        for n0 in range(0, n_full, BLOCK_N):
+            k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, n0 + offs_n0, n0 + offs_n0 < kv_len,
+                                      sk_b, sk_t, sv_b, sv_t, PAGED)
+            kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None], other=0.0)
+            if KV_AHEAD:  # V in flight with K, before the first dot
+                vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
+                m_i, l_i, acc = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale)
+            else:
+                s = tl.dot(q, kt, input_precision="ieee") * qk_scale
+                m_new = tl.maximum(m_i, tl.max(s, axis=1))
+                alpha = tl.exp2(m_i - m_new)
+                p = tl.exp2(s - m_new[:, None])
+                l_i = l_i * alpha + tl.sum(p, axis=1)
+                vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
+                acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
+                m_i = m_new
 
     # 2) the rest: the causal diagonal and the sequence's end, masked
     for n0 in range(n_full, n_end, BLOCK_N):
@@ -195,6 +234,8 @@ def _attention_prefill_varlen_kernel(
         n_ok = offs_n < kv_len
         k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
         kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & n_ok[None, :], other=0.0)
+        if KV_AHEAD:
+            vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
         s = tl.dot(q, kt, input_precision="ieee") * qk_scale
         vis = n_ok[None, :]
         if CAUSAL:
@@ -204,7 +245,8 @@ def _attention_prefill_varlen_kernel(
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
+        if not KV_AHEAD:
+            vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
         m_i = m_new
 
@@ -235,14 +277,32 @@ def _next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
-def _workload_tiles(total: int, batch: int, block_d: int) -> dict[str, int]:
+def _workload_tiles(total: int, batch: int, block_d: int, group: int = 1, kv_heads: int = 1,
+                    sms: int = 132) -> dict[str, int]:
     """AUTO's tiles, from host-known sizes only (no device read). Measured on an H200, bf16, 16-slot pages:
-    256-token batches 1.27x faster than the explicit defaults, one 24752-token sequence (head 80) 1.22x, one
-    6000-token sequence (head 256, 8 heads over 1) 1.60x."""
+    256-token batches 1.27x faster than the explicit defaults (and 1.07x more with V loaded beside K), one
+    24752-token sequence (head 80) 1.22x, one 6000-token sequence (head 256, 8 heads over 1) 1.60x; a sequence
+    whose 128-row tiles would leave SMs idle (875 tokens, 16 heads over 2, head 256) 1.40x with 64-row ones."""
     if total <= SHORT_TOKENS * batch:
-        return {"BLOCK_M": 64, "BLOCK_N": 32, "TILE_MAP": 1, "PACK_GQA": 1, "num_warps": 4, "num_stages": 1}
-    return {"BLOCK_M": 128, "BLOCK_N": 128 if block_d <= 128 else 64, "TILE_MAP": 0, "PACK_GQA": 1,
-            "num_warps": 8, "num_stages": 2}
+        return {"BLOCK_M": 64, "BLOCK_N": 32, "TILE_MAP": 1, "PACK_GQA": 1, "KV_AHEAD": 1, "num_warps": 4,
+                "num_stages": 1}
+    packed = 1 < group <= 128
+    programs = (_cdiv(total, 128 // group if packed else 128) + batch) * (kv_heads if packed else kv_heads * group)
+    return {"BLOCK_M": 128 if programs >= sms else 64, "BLOCK_N": 128 if block_d <= 128 else 64, "TILE_MAP": 0,
+            "PACK_GQA": 1, "KV_AHEAD": 0, "num_warps": 8, "num_stages": 2}
+
+
+_SMS: dict[int, int] = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    """Multiprocessors of a CUDA device (cached: the property query costs microseconds); 1 elsewhere."""
+    if device.type != "cuda":
+        return 1
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index]
 
 
 def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads, softmax_scale, causal=True,
@@ -253,10 +313,12 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     if total == 0 or batch <= 0:
         return out
     block_d = max(16, _next_pow2(head_dim))
-    tiles = _workload_tiles(total, batch, block_d) if TUNABLES.get("AUTO", 0) else TUNABLES
+    group = num_heads // num_kv_heads
+    tiles = TUNABLES
+    if TUNABLES.get("AUTO", 0):
+        tiles = {**TUNABLES, **_workload_tiles(total, batch, block_d, group, num_kv_heads, _sm_count(q.device))}
     bm, bn = tiles["BLOCK_M"], tiles["BLOCK_N"]
     prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
-    group = num_heads // num_kv_heads
     pack = bool(tiles.get("PACK_GQA", 0)) and 1 < group <= bm
     tile_tokens = bm // group if pack else bm
     _tile_prefix_kernel[(1,)](cu_seqlens, prefix, batch, tile_tokens, CHUNK=1024, num_warps=4)
@@ -286,7 +348,8 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         so_t // u, so_h // u, so_d,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SEARCH=max(1, (batch - 1).bit_length()),
         CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map, PACK_GQA=pack,
-        num_warps=tiles["num_warps"],
+        KV_AHEAD=tiles.get("KV_AHEAD", 0),
+        num_warps=tiles["num_warps"], **({"maxnreg": tiles["MAXNREG"]} if tiles.get("MAXNREG") else {}),
         num_stages=_cap_stages(tiles["num_stages"], 2 * bn * block_d * q.element_size(),
                                bm * block_d * q.element_size()),
     )

@@ -11,7 +11,10 @@ comment: on the H200 the scale loads otherwise stall every step). SCALE_T first 
 to a [K/128, M] buffer (a small kernel), so that a K step's BLOCK_M a scales are one contiguous vector
 instead of BLOCK_M loads K/128 * 4 bytes apart (H200, 2026-11-30: 1.13x at K 16384, 1.06x at K 1536; a
 knock-out probe had shown the per-row scales costing 13% at K 16384 while promoting every step costs
-nothing measurable: scripts/bound_probes.py). UPCAST converts the fp8 tiles to fp16 (exact) before the dot, for GPUs without fp8 MMA.
+nothing measurable: scripts/bound_probes.py). UPCAST converts the fp8 tiles to fp16 (exact) before the dot, for GPUs without fp8 MMA and for outputs held to a
+tolerance the fp8 MMA's accumulator misses; with UPCAST_PASS (and TMA) a first small kernel writes fp16 copies
+of both operands and the TMA kernel runs on them, so the MMA reads its operands straight from shared memory
+(converting tiles in the loop sends them through registers and back every K step).
 SPLIT_K > 1 writes fp32 partials to a workspace that a second kernel sums in split order.
 TMA loads the fp8 tiles through tensor descriptors (a second kernel, used when there is no split-K or
 upcast and the operands are 16-byte aligned): 154 registers instead of 201 in the sm_90 code, so 3 stages
@@ -25,7 +28,7 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 16, "SPLIT_K": 1, "UPCAST": 0,
-            "PREFETCH_SCALES": 1, "SCALE_T": 1, "TMA": 1, "num_warps": 4, "num_stages": 3}
+            "UPCAST_PASS": 1, "PREFETCH_SCALES": 1, "SCALE_T": 1, "TMA": 1, "num_warps": 4, "num_stages": 3}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -33,6 +36,7 @@ SEARCH_SPACE = {
     "GROUP_M": [1, 4, 8, 16],
     "SPLIT_K": [1, 2, 4, 8],
     "UPCAST": [0, 1],
+    "UPCAST_PASS": [0, 1],
     "PREFETCH_SCALES": [0, 1],
     "SCALE_T": [0, 1],
     "TMA": [0, 1],
@@ -40,9 +44,12 @@ SEARCH_SPACE = {
     "num_stages": [2, 3, 4, 5],
 }
 # Hopper's fp8 MMA sums a step's products in an accumulator narrower than fp32, so an fp32 output held to a
-# float16 tolerance can miss it (H200, 2026-12-02: 0.35-0.58% of elements beyond 5e-3, largest error 0.035-0.08
-# on outputs of order 1, 128-wide K groups). fp16 tiles give exact products summed in fp32, at half the rate.
-ACCURACY_STEPS = [{"UPCAST": 1}]
+# float16 tolerance can miss it (H200, 2026-12-02: 0.35-0.58% of elements beyond 5e-3, largest error 0.04-0.06
+# on outputs of mean magnitude 36-51, 128-wide K groups; 64- and 32-wide steps still 0.05-0.13% and
+# 0.0004-0.006%). fp16 operands give exact products summed in fp32, at half the MMA rate: as a separate pass
+# into 128 x 128 tiles with 8 warps, 450-509 TFLOP/s at M >= 4096 against 303-325 for the conversion inside
+# the loop (scripts/fp8_gemm_probe_device.py).
+ACCURACY_STEPS = [{"UPCAST": 1, "UPCAST_PASS": 1, "BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8}]
 
 REDUCE_BLOCK = 1024
 SMEM_BUDGET = 200 * 1024  # bytes of operand buffers per program (H100/H200 allow 227 KiB per block)
@@ -175,6 +182,24 @@ def _gemm_fp8_blockscale_tma_kernel(a_desc, as_ptr, b_desc, bs_ptr, out_ptr, M, 
 
 
 @triton.jit
+def _upcast_kernel(src_ptr, dst_ptr, K, stride_src, BLOCK: tl.constexpr):
+    """dst[r, :] = fp16(src[r, :]) for one row per program axis 0 (fp8 e4m3/e5m2 values are exact in fp16)."""
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < K
+    x = tl.load(src_ptr + row * stride_src + offs, mask=mask)
+    tl.store(dst_ptr + row * K + offs, x.to(tl.float16), mask=mask)
+
+
+def _upcast(x: torch.Tensor) -> torch.Tensor:
+    rows, k = x.shape
+    out = torch.empty((rows, k), dtype=torch.float16, device=x.device)
+    block = min(2048, _next_pow2(k))
+    _upcast_kernel[(rows, _cdiv(k, block))](x, out, k, x.stride(0), BLOCK=block, num_warps=4)
+    return out
+
+
+@triton.jit
 def _scales_transposed_kernel(src_ptr, dst_ptr, M, G, stride_sm, BLOCK_M: tl.constexpr, BLOCK_G: tl.constexpr):
     """dst[g, m] = src[m, g] for the [M, G] a scales."""
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -196,8 +221,13 @@ def _gemm_fp8_splitk_reduce_kernel(ws_ptr, out_ptr, M, N, stride_om, SPLIT_K: tl
 
 
 def _tma_ok(a: torch.Tensor, b: torch.Tensor, split: int, cfg: dict) -> bool:
-    """TMA descriptors need 16-byte aligned bases and row strides; the TMA kernel has no split-K or upcast."""
-    return (split == 1 and not cfg["UPCAST"] and a.stride(0) % 16 == 0 and b.stride(0) % 16 == 0
+    """TMA descriptors need 16-byte aligned bases and row strides; the TMA kernel has no split-K, and it takes
+    upcast operands only as the fp16 copies UPCAST_PASS writes (contiguous rows of K halves)."""
+    if split != 1:
+        return False
+    if cfg["UPCAST"]:
+        return bool(cfg.get("UPCAST_PASS", 0)) and a.shape[1] % 8 == 0
+    return (a.stride(0) % 16 == 0 and b.stride(0) % 16 == 0
             and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
 
 
@@ -242,6 +272,9 @@ def launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, out_dtype: torch.dtype, g
         a_scale, stride_asm, stride_asg = scales_t, 1, M
     if cfg.get("TMA", 0) and _tma_ok(a, b, split, cfg):
         from triton.tools.tensor_descriptor import TensorDescriptor
+
+        if cfg["UPCAST"]:
+            a, b = _upcast(a), _upcast(b)
 
         a_desc = TensorDescriptor(a, [M, K], [a.stride(0), 1], [bm, bk])
         b_desc = TensorDescriptor(b, [N, K], [b.stride(0), 1], [bn, bk])
