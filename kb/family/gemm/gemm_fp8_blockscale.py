@@ -11,8 +11,8 @@ comment: on the H200 the scale loads otherwise stall every step). SCALE_T first 
 to a [K/128, M] buffer (a small kernel), so that a K step's BLOCK_M a scales are one contiguous vector
 instead of BLOCK_M loads K/128 * 4 bytes apart (H200, 2026-11-30: 1.13x at K 16384, 1.06x at K 1536; a
 knock-out probe had shown the per-row scales costing 13% at K 16384 while promoting every step costs
-nothing measurable: scripts/bound_probes.py). UPCAST converts the fp8 tiles to fp16 (exact) before the dot, for GPUs without fp8 MMA and for outputs held to a
-tolerance the fp8 MMA's accumulator misses; with UPCAST_PASS (and TMA) a first small kernel writes fp16 copies
+nothing measurable: scripts/bound_probes.py). UPCAST converts the fp8 tiles to fp16 (exact) before the dot,
+for GPUs without fp8 MMA and for outputs held to a tolerance the fp8 MMA's accumulator misses; with UPCAST_PASS (and TMA) a first small kernel writes fp16 copies
 of both operands and the TMA kernel runs on them, so the MMA reads its operands straight from shared memory
 (converting tiles in the loop sends them through registers and back every K step).
 SPLIT_K > 1 writes fp32 partials to a workspace that a second kernel sums in split order.

@@ -1,0 +1,75 @@
+"""On a CUDA GPU: the KB kernels' configurations that only the GPU compiles the way they run there — the fp8
+GEMM's exact upcast pass and the varlen attention's AUTO tiles with a register cap — against exact results."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import pytest
+import torch
+
+from aka_tui.bench.problem.module_loading import import_file
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.gpu
+GROUP = 128
+
+
+@pytest.fixture(scope="module")
+def gemm() -> ModuleType:
+    return import_file(REPO / "kb/family/gemm/gemm_fp8_blockscale.py", "gemm_fp8_gpu")
+
+
+@pytest.fixture(scope="module")
+def varlen() -> ModuleType:
+    return import_file(REPO / "kb/family/attention/attention_prefill_varlen.py", "varlen_gpu")
+
+
+def _quantised(m: int, n: int, k: int) -> tuple[torch.Tensor, ...]:
+    fp8_max = torch.finfo(torch.float8_e4m3fn).max
+    a_raw, b_raw = torch.randn(m, k, device="cuda"), torch.randn(n, k, device="cuda")
+    sa = (a_raw.abs().view(m, k // GROUP, GROUP).amax(-1) / fp8_max).clamp(min=1e-10)
+    sb = (b_raw.abs().view(n // GROUP, GROUP, k // GROUP, GROUP).amax((1, 3)) / fp8_max).clamp(min=1e-10)
+    b_full = sb.repeat_interleave(GROUP, 0).repeat_interleave(GROUP, 1)
+    a = (a_raw / sa.repeat_interleave(GROUP, 1)).clamp(-fp8_max, fp8_max).to(torch.float8_e4m3fn)
+    b = (b_raw / b_full).clamp(-fp8_max, fp8_max).to(torch.float8_e4m3fn)
+    return a, sa, b, sb
+
+
+@pytest.mark.parametrize("m", [300, 2048])
+def test_fp8_gemm_upcast_pass_meets_a_float16_tolerance(gemm: ModuleType, m: int) -> None:
+    """The accuracy step (fp16 copies, TMA tiles) is within 5e-3 of the exact float64 product on every element,
+    where the fp8 MMA's own accumulation is not (the reason the step exists)."""
+    torch.manual_seed(0)
+    a, sa, b, sb = _quantised(m, 1024, 2048)
+    exact = (a.double() * sa.double().repeat_interleave(GROUP, 1)) @ (
+        b.double() * sb.double().repeat_interleave(GROUP, 0).repeat_interleave(GROUP, 1)).T
+    step = dict(gemm.TUNABLES, **gemm.ACCURACY_STEPS[0])
+    got = gemm.launch_gemm_fp8_blockscale(a, sa, b, sb, torch.float32, GROUP, step).double()
+    torch.testing.assert_close(got, exact, rtol=5e-3, atol=5e-3)
+
+
+@pytest.mark.parametrize(("seqs", "length", "heads", "kv_heads", "dim"),
+                         [(40, 256, 16, 4, 128), (1, 875, 16, 2, 256), (3, 700, 8, 8, 80)])
+def test_varlen_auto_matches_sdpa_on_a_paged_cache(varlen: ModuleType, seqs: int, length: int, heads: int,
+                                                   kv_heads: int, dim: int) -> None:
+    """AUTO's picks (short-sequence tiles with the register cap, 64-row tiles for few programs, long tiles) give
+    causal attention over a shuffled paged cache within bf16 rounding of SDPA on the gathered keys."""
+    torch.manual_seed(0)
+    page, tokens = 16, seqs * length
+    per_seq = -(-length // page)
+    q = torch.randn(tokens, heads, dim, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(seqs * per_seq, page, kv_heads, dim, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    table = torch.randperm(seqs * per_seq, device="cuda").view(seqs, per_seq).to(torch.int32)
+    cu = torch.arange(0, tokens + 1, length, device="cuda", dtype=torch.int32)
+    used = torch.full((seqs,), length, device="cuda", dtype=torch.int32)
+    got = varlen.Model(heads, kv_heads, dim)(q, k, v, cu, seqused_k=used, block_table=table)
+    for s in range(seqs):
+        rows = (table[s].long()[:, None] * page + torch.arange(page, device="cuda")).flatten()[:length]
+        ks = k.view(-1, kv_heads, dim)[rows].transpose(0, 1).repeat_interleave(heads // kv_heads, 0)
+        vs = v.view(-1, kv_heads, dim)[rows].transpose(0, 1).repeat_interleave(heads // kv_heads, 0)
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q[s * length:(s + 1) * length].transpose(0, 1).float(), ks.float(), vs.float(), is_causal=True)
+        torch.testing.assert_close(got[s * length:(s + 1) * length].float(), want.transpose(0, 1),
+                                   rtol=2e-2, atol=2e-2)
