@@ -21,7 +21,8 @@ tolerance.
 
 With AUTO (the default) the launcher picks the tile configuration from the workload, after a sweep on an H200
 (bf16, 16-slot pages; kb/experience/exp-h200-varlen-attention-tiles-by-sequence-length.md): batches of short
-sequences (at most SHORT_TOKENS query tokens per sequence on average) run small tiles — many short programs,
+sequences (at most SHORT_TOKENS query tokens per sequence on average, enough of them to give every SM four
+programs) run small tiles — many short programs,
 no software pipelining, one-load tile map, GQA heads packed, V loaded beside K — and long sequences run
 128-row tiles with 8 warps (64-row ones where 128-row tiles would not give every SM a program).
 
@@ -289,14 +290,19 @@ def _workload_tiles(total: int, batch: int, block_d: int, group: int = 1, kv_hea
     """AUTO's tiles, from host-known sizes only (no device read). Measured on an H200, bf16, 16-slot pages:
     256-token batches 1.27x faster than the explicit defaults (and 1.07x more with V loaded beside K, 1.06x
     more with 128 registers a thread: 4 programs an SM instead of 3; wider heads do not compile in 128), one
-    24752-token sequence (head 80) 1.22x, one 6000-token sequence (head 256, 8 heads over 1) 1.60x; a sequence
-    whose 128-row tiles would leave SMs idle (875 tokens, 16 heads over 2, head 256) 1.40x with 64-row ones."""
-    if total <= SHORT_TOKENS * batch:
+    24752-token sequence (head 80) 1.22x, one 6000-token sequence (head 256, 8 heads over 1) 1.60x; a short
+    workload whose small tiles would not give every SM a program takes the long tiles, 64 rows where 128-row
+    ones would leave SMs idle (875 tokens, 16 heads over 2, head 256: 1.40x over the small tiles)."""
+    def programs(rows: int) -> int:  # grid size with GQA packed into `rows`-row tiles
+        packed = 1 < group <= rows
+        return (_cdiv(total, rows // group if packed else rows) + batch) * (kv_heads if packed else kv_heads * group)
+
+    # small tiles win by holding several programs an SM (4 at 128 registers) to hide their latencies: a grid
+    # with fewer than that per SM gains nothing from them
+    if total <= SHORT_TOKENS * batch and programs(64) >= 4 * sms:
         return {"BLOCK_M": 64, "BLOCK_N": 32, "TILE_MAP": 1, "PACK_GQA": 1, "KV_AHEAD": 1, "num_warps": 4,
                 "num_stages": 1, "MAXNREG": 128}
-    packed = 1 < group <= 128
-    programs = (_cdiv(total, 128 // group if packed else 128) + batch) * (kv_heads if packed else kv_heads * group)
-    return {"BLOCK_M": 128 if programs >= sms else 64, "BLOCK_N": 128 if block_d <= 128 else 64, "TILE_MAP": 0,
+    return {"BLOCK_M": 128 if programs(128) >= sms else 64, "BLOCK_N": 128 if block_d <= 128 else 64, "TILE_MAP": 0,
             "PACK_GQA": 1, "KV_AHEAD": 0, "MAXNREG": 0, "num_warps": 8, "num_stages": 2}
 
 
