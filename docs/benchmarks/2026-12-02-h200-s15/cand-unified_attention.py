@@ -1,0 +1,428 @@
+"""Reference Triton kernel for attention_prefill_varlen: GQA flash attention over packed variable-length
+sequences, causal (bottom-right aligned) or not, keys and values contiguous or in a paged cache.
+
+Grid (tiles, num_heads): axis 0 enumerates the query tiles of all sequences (sequence b contributes
+cdiv(q_len_b, BLOCK_M) tiles). A first small kernel writes the running count of tiles per sequence; each
+program finds its sequence by a binary search over it (log2(batch) dependent loads), or with TILE_MAP in one
+load from a tile -> sequence map a second small kernel writes (one launch more; for batches of short
+sequences, where the search is a large part of a program's time); nothing is read on the host; axis 0 is sized
+by the bound cdiv(total_q, BLOCK_M) + batch and surplus programs store nothing. The
+tiles of a sequence run last-first, so the long causal rows start first.
+
+With PACK_GQA the grid's second axis runs over KV heads and a tile's rows are (token, head) pairs of the KV
+head's group (BLOCK_M // group tokens): each K/V chunk is loaded once for every head that reads it.
+
+Per tile: Q [BLOCK_M, D] stays in registers; K/V of the sequence's KV head (head // group) stream in
+BLOCK_N chunks through an online softmax in fp32 (exp2 with the scale folded into log2(e)). Chunks every row
+of the tile sees in full need no mask; only the chunks past that (the causal diagonal, the sequence's end)
+are masked. With a block table, the rows of a chunk are gathered slot by slot from their blocks. P is cast
+to V's dtype for the second dot (bf16/fp16 tensor cores); fp32 inputs use IEEE dots so they meet the fp32
+tolerance.
+
+With AUTO (the default) the launcher picks the tile configuration from the workload, after a sweep on an H200
+(bf16, 16-slot pages; kb/experience/exp-h200-varlen-attention-tiles-by-sequence-length.md): batches of short
+sequences (at most SHORT_TOKENS query tokens per sequence on average, enough of them to give every SM four
+programs) run small tiles — many short programs,
+no software pipelining, one-load tile map, GQA heads packed, V loaded beside K — and long sequences run
+128-row tiles with 8 warps (64-row ones where 128-row tiles would not give every SM a program).
+
+KV_AHEAD 1 issues a chunk's V load beside its K load, before the first dot, so the two latencies overlap in a
+program without pipelining stages; 2 also loads the next chunk's K and V before this chunk's dots (registers).
+MAXNREG caps the registers per thread (more programs per SM, at the price of spills), for heads up to 128.
+AUTO 0 launches the explicit tunables (the search space the tuner walks).
+"""
+
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+TUNABLES = {'AUTO': 1, 'BLOCK_M': 64, 'BLOCK_N': 64, 'TILE_MAP': 0, 'PACK_GQA': 0, 'KV_AHEAD': 0, 'MAXNREG': 0, 'num_warps': 4, 'num_stages': 2}
+SEARCH_SPACE = {
+    "AUTO": [0, 1],
+    "TILE_MAP": [0, 1],
+    "PACK_GQA": [0, 1],
+    "KV_AHEAD": [0, 1, 2],
+    "MAXNREG": [0, 128],
+    "BLOCK_M": [16, 32, 64, 128],
+    "BLOCK_N": [16, 32, 64, 128],
+    "num_warps": [4, 8],
+    "num_stages": [1, 2, 3, 4],
+}
+
+INERT = {  # AUTO picks these itself
+    "BLOCK_M": {"AUTO": [1]}, "BLOCK_N": {"AUTO": [1]}, "TILE_MAP": {"AUTO": [1]}, "PACK_GQA": {"AUTO": [1]},
+    "KV_AHEAD": {"AUTO": [1]}, "MAXNREG": {"AUTO": [1]}, "num_warps": {"AUTO": [1]},
+    "num_stages": {"AUTO": [1]},
+}
+
+LOG2E = 1.4426950408889634
+SHORT_TOKENS = 1024  # mean query tokens per sequence up to which AUTO picks the short-sequence tiles
+
+
+def _cap_stages(requested: int, stage_bytes: int, fixed_bytes: int = 0, budget: int = 160 * 1024) -> int:
+    """Software-pipelining depth capped so that the staged K/V tiles fit in shared memory (H100/H200: 228 KB
+    per SM); keeps every point of the search space compilable."""
+    return max(1, min(requested, (budget - fixed_bytes) // max(stage_bytes, 1)))
+
+
+@triton.jit
+def _tile_prefix_kernel(cu_ptr, prefix_ptr, batch, tile_tokens, CHUNK: tl.constexpr):
+    """prefix[b] = query tiles of `tile_tokens` tokens of the sequences before b (prefix[batch] = all of them);
+    one program."""
+    carry = 0
+    tl.store(prefix_ptr, 0)
+    for c0 in range(0, batch, CHUNK):
+        offs = c0 + tl.arange(0, CHUNK)
+        ok = offs < batch
+        s0 = tl.load(cu_ptr + offs, mask=ok, other=0)
+        s1 = tl.load(cu_ptr + offs + 1, mask=ok, other=0)
+        tiles = tl.where(ok, (s1 - s0 + tile_tokens - 1) // tile_tokens, 0)
+        running = tl.cumsum(tiles, axis=0) + carry
+        tl.store(prefix_ptr + offs + 1, running, mask=ok)
+        carry += tl.sum(tiles, axis=0)
+
+
+@triton.jit
+def _tile_map_kernel(prefix_ptr, map_ptr, CHUNK: tl.constexpr):
+    """map[t] = the sequence of query tile t; one program per sequence writes its own tiles."""
+    b = tl.program_id(0)
+    first = tl.load(prefix_ptr + b)
+    n = tl.load(prefix_ptr + b + 1) - first
+    for c0 in range(0, n, CHUNK):
+        offs = c0 + tl.arange(0, CHUNK)
+        tl.store(map_ptr + first + offs, tl.full((CHUNK,), 0, tl.int32) + b, mask=offs < n)
+
+
+@triton.jit
+def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED: tl.constexpr):
+    """Element offsets of keys `offs_n` of sequence b in K and V: slots of the block table's blocks (paged), or
+    rows after the sequence's first key."""
+    if PAGED:
+        block = tl.load(bt_ptr + b * s_bt + offs_n // page, mask=n_ok, other=0).to(tl.int64)
+        return block * sk_b + (offs_n % page) * sk_t, block * sv_b + (offs_n % page) * sv_t
+    rows = k_start.to(tl.int64) + offs_n
+    return rows * sk_t, rows * sv_t
+
+
+@triton.jit
+def _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale):
+    """One unmasked key chunk of the online softmax: (m, l, acc) after K chunk kt [D, N] and V chunk vv [N, D]."""
+    s = tl.dot(q, kt, input_precision="ieee") * qk_scale
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    alpha = tl.exp2(m_i - m_new)
+    p = tl.exp2(s - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
+    return m_new, l_i, acc
+
+
+@triton.jit
+def _attention_prefill_varlen_kernel(
+    q_ptr, k_ptr, v_ptr, cu_ptr, cuk_ptr, used_ptr, bt_ptr, prefix_ptr, map_ptr, out_ptr,
+    batch, group, tile_tokens, qk_scale, page, s_bt,
+    sq_t, sq_h, sq_d, sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, so_t, so_h, so_d,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
+    SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
+    TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr, KV_AHEAD: tl.constexpr,
+):
+    # strides arrive divided by UNIT (see _stride_unit); multiplying by the constant proves their divisibility
+    sq_t, sq_h, so_t, so_h = sq_t * UNIT, sq_h * UNIT, so_t * UNIT, so_h * UNIT
+    sk_b, sk_t, sk_h = sk_b * UNIT, sk_t * UNIT, sk_h * UNIT
+    sv_b, sv_t, sv_h = sv_b * UNIT, sv_t * UNIT, sv_h * UNIT
+    pid = tl.program_id(0)
+    if TILE_MAP:  # program id -> sequence in one load (the map a second small kernel wrote)
+        if pid >= tl.load(prefix_ptr + batch):
+            return
+        b = tl.load(map_ptr + pid)
+    else:  # the largest b with prefix[b] <= pid (SEARCH >= log2(batch) halvings, each a dependent load)
+        lo = 0
+        hi = batch
+        for _ in range(SEARCH):
+            mid = (lo + hi) // 2
+            right = tl.load(prefix_ptr + mid) <= pid
+            lo = tl.where(right, mid, lo)
+            hi = tl.where(right, hi, mid)
+        b = lo
+    first_tile = tl.load(prefix_ptr + b)
+    n_tiles = tl.load(prefix_ptr + b + 1) - first_tile
+    if pid - first_tile >= n_tiles:  # past the last tile of the batch
+        return
+    q_start = tl.load(cu_ptr + b)
+    q_len = tl.load(cu_ptr + b + 1) - q_start
+    k_start = tl.load(cuk_ptr + b)
+    if USED:
+        kv_len = tl.load(used_ptr + b)
+    else:
+        kv_len = tl.load(cuk_ptr + b + 1) - k_start
+    m_tile = n_tiles - 1 - (pid - first_tile)  # heaviest (last) tile first
+    shift = kv_len - q_len  # causal: query i sees keys j <= i + shift
+
+    m_start = m_tile * tile_tokens
+    rows = tl.arange(0, BLOCK_M)
+    if PACK_GQA:  # rows are (token, head of the KV head's group) pairs, the group's heads of a token adjacent
+        kv_head = tl.program_id(1)
+        offs_m = m_start + rows // group
+        heads = kv_head * group + rows % group
+        q_head = (heads * sq_h)[:, None]
+        o_head = (heads * so_h)[:, None]
+        m_ok = (rows < tile_tokens * group) & (offs_m < q_len)
+    else:  # rows are tokens of one head (a scalar offset: the compiler sees whole rows)
+        head = tl.program_id(1)
+        kv_head = head // group
+        q_head = head * sq_h
+        o_head = head * so_h
+        offs_m = m_start + rows
+        m_ok = offs_m < q_len
+    offs_n0 = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    # HEAD_DIM is a compile-time constant, so the compiler knows the mask's runs and a padded head (72, 80)
+    # still loads 16-byte vectors, given strides it can prove divisible (UNIT)
+    d_ok = offs_d < HEAD_DIM
+    rows_m = (q_start.to(tl.int64) + offs_m).to(tl.int64)
+
+    q = tl.load(q_ptr + rows_m[:, None] * sq_t + q_head + offs_d[None, :] * sq_d,
+                mask=m_ok[:, None] & d_ok[None, :], other=0.0)
+    k_base = k_ptr + kv_head * sk_h + offs_d[:, None] * sk_d   # [BLOCK_D, 1] (K read transposed)
+    v_base = v_ptr + kv_head * sv_h + offs_d[None, :] * sv_d   # [1, BLOCK_D]
+
+    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+
+    if CAUSAL:
+        n_end = tl.minimum(kv_len, m_start + tile_tokens + shift)
+        n_full = tl.maximum(tl.minimum(m_start + shift + 1, kv_len), 0) // BLOCK_N * BLOCK_N
+    else:
+        n_end = kv_len
+        n_full = kv_len // BLOCK_N * BLOCK_N
+    # 1) chunks every row of the tile sees in full: no mask
+    if KV_AHEAD == 2:  # the next chunk's K and V are loaded before this chunk's dots (registers, no stages)
+        ok0 = offs_n0 < n_full
+        k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n0, ok0, sk_b, sk_t, sv_b, sv_t, PAGED)
+        kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & ok0[None, :], other=0.0)
+        vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & ok0[:, None], other=0.0)
+        for n0 in range(0, n_full, BLOCK_N):
+            nxt = n0 + BLOCK_N + offs_n0
+            nxt_ok = nxt < n_full
+            k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, nxt, nxt_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
+            kt_next = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & nxt_ok[None, :], other=0.0)
+            vv_next = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & nxt_ok[:, None], other=0.0)
+            m_i, l_i, acc = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale)
+            kt = kt_next
+            vv = vv_next
+    else:
+        for n0 in range(0, n_full, BLOCK_N):
+            k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, n0 + offs_n0, n0 + offs_n0 < kv_len,
+                                      sk_b, sk_t, sv_b, sv_t, PAGED)
+            kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None], other=0.0)
+            if KV_AHEAD:  # V in flight with K, before the first dot
+                vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
+                m_i, l_i, acc = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale)
+            else:
+                s = tl.dot(q, kt, input_precision="ieee") * qk_scale
+                m_new = tl.maximum(m_i, tl.max(s, axis=1))
+                alpha = tl.exp2(m_i - m_new)
+                p = tl.exp2(s - m_new[:, None])
+                l_i = l_i * alpha + tl.sum(p, axis=1)
+                vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
+                acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
+                m_i = m_new
+
+    # 2) the rest: the causal diagonal and the sequence's end, masked
+    for n0 in range(n_full, n_end, BLOCK_N):
+        offs_n = n0 + offs_n0
+        n_ok = offs_n < kv_len
+        k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
+        kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & n_ok[None, :], other=0.0)
+        if KV_AHEAD:
+            vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
+        s = tl.dot(q, kt, input_precision="ieee") * qk_scale
+        vis = n_ok[None, :]
+        if CAUSAL:
+            vis = vis & (offs_n[None, :] <= offs_m[:, None] + shift)
+        s = tl.where(vis, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        if not KV_AHEAD:
+            vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
+        m_i = m_new
+
+    l_safe = tl.where(m_ok, l_i, 1.0)
+    o = acc / l_safe[:, None]
+    tl.store(out_ptr + rows_m[:, None] * so_t + o_head + offs_d[None, :] * so_d,
+             o.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & d_ok[None, :])
+
+
+def _stride_unit(element_size: int, *strides: int) -> int:
+    """The largest power-of-two element count, at most 16 bytes, that divides every row and head stride.
+
+    Triton proves an integer argument's divisibility only by 16 (elements here), so a head size of 72 (row
+    strides 72·H) compiles to 2-byte scalar loads; strides passed as multiples of this unit, multiplied back by a
+    constant in the kernel, keep 16-byte vectors (72 = 9·8: bf16 rows stay 16-byte aligned)."""
+    unit = max(1, 16 // element_size)
+    while unit > 1 and any(s % unit for s in strides):
+        unit //= 2
+    return unit
+
+
+def _register_cap(maxnreg: int, block_d: int) -> dict[str, int]:
+    """The launch option that caps registers per thread; heads wider than 128 keep the compiler's own count (at
+    head 256 ptxas needs 158 or more and refuses 128)."""
+    return {"maxnreg": maxnreg} if maxnreg and block_d <= 128 else {}
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
+def _workload_tiles(total: int, batch: int, block_d: int, group: int = 1, kv_heads: int = 1,
+                    sms: int = 132) -> dict[str, int]:
+    """AUTO's tiles, from host-known sizes only (no device read). Measured on an H200, bf16, 16-slot pages:
+    256-token batches 1.27x faster than the explicit defaults (and 1.07x more with V loaded beside K, 1.06x
+    more with 128 registers a thread: 4 programs an SM instead of 3; wider heads do not compile in 128), one
+    24752-token sequence (head 80) 1.22x, one 6000-token sequence (head 256, 8 heads over 1) 1.60x; a short
+    workload whose small tiles would not give every SM a program takes the long tiles, 64 rows where 128-row
+    ones would leave SMs idle (875 tokens, 16 heads over 2, head 256: 1.40x over the small tiles)."""
+    def programs(rows: int) -> int:  # grid size with GQA packed into `rows`-row tiles
+        packed = 1 < group <= rows
+        return (_cdiv(total, rows // group if packed else rows) + batch) * (kv_heads if packed else kv_heads * group)
+
+    # small tiles win by holding several programs an SM (4 at 128 registers) to hide their latencies: a grid
+    # with fewer than that per SM gains nothing from them
+    if total <= SHORT_TOKENS * batch and programs(64) >= 4 * sms:
+        return {"BLOCK_M": 64, "BLOCK_N": 32, "TILE_MAP": 1, "PACK_GQA": 1, "KV_AHEAD": 1, "num_warps": 4,
+                "num_stages": 1, "MAXNREG": 128}
+    return {"BLOCK_M": 128 if programs(128) >= sms else 64, "BLOCK_N": 128 if block_d <= 128 else 64, "TILE_MAP": 0,
+            "PACK_GQA": 1, "KV_AHEAD": 0, "MAXNREG": 0, "num_warps": 8, "num_stages": 2}
+
+
+_SMS: dict[int, int] = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    """Multiprocessors of a CUDA device (cached: the property query costs microseconds); 1 elsewhere."""
+    if device.type != "cuda":
+        return 1
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index]
+
+
+def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads, softmax_scale, causal=True,
+                                    cu_seqlens_k=None, seqused_k=None, block_table=None):
+    total, _, head_dim = q.shape
+    batch = cu_seqlens.shape[0] - 1
+    out = torch.empty_like(q)
+    if total == 0 or batch <= 0:
+        return out
+    block_d = max(16, _next_pow2(head_dim))
+    group = num_heads // num_kv_heads
+    tiles = TUNABLES
+    if TUNABLES.get("AUTO", 0):
+        tiles = {**TUNABLES, **_workload_tiles(total, batch, block_d, group, num_kv_heads, _sm_count(q.device))}
+    bm, bn = tiles["BLOCK_M"], tiles["BLOCK_N"]
+    prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
+    pack = bool(tiles.get("PACK_GQA", 0)) and 1 < group <= bm
+    tile_tokens = bm // group if pack else bm
+    _tile_prefix_kernel[(1,)](cu_seqlens, prefix, batch, tile_tokens, CHUNK=1024, num_warps=4)
+    paged = block_table is not None
+    cu_k = cu_seqlens_k if cu_seqlens_k is not None else cu_seqlens
+    if paged:
+        sk_b, sk_t, sk_h, sk_d = k.stride()
+        sv_b, sv_t, sv_h, sv_d = v.stride()
+        page, s_bt = k.shape[1], block_table.stride(0)
+    else:
+        (sk_t, sk_h, sk_d), (sv_t, sv_h, sv_d) = k.stride(), v.stride()
+        sk_b = sv_b = 0
+        page, s_bt = 1, 0
+    (sq_t, sq_h, sq_d), (so_t, so_h, so_d) = q.stride(), out.stride()
+    u = _stride_unit(q.element_size(), sq_t, sq_h, so_t, so_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h)
+    grid = (_cdiv(total, tile_tokens) + batch, num_kv_heads if pack else num_heads)
+    tile_map = batch > 1 and bool(tiles["TILE_MAP"])
+    seq_of_tile = prefix
+    if tile_map:
+        seq_of_tile = torch.empty(grid[0], dtype=torch.int32, device=q.device)
+        _tile_map_kernel[(batch,)](prefix, seq_of_tile, CHUNK=256, num_warps=4)
+    _attention_prefill_varlen_kernel[grid](
+        q, k, v, cu_seqlens, cu_k, seqused_k if seqused_k is not None else cu_k,
+        block_table if paged else cu_k, prefix, seq_of_tile, out,
+        batch, group, tile_tokens, softmax_scale * LOG2E, page, s_bt,
+        sq_t // u, sq_h // u, sq_d, sk_b // u, sk_t // u, sk_h // u, sk_d, sv_b // u, sv_t // u, sv_h // u, sv_d,
+        so_t // u, so_h // u, so_d,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SEARCH=max(1, (batch - 1).bit_length()),
+        CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map, PACK_GQA=pack,
+        KV_AHEAD=tiles.get("KV_AHEAD", 0),
+        num_warps=tiles["num_warps"], **_register_cap(tiles.get("MAXNREG", 0), block_d),
+        num_stages=_cap_stages(tiles["num_stages"], 2 * bn * block_d * q.element_size(),
+                               bm * block_d * q.element_size()),
+    )
+    return out
+
+
+class _TransferredKernelModel(nn.Module):
+    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int, softmax_scale: float | None = None,
+                 causal: bool = True):
+        super().__init__()
+        assert num_heads % num_kv_heads == 0
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.softmax_scale = float(softmax_scale) if softmax_scale is not None else head_dim ** -0.5
+        self.causal = bool(causal)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.Tensor,
+                cu_seqlens_k: torch.Tensor | None = None, seqused_k: torch.Tensor | None = None,
+                block_table: torch.Tensor | None = None) -> torch.Tensor:
+        return launch_attention_prefill_varlen(q, k, v, cu_seqlens, self.num_heads, self.num_kv_heads,
+                                               self.softmax_scale, self.causal, cu_seqlens_k, seqused_k,
+                                               block_table)
+
+
+# -----------------------------------------------------------------------------------------------------------
+# Adapter (the agent's transfer from the knowledge base's attention-prefill-varlen-reference-kernel): the problem's interface mapped onto the
+# kernel's, found by running both on probe inputs. Specs: ["init", name] a problem init argument, ["const", v],
+# ["dim", input, axis] a size of an input, ["input", name] a problem input, ["none"] None, ["default"] left out.
+_ADAPTER_INIT = {'num_heads': ['dim', 'q', -2], 'num_kv_heads': ['dim', 'k_cache', -2], 'head_dim': ['dim', 'q', -1], 'softmax_scale': ['default'], 'causal': ['default']}
+_ADAPTER_ARGS = {'q': ['input', 'q'], 'k': ['input', 'k_cache'], 'v': ['input', 'v_cache'], 'cu_seqlens': ['input', 'cu_seqlens_q'], 'cu_seqlens_k': ['default'], 'seqused_k': ['input', 'seqused_k'], 'block_table': ['input', 'block_table']}
+_ADAPTER_OUTPUTS = [[0]]
+_ADAPTER_STRUCTURE = ('tensor',)
+
+
+def _adapter_flat(result):
+    """The kernel's outputs as a flat list."""
+    if isinstance(result, dict):
+        return list(result.values())
+    if isinstance(result, (tuple, list)):
+        return list(result)
+    return [result]
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._adapter_init = {}
+        self._adapter_models = {}
+        # the kernel's init values that do not depend on the inputs, resolved once
+        self._adapter_fixed = {k: self._adapter_init[v[1]] if v[0] == "init" else v[1]
+                               for k, v in _ADAPTER_INIT.items() if v[0] in ("init", "const")}
+
+    # Written out from the specs above, so that a call only reads sizes and moves tensors (its host time is part
+    # of S_e2e): one kernel model per combination of the input sizes it is built with.
+    def forward(self, q, k_cache, v_cache, cu_seqlens_q, seqused_k, block_table):
+        _adapter_dims = (int(q.shape[-2]), int(k_cache.shape[-2]), int(q.shape[-1]), )
+        _adapter_model = self._adapter_models.get(_adapter_dims)
+        if _adapter_model is None:
+            _adapter_model = self._adapter_models[_adapter_dims] = _TransferredKernelModel(
+                **self._adapter_fixed, **dict(zip(('num_heads', 'num_kv_heads', 'head_dim'), _adapter_dims)))
+        _adapter_out = _adapter_flat(_adapter_model.forward(q=q, k=k_cache, v=v_cache, cu_seqlens=cu_seqlens_q, seqused_k=seqused_k, block_table=block_table))
+        return _adapter_out[0]
