@@ -132,3 +132,21 @@ def test_libraries_without_a_gpu_says_so_in_one_line(tmp_path: Path, capsys: pyt
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "aka bench libraries needs a CUDA GPU" in lines[0], lines
     assert not any(tmp_path.iterdir())
+
+
+def test_the_sandbox_line_names_each_containment_once_with_the_cpu_limits_range() -> None:
+    """Jobs whose CPU-time limit differs (it scales with their shapes) are one entry with the range, not one
+    repeated entry per job; a different containment is its own entry."""
+    from types import SimpleNamespace
+
+    from aka_tui.cli.output import sandbox_line
+
+    def result(cpu: int, mechanism: str = "bwrap") -> SimpleNamespace:
+        detail = {"mechanism": mechanism, "detail": "bubblewrap 0.8.0", "limits": f"memory 16 GiB, CPU {cpu} s",
+                  "memory_by": "watchdog", "tasks_by": "watchdog"}
+        return SimpleNamespace(provenance={"sandbox_detail": detail})
+
+    line = sandbox_line([result(540), result(360), result(3540)])
+    assert line.count("sandbox:") == 1 and "CPU 360-3540 s" in line
+    assert "CPU 360 s" in sandbox_line([result(360)])
+    assert sandbox_line([result(360), result(360, "none")]).count("sandbox:") == 2

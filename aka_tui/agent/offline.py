@@ -5,7 +5,9 @@ Tunables are grouped into tactics by name (tile sizes, work per program, warps, 
 swizzle, algorithm flags); the bottleneck orders which tactic to change first, optimization dropout masks
 some tactics each step, and points already in (unmasked) memory are not proposed again. Tunables the kernel
 declares inert at the incumbent (its INERT rules) are not proposed, and points differing only in inert
-tunables count as the same point.
+tunables count as the same point. When every live neighbour is spent and a tactic in play is inert only
+because of a switch (a kernel's AUTO, a one-pass flag), the next step turns the switch so that the tactic's
+tunable reaches the launch, before any random restart.
 """
 
 from __future__ import annotations
@@ -129,12 +131,37 @@ class OfflineProposer:
                     return self._proposal(point, incumbent, bottleneck,
                                           f"{bottleneck or 'unknown'} bottleneck: try {tactic_of(param)} "
                                           f"{param} {incumbent.get(param)!r} → {value!r}", tactics_in_play)
+        unlocked = self._unlocking_step(incumbent, seen, tactics_in_play)
+        if unlocked is not None:
+            point, why = unlocked
+            return self._proposal(point, incumbent, bottleneck, f"{bottleneck or 'unknown'} bottleneck: {why}",
+                                  tactics_in_play)
         for _ in range(200):  # the neighbourhood is exhausted: a seeded random restart inside the space
             point = {p: self.rng.choice(v) for p, v in self.kernel.search_space.items()}
             if self._key(point) not in seen:
                 return self._proposal(point, incumbent, bottleneck, "neighbourhood exhausted: random restart",
                                       tactics_in_play)
         raise ProposerError(f"the search space of {self.kernel.entry_id} is exhausted")
+
+    def _unlocking_step(self, incumbent: dict[str, Any], seen: set[str],
+                        tactics_in_play: list[str]) -> tuple[dict[str, Any], str] | None:
+        """A tactic in play whose tunables are all inert at the incumbent (e.g. warps under a kernel's AUTO
+        switch): set the switch so that one of them reaches the launch, and change it."""
+        for param, values in self.kernel.search_space.items():
+            if len(values) < 2 or tactic_of(param) not in tactics_in_play or not self.kernel.is_inert(param, incumbent):
+                continue
+            conditions = self.kernel.inert.get(param) or {}
+            unlock = {k: next((v for v in self.kernel.search_space.get(k, []) if v not in held), None)
+                      for k, held in conditions.items()}
+            if any(v is None for v in unlock.values()):
+                continue
+            for value in _neighbours(values, incumbent.get(param)):
+                point = {**incumbent, **unlock, param: value}
+                if self._key(point) not in seen:
+                    switches = ", ".join(f"{k} {incumbent.get(k)!r} → {v!r}" for k, v in unlock.items())
+                    return point, (f"try {tactic_of(param)} {param} {incumbent.get(param)!r} → {value!r} "
+                                   f"({switches}, so that it reaches the launch)")
+        return None
 
     def _proposal(self, point: dict[str, Any], incumbent: dict[str, Any], bottleneck: str | None, why: str,
                   tactics: list[str]) -> Proposal:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from typing import Any
@@ -16,14 +17,27 @@ def scrub(text: str) -> str:
 
 
 def sandbox_line(results: list[Any]) -> str:
-    """How the evaluations were contained (one line; `sandbox: none` says why)."""
+    """How the evaluations were contained (one line; `sandbox: none` says why). The CPU-time limit scales with
+    each job's shapes, so jobs that differ only in it are one entry with the range."""
     from aka_tui.bench.sandbox.bwrap import SandboxReport
 
-    seen = {json.dumps(r.provenance.get("sandbox_detail") or {}, sort_keys=True) for r in results}
+    cpu = re.compile(r"CPU (\d+) s")
+    groups: dict[str, list[int]] = {}
+    for r in results:
+        detail = r.provenance.get("sandbox_detail") or {}
+        seconds = [int(m) for m in cpu.findall(str(detail.get("limits", "")))]
+        key = json.dumps({**detail, "limits": cpu.sub("CPU {} s", str(detail.get("limits", "")))}
+                         if detail else {}, sort_keys=True)
+        groups.setdefault(key, []).extend(seconds)
     lines = []
-    for item in sorted(seen):
-        detail = json.loads(item)
-        lines.append(SandboxReport(**detail).line() if detail else "sandbox: none (not recorded)")
+    for key in sorted(groups):
+        detail = json.loads(key)
+        if not detail:
+            lines.append("sandbox: none (not recorded)")
+            continue
+        spans = groups[key]
+        span = "?" if not spans else str(min(spans)) if min(spans) == max(spans) else f"{min(spans)}-{max(spans)}"
+        lines.append(SandboxReport(**{**detail, "limits": detail["limits"].replace("{}", span)}).line())
     return "; ".join(lines) or "sandbox: none (nothing evaluated)"
 
 

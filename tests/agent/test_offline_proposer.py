@@ -44,11 +44,15 @@ def test_steps_change_one_tunable_in_priority_order_and_never_repeat() -> None:
 
 
 def test_masked_tactics_are_not_changed() -> None:
+    """Only the tactics in play change; where the kernel's AUTO switch makes them inert, the switch is turned so
+    that they reach the launch (and nothing else changes)."""
     proposer = OfflineProposer(kernels_for_op(KB, "rms_norm"), seed=1)
-    incumbent = dict(proposer.kernel.tunables)
-    for _ in range(5):
-        proposal = proposer.propose(incumbent, [], "memory-bound", ["warps"])
-        assert all(tactic_of(p) == "warps" for p in proposal.changed)
+    for auto in (0, 1):
+        incumbent = dict(proposer.kernel.tunables, AUTO=auto)
+        for _ in range(5):
+            proposal = proposer.propose(incumbent, [], "memory-bound", ["warps"])
+            assert "num_warps" in proposal.changed
+            assert set(proposal.changed) <= ({"num_warps", "AUTO"} if auto else {"num_warps"}), proposal.changed
 
 
 def test_no_reference_kernel_is_a_clear_error() -> None:
@@ -89,6 +93,10 @@ def test_inert_tunables_are_never_proposed_and_equivalent_points_count_once() ->
     for _ in range(8):
         proposal = proposer.propose(incumbent, remembered, "memory-bound", ["tile", "stages", "warps", "flags"])
         if proposal.rationale.startswith("neighbourhood exhausted"):
+            break
+        if "reaches the launch" in proposal.rationale:  # the live neighbours are spent: the switch is turned
+            assert proposal.changed.get("ONE_PASS") == (True, False)
+            assert not any(kernel.is_inert(p, proposal.point) for p in proposal.changed)
             break
         assert not set(proposal.changed) & {"BLOCK_N", "num_stages"}, proposal.changed
         remembered.append(proposal.point)

@@ -48,3 +48,19 @@ def test_any_layout_gives_the_contiguous_result(op: str) -> None:
             torch.testing.assert_close(g, w)
     for out in _flat(LAUNCHES[op](torch.randn(0, 64))):
         assert out.shape[0] == 0
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(77, 128), (5, 1024), (3, 5000)])
+def test_rms_norm_auto_tiles_narrow_rows_many_to_a_program(rows: int, cols: int) -> None:
+    """AUTO packs rows of 128 thirty-two to a program (4096-element tiles, 8 warps), wide rows one to a program,
+    and gives the explicit launch's result, a partial last program included."""
+    kernel = _kernel("norm/rms_norm.py")
+    assert kernel._auto(128) == {"ROWS_PER_PROGRAM": 32, "num_warps": 8}
+    assert kernel._auto(1024)["ROWS_PER_PROGRAM"] == 4 and kernel._auto(8192)["ROWS_PER_PROGRAM"] == 1
+    torch.manual_seed(0)
+    x, w = torch.randn(rows, cols), torch.randn(cols)
+    auto = kernel.launch_rms_norm(x, w, 1e-6, dict(kernel.TUNABLES, AUTO=1))
+    explicit = kernel.launch_rms_norm(x, w, 1e-6, dict(kernel.TUNABLES, AUTO=0))
+    want = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-6) * w
+    torch.testing.assert_close(auto, explicit, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(auto, want, rtol=1e-5, atol=1e-5)

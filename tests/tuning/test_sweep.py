@@ -55,11 +55,13 @@ def test_coordinate_sweep_finds_a_config_and_reports_the_default() -> None:
 
 
 def test_a_config_that_raises_is_recorded_and_skipped() -> None:
-    # ROWS_PER_PROGRAM=3 is not a power of two: tl.arange raises; injected through a test-only search space.
-    space = {"ROWS_PER_PROGRAM": [1, 3], "BLOCK_N": [1024], "ONE_PASS": [True], "num_warps": [8, 4], "num_stages": [1]}
+    # ROWS_PER_PROGRAM=3 is not a power of two: tl.arange raises; injected through a test-only search space
+    # (AUTO 0: the explicit tiles reach the launch).
+    space = {"AUTO": [0], "ROWS_PER_PROGRAM": [1, 3], "BLOCK_N": [1024], "ONE_PASS": [True], "num_warps": [8, 4],
+             "num_stages": [1]}
     record = _sweep("rms_norm", RMS_SHAPE, strategy="grid", max_configs=8, space=space)
     statuses = {json.dumps(t["changed"], sort_keys=True): t for t in record["trials"]}
-    assert len(statuses) == 4  # the whole (small) grid, every configuration in the record
+    assert len(statuses) == 5  # the whole (small) grid and the default (AUTO 1, outside it): all in the record
     failed = [t for t in record["trials"] if t["config"]["ROWS_PER_PROGRAM"] == 3]
     assert len(failed) == 2 and all(t["status"] == "runtime_error" and "power of 2" in t["error"] for t in failed)
     assert record["shapes"][0]["counts"]["failed"] == 2 and record["error"] is None
@@ -75,8 +77,8 @@ def test_inert_rules_are_checked_against_the_recorded_launches() -> None:
     problem = load_problem(PROBLEMS / "rms_norm")
     kernel = kernels_for_op(KB, "rms_norm")[0]
     wrong = dataclasses.replace(kernel, inert={**kernel.inert, "ROWS_PER_PROGRAM": {"ONE_PASS": [True]}})
-    space = {"ROWS_PER_PROGRAM": [1, 2], "BLOCK_N": [1024, 2048], "ONE_PASS": [True], "num_warps": [8],
-             "num_stages": [1]}
+    space = {"AUTO": [0], "ROWS_PER_PROGRAM": [1, 2], "BLOCK_N": [1024, 2048], "ONE_PASS": [True],
+             "num_warps": [8], "num_stages": [1]}
     shapes = select_shapes(problem, RMS_SHAPE, "smoke", CPU)
     record = sweep_op(problem, wrong, shapes, "cpu", CPU, SweepOptions(strategy="grid", cpu_reps=1, space=space))
     assert any("differ only in tunables INERT declares inert (ROWS_PER_PROGRAM=" in w

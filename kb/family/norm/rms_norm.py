@@ -8,6 +8,12 @@ Tiling: each program owns ROWS_PER_PROGRAM rows as a [ROWS, BLOCK] register tile
   * otherwise a column loop over BLOCK_N-wide chunks: pass 1 accumulates x^2 (loads hinted evict_last so
     the row stays in L2), pass 2 re-reads the chunk, normalises and stores (loads hinted evict_first).
 Masked rows and columns, int64 row offsets, dtype-generic stores.
+
+AUTO (the default) picks ROWS_PER_PROGRAM and num_warps from the row width: a program's tile is about 4096
+elements (32 rows of 128, 4 rows of 1024, one row from 4096 up) over 16 elements a thread (two 16-byte bf16
+vectors), at most 8 warps. One row a program at 8 warps left rows of 128 with half an element a thread and a
+grid of hundreds of thousands of programs (H200, published RMSNorm with 505,888 rows of 128: 0.48 ms, where
+torch.compile's generated kernel took 0.067). AUTO 0 launches the explicit tunables (the tuner's space).
 """
 
 import torch
@@ -15,8 +21,9 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_N": 1024, "ONE_PASS": True, "ROWS_PER_PROGRAM": 1, "num_warps": 8, "num_stages": 1}
+TUNABLES = {"AUTO": 1, "BLOCK_N": 1024, "ONE_PASS": True, "ROWS_PER_PROGRAM": 1, "num_warps": 8, "num_stages": 1}
 SEARCH_SPACE = {
+    "AUTO": [0, 1],
     "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
     "ONE_PASS": [True, False],
     "ROWS_PER_PROGRAM": [1, 2, 4, 8],
@@ -26,7 +33,9 @@ SEARCH_SPACE = {
 # Tunables with no effect (the offline search skips them): with ONE_PASS a row is one register tile (as long as
 # ROWS_PER_PROGRAM * next_power_of_2(row) <= _MAX_TILE_ELEMS, true for every suite shape), so there is no column
 # loop to chunk or pipeline.
-INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]}}
+INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]},
+         "ROWS_PER_PROGRAM": {"AUTO": [1]}, "num_warps": {"AUTO": [1]}}
+AUTO_TILE = 4096  # elements of a program's tile under AUTO
 
 # A register tile larger than this (ROWS * BLOCK elements) is never formed: ONE_PASS falls back to the loop.
 _MAX_TILE_ELEMS = 65536
@@ -99,8 +108,17 @@ def _tile(n_cols: int, cfg: dict) -> tuple[int, bool]:
     return block, block >= n_cols
 
 
+def _auto(n_cols: int) -> dict[str, int]:
+    """AUTO's rows per program and warps for rows of n_cols (see the module docstring)."""
+    full = _next_pow2(n_cols)
+    rows = max(1, min(64, AUTO_TILE // full))
+    return {"ROWS_PER_PROGRAM": rows, "num_warps": max(1, min(8, rows * full // 512))}
+
+
 def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict | None = None) -> torch.Tensor:
     cfg = TUNABLES if cfg is None else cfg
+    if cfg.get("AUTO", 0):
+        cfg = {**cfg, **_auto(x.shape[-1])}
     n_cols = x.shape[-1]
     x2, stride_x = _rows(x, n_cols)
     weight = weight.contiguous()
@@ -113,7 +131,7 @@ def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict
     grid = (_cdiv(n_rows, rows),)
     _rms_norm_kernel[grid](x2, weight, y, n_rows, n_cols, stride_x, n_cols, eps,
                            ROWS=rows, BLOCK=block, SINGLE_TILE=single,
-                           num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+                           num_warps=cfg["num_warps"], num_stages=1 if single else cfg["num_stages"])
     return y
 
 
