@@ -143,7 +143,7 @@ class OfflineProposer:
                                       tactics_in_play)
         raise ProposerError(f"the search space of {self.kernel.entry_id} is exhausted")
 
-    def _unlocking_step(self, incumbent: dict[str, Any], seen: set[str],
+    def _unlocking_step(self, incumbent: dict[str, Any], seen: set[tuple],
                         tactics_in_play: list[str]) -> tuple[dict[str, Any], str] | None:
         """A tactic in play whose tunables are all inert at the incumbent (e.g. warps under a kernel's AUTO
         switch): set the switch so that one of them reaches the launch, and change it."""
