@@ -36,7 +36,10 @@ class LoopOutcome:
 
 
 def first_error(result: Any) -> str:
-    """The first error of an evaluator result's shapes (skipped shapes aside), or "" when none failed."""
+    """The candidate's compile error, else the first error of its shapes (skipped shapes aside), or "" when none
+    failed."""
+    if getattr(result, "compile_error", None) is not None:
+        return f"{result.compile_error.kind}: {result.compile_error.message}"
     for shape in result.shapes:
         if shape.error is not None and shape.status != "skipped":
             return f"{shape.shape_id}: {shape.status}: {shape.error.message}"
@@ -61,3 +64,9 @@ def bottleneck_of(score: OpScore, launch_floor_ms: float | None) -> str:
     if launch_floor_ms and worst.time_ms is not None and worst.time_ms < 3 * launch_floor_ms:
         return "launch-bound"
     return "compute-bound" if worst.bottleneck == "compute" else "memory-bound"
+
+
+def one_line(text: str, width: int = 140) -> str:
+    """The first non-empty line of text, at most width characters (for progress lines)."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= width else line[:width - 1] + "…"

@@ -100,7 +100,8 @@ def _progress_printer() -> Callable[[Any], None]:
         elif event.kind == "candidate_screened" and not d["promising"]:
             state = ("correct" if d["correct"] else "incorrect") + ("" if d["real"] else ", fallback")
             print(f"{elapsed}  iter {d['iteration']}: screened on the weighted shapes: S_op {d['s_op']:.4f} ({state}) "
-                  f"vs incumbent {d['incumbent_s']:.4f}: not worth a full evaluation")
+                  f"vs incumbent {d['incumbent_s']:.4f}: not worth a full evaluation"
+                  + (f" — {d['why']}" if d.get("why") else ""))
         elif event.kind == "candidates_remeasured":
             rounds = f"{d.get('rounds', len(d['samples']['candidate']))} of {d.get('rounds_planned', '?')} rounds"
             print(f"{elapsed}  iter {d['iteration']}: re-measured with the incumbent, interleaved ({rounds}"
@@ -112,7 +113,8 @@ def _progress_printer() -> Callable[[Any], None]:
         elif event.kind == "candidate_evaluated":
             verdict = "ACCEPTED" if d["accepted"] else "rejected"
             state = ("correct" if d["correct"] else "incorrect") + ("" if d["real"] else ", fallback")
-            print(f"{elapsed}  iter {d['iteration']}: S_op {d['s_op']:.4f} ({state}) {verdict}")
+            print(f"{elapsed}  iter {d['iteration']}: S_op {d['s_op']:.4f} ({state}) {verdict}"
+                  + (f" — {d['why']}" if d.get("why") and not d["correct"] else ""))
         elif event.kind == "session_finished":
             print(f"{elapsed}  done: {d['reason']}; best S_op {d['best_s']:.4f} (iteration {d['best_iteration']})")
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from aka_tui.agent.attempt import Attempt, LoopOutcome, bottleneck_of, first_error, measurements_text
+from aka_tui.agent.attempt import Attempt, LoopOutcome, bottleneck_of, first_error, measurements_text, one_line
 from aka_tui.agent.budget import WallBudget
 from aka_tui.agent.dropout import MemoryRecord, apply_dropout, dropout_rng
 from aka_tui.agent.events import AgentEvent, AgentEventKind
@@ -393,5 +393,5 @@ class AgentLoop:
         outcome.attempts.append(attempt)
         self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
                    correct=score.correct, real=score.real, accepted=better, sha=attempt.sha,
-                   screened_out=screened_out)
+                   screened_out=screened_out, why=one_line(attempt.error))
         return attempt

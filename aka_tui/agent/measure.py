@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from aka_tui.agent.attempt import Attempt
+from aka_tui.agent.attempt import Attempt, first_error, one_line
 from aka_tui.agent.budget import WallBudget
 from aka_tui.bench.evaluator.evaluate import (
     CandidateSpec,
@@ -78,7 +78,8 @@ class Measurer:
         score = score_op(self.problem, result, self.profile)
         is_promising = promising(score, incumbent, close_rel)
         self.emit("candidate_screened", iteration=iteration, s_op=score.s_op, correct=score.correct,
-                  real=score.real, incumbent_s=incumbent.score.s_op, promising=is_promising)
+                  real=score.real, incumbent_s=incumbent.score.s_op, promising=is_promising,
+                  why=one_line(first_error(result)))
         return is_promising, score, result
 
     def screen_batch(self, executor: Any, sources: Sequence[str], iteration: int, incumbent: Attempt,

@@ -5,11 +5,16 @@ from __future__ import annotations
 from typing import Any, Callable
 
 
+def _why(d: dict[str, Any]) -> str:
+    """' — the first failure' of an incorrect candidate (recorded since the event carried it), else ''."""
+    return f" — {d['why']}" if d.get("why") and not d.get("correct", True) else ""
+
+
 def _evaluated(d: dict[str, Any]) -> str:
     state = ("correct" if d["correct"] else "INCORRECT") + ("" if d["real"] else ", fallback")
     if d.get("screened_out"):
-        return f"  S_op {d['s_op']:.4g} {state} → screened out (not evaluated further)"
-    return f"  S_op {d['s_op']:.4g} {state} → {'ACCEPTED' if d['accepted'] else 'rejected'}"
+        return f"  S_op {d['s_op']:.4g} {state} → screened out (not evaluated further){_why(d)}"
+    return f"  S_op {d['s_op']:.4g} {state} → {'ACCEPTED' if d['accepted'] else 'rejected'}{_why(d)}"
 
 
 def _remeasured(d: dict[str, Any]) -> str:
@@ -26,7 +31,7 @@ LINES: dict[str, Callable[[dict[str, Any]], str]] = {
     "candidate_proposed": lambda d: f"  proposal: {d['rationale']}",
     "candidate_injected": lambda d: f"iteration {d['iteration']}: evaluating the edit by {d['author']}",
     "candidate_screened": lambda d: (f"  screened: S_op {d['s_op']:.4g} vs incumbent {d['incumbent_s']:.4g} → "
-                                     f"{'worth a full evaluation' if d['promising'] else 'not promising'}"),
+                                     f"{'worth a full evaluation' if d['promising'] else 'not promising'}{_why(d)}"),
     "candidates_remeasured": _remeasured,
     "remeasure_skipped": lambda d: f"  {d['reason']}; not accepted",
     "candidate_evaluated": _evaluated,

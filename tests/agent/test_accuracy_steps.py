@@ -57,3 +57,6 @@ def test_optimize_recovers_from_a_wrong_start(tmp_path: Path) -> None:
     assert all(s["status"] == "passed" for s in second["shapes"]), second["shapes"]
     assert "accuracy step ROUND_F16 1 → 0" in json.loads((iterations / "0002" / "proposal.json").read_text())["rationale"]
     assert "iter 2: S_op" in run.stdout and "ACCEPTED" in run.stdout
+    # the rejected start's progress line says why, in one line
+    rejected = next(line for line in run.stdout.splitlines() if "iter 1: S_op" in line)
+    assert "rejected — " in rejected and "wrong_output" in rejected and len(rejected) < 220, rejected
