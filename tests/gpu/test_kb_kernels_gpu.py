@@ -21,29 +21,23 @@ def gemm() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
+def probe() -> ModuleType:
+    """scripts/fp8_gemm_probe_device.py: its block-scaled operands and float64 product (one definition)."""
+    return import_file(REPO / "scripts/fp8_gemm_probe_device.py", "fp8_probe_gpu")
+
+
+@pytest.fixture(scope="module")
 def varlen() -> ModuleType:
     return import_file(REPO / "kb/family/attention/attention_prefill_varlen.py", "varlen_gpu")
 
 
-def _quantised(m: int, n: int, k: int) -> tuple[torch.Tensor, ...]:
-    fp8_max = torch.finfo(torch.float8_e4m3fn).max
-    a_raw, b_raw = torch.randn(m, k, device="cuda"), torch.randn(n, k, device="cuda")
-    sa = (a_raw.abs().view(m, k // GROUP, GROUP).amax(-1) / fp8_max).clamp(min=1e-10)
-    sb = (b_raw.abs().view(n // GROUP, GROUP, k // GROUP, GROUP).amax((1, 3)) / fp8_max).clamp(min=1e-10)
-    b_full = sb.repeat_interleave(GROUP, 0).repeat_interleave(GROUP, 1)
-    a = (a_raw / sa.repeat_interleave(GROUP, 1)).clamp(-fp8_max, fp8_max).to(torch.float8_e4m3fn)
-    b = (b_raw / b_full).clamp(-fp8_max, fp8_max).to(torch.float8_e4m3fn)
-    return a, sa, b, sb
-
-
 @pytest.mark.parametrize("m", [300, 2048])
-def test_fp8_gemm_upcast_pass_meets_a_float16_tolerance(gemm: ModuleType, m: int) -> None:
+def test_fp8_gemm_upcast_pass_meets_a_float16_tolerance(gemm: ModuleType, probe: ModuleType, m: int) -> None:
     """The accuracy step (fp16 copies, TMA tiles) is within 5e-3 of the exact float64 product on every element,
     where the fp8 MMA's own accumulation is not (the reason the step exists)."""
     torch.manual_seed(0)
-    a, sa, b, sb = _quantised(m, 1024, 2048)
-    exact = (a.double() * sa.double().repeat_interleave(GROUP, 1)) @ (
-        b.double() * sb.double().repeat_interleave(GROUP, 0).repeat_interleave(GROUP, 1)).T
+    a, sa, b, sb = probe.quantised(m, 1024, 2048)
+    exact = probe.exact(a, sa, b, sb)
     step = dict(gemm.TUNABLES, **gemm.ACCURACY_STEPS[0])
     got = gemm.launch_gemm_fp8_blockscale(a, sa, b, sb, torch.float32, GROUP, step).double()
     torch.testing.assert_close(got, exact, rtol=5e-3, atol=5e-3)
