@@ -52,23 +52,41 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
     lock = threading.Lock()
     label = f"baseline:{baseline}" if baseline else f"candidates:{candidates_dir}"
 
-    def on_shape(job: EvalJob, result: ShapeResult) -> None:
-        if progress:
-            with lock:
-                progress(job.key, "shape", result)
-
     finished: dict[str, CandidateResult] = dict(missing)
+    in_flight: dict[str, list[ShapeResult]] = {}  # an operator's shapes so far, until its job ends
     profiles = _Profiles(profile)
+
+    def save_checkpoint() -> None:
+        """The report so far, an unfinished operator with the shapes it has (a killed run keeps what it measured)."""
+        if not checkpoint:
+            return
+        so_far = dict(finished)
+        for job in jobs:
+            if job.key not in so_far and in_flight.get(job.key):
+                n = len(job.problem.shapes_for(tier))
+                so_far[job.key] = CandidateResult(
+                    job.key, f"{job.spec.label} (partial: {len(in_flight[job.key])} of {n} shapes)", True,
+                    list(in_flight[job.key]))
+        done, partial_scores = _scored(selected, so_far, profiles)
+        checkpoint(BenchReport(f"{label} (partial)", str(suite.directory), device, tier, profiles.headline(), done,
+                               partial_scores, aggregate(partial_scores), round(time.time() - started, 1)))
+
+    def on_shape(job: EvalJob, result: ShapeResult) -> None:
+        with lock:
+            in_flight.setdefault(job.key, []).append(result)
+            if progress:
+                progress(job.key, "shape", result)
+            save_checkpoint()
+
     for outcome in executor.run(jobs, on_shape=on_shape):
         profiles.saw(outcome)
         finished[outcome.job.key] = outcome.result
         if progress:
             with lock:
                 progress(outcome.job.key, "op_done", None)
-        if checkpoint:
-            done, partial_scores = _scored(selected, finished, profiles)
-            checkpoint(BenchReport(f"{label} (partial)", str(suite.directory), device, tier, profiles.headline(), done,
-                                   partial_scores, aggregate(partial_scores), round(time.time() - started, 1)))
+        with lock:
+            in_flight.pop(outcome.job.key, None)
+            save_checkpoint()
     if naive and jobs:
         _attach_naive_verdicts(executor, jobs, finished, progress, lock)
     results, scores = _scored(selected, finished, profiles)

@@ -55,3 +55,17 @@ def test_each_result_uses_its_gpus_profile_and_mixing_is_flagged() -> None:
                        (entry["bytes_read"] + entry["bytes_written"]) / profile.bandwidth_bytes_per_s) * 1e3
         assert abs(shape.t_sol_ms - t_sol_ms) <= 1e-9 + 1e-6 * t_sol_ms, op
     assert "GPUs of several models" in render_text(report)
+
+
+def test_a_checkpoint_after_every_shape_keeps_an_unfinished_operators_shapes() -> None:
+    """A run killed inside an operator keeps the shapes that operator had finished (the partial report)."""
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1)
+    suite = load_suite(PROBLEMS)
+    n = len(suite.problems["rms_norm"].shapes_for("smoke"))
+    assert n >= 2
+    seen: list[list[tuple[str, str, int]]] = []
+    report = run_bench(suite, options, baseline="eager", ops=["rms_norm"],
+                       checkpoint=lambda r: seen.append([(x.problem, x.candidate, len(x.shapes)) for x in r.results]))
+    assert seen == [[("rms_norm", f"eager (partial: {k} of {n} shapes)", k)] for k in range(1, n + 1)] + \
+        [[("rms_norm", "eager", n)]]
+    assert len(report.results[0].shapes) == n
