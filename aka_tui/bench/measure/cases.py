@@ -7,6 +7,7 @@ reference to be checked against without computing any more references than the c
 from __future__ import annotations
 
 import copy
+import gc
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -117,6 +118,7 @@ class ShapeCases:
         for i in dropped:
             del self._cases[i]
         on_gpu = self.device.startswith("cuda")
+        gc.collect()  # tensors the failed run left in reference cycles
         if on_gpu:
             torch.cuda.empty_cache()
         return bool(dropped) or on_gpu
