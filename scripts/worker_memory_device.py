@@ -49,7 +49,7 @@ def main() -> int:
         kind = event["event"]
         if kind in ("shape_start", "shape_result", "done"):
             result = event.get("result") or {}
-            error = (result.get("error") or {}).get("message", "")[:120]
+            error = (result.get("error") or {}).get("message", "")[:420]
             print(f"{kind:13s} {event.get('shape_id') or result.get('shape_id') or '':6s} "
                   f"allocated {torch.cuda.memory_allocated() / gib:6.1f} GiB  reserved "
                   f"{torch.cuda.memory_reserved() / gib:6.1f} GiB  {result.get('status', '')} {error}", flush=True)
