@@ -146,11 +146,11 @@ RELEASE_ABOVE_BYTES = 2 << 30
 
 
 def release_device_memory(device: str) -> None:
-    """Between shapes: what the last shape left in reference cycles (frames, closures) goes now, and the
-    allocator's cached blocks go back to the GPU, so the next shape's reference has the whole device. A
-    published reference that dequantises 256 experts to fp32 needs ~100 GiB; a previous shape's leftovers made
-    it run out of memory on a 140 GiB H200. Only on a GPU holding more than RELEASE_ABOVE_BYTES (a collection
-    costs ~0.1 s)."""
+    """Between shapes: anything the last shape left in reference cycles goes now, and the allocator's cached
+    blocks go back to the GPU, so the next shape's reference has the whole device (a published fp8 MoE
+    reference reserves ~130 GiB of an H200's 140). A guard: on the eager path the H200 measurement found nothing
+    left allocated after a shape (BENCHMARKS.md, session 16). Only on a GPU holding more than
+    RELEASE_ABOVE_BYTES (a collection costs ~0.1 s)."""
     if device.startswith("cuda") and torch.cuda.memory_reserved() > RELEASE_ABOVE_BYTES:
         gc.collect()
         torch.cuda.empty_cache()
