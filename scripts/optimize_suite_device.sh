@@ -6,7 +6,8 @@
 #                   CANDS/<op>.py;
 #   score  SUITE  — those incumbents timed alone: `aka bench --candidates CANDS` (the figures to report).
 # Env: OUT (results), SESSIONS (default /tmp/aka-suite-sessions), CANDS (default /tmp/aka-suite-cands),
-# OPT_ARGS (budgets, default below), BENCH_ARGS. GitPython must be importable (carried wheels, see BENCHMARKS).
+# OPT_ARGS (budgets, default below), SHARD_TIMEOUT (seconds a shard may run before it is stopped; its sessions
+# keep every finished iteration; default none), BENCH_ARGS. GitPython must be importable (carried wheels, see BENCHMARKS).
 set -uo pipefail
 phase="${1:?agent or score}" suite="${2:?suite directory}"
 export PYTHONPATH="${PYTHONPATH:-.}" PYTHONUNBUFFERED=1 AKA_HOME="${AKA_HOME:-/tmp/aka-home-suite}"
@@ -20,7 +21,7 @@ agent)
   began=$(date +%s)
   for k in $(seq 1 "$SHARDS"); do
     # shellcheck disable=SC2086
-    OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" python3 -m aka_tui optimize --suite "$suite" $OPT_ARGS \
+    OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" ${SHARD_TIMEOUT:+timeout "$SHARD_TIMEOUT"} python3 -m aka_tui optimize --suite "$suite" $OPT_ARGS \
       --shard "$k/$SHARDS" --sessions "$SESSIONS" > "$OUT/agent-shard$k.txt" 2>&1 &
   done
   wait
