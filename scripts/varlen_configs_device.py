@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 GRID = {"BLOCK_M": [64, 128], "BLOCK_N": [32, 64], "num_warps": [4, 8], "num_stages": [2, 3],
         "TILE_MAP": [0, 1], "PACK_GQA": [0, 1], "KV_AHEAD": [0],
-        "MAXNREG": [0]}
+        "MAXNREG": [0], "PAGE_AHEAD": [0]}
 
 
 def parse_shape(text: str) -> dict[str, int | bool]:
@@ -65,6 +65,8 @@ def main() -> int:
     parser.add_argument("--rep", type=int, default=200, help="do_bench repetition time in ms")
     parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                         help="replace one tunable's values in the grid (repeatable), e.g. --grid TILE_MAP=0")
+    parser.add_argument("--auto-also", action="append", default=[], metavar="KEY=V",
+                        help="time the launcher's own pick once more with this tunable set (repeatable rows)")
     args = parser.parse_args()
     for item in args.grid:
         key, _, values = item.partition("=")
@@ -96,7 +98,9 @@ def main() -> int:
         size = positional[0].element_size()
         min_bytes = size * tokens * dim * (2 * heads + 2 * kv_heads)
         rows = []
-        for config in configs + [{"AUTO": 1}]:  # the grid's explicit tiles, then the launcher's own pick
+        autos = [{"AUTO": 1}] + [{"AUTO": 1, item.partition("=")[0]: int(item.partition("=")[2])}
+                                 for item in args.auto_also]
+        for config in configs + autos:  # the grid's explicit tiles, then the launcher's own pick
             kernel.TUNABLES.clear()
             kernel.TUNABLES.update({**defaults, "AUTO": 0, **config})
             got = model(*positional, **extra).float()
@@ -112,6 +116,8 @@ def main() -> int:
         print("|" + "---|" * (len(GRID) + 4))
         for ms, config, err in rows:
             print("| " + " | ".join(str(config.get(k, "auto")) for k in GRID)
+                  + ("" if not config.get("AUTO") else " (auto" + "".join(f", {k}={v}" for k, v in config.items()
+                                                                    if k != "AUTO") + ")")
                   + f" | {ms:.4f} | {flops / ms / 1e9:.0f} | {min_bytes / ms / 1e6:.0f} | {err:.2e} |")
         worst = max(err for _, _, err in rows)
         if worst > (1e-4 if device == "cpu" else 2e-2):
