@@ -358,7 +358,7 @@ def register(sub: Any) -> None:
                    help="with --suite: re-evaluate each incumbent once with torch.compile timed beside it "
                         "(the speed-up column)")
     p.add_argument("--compare-compile-max-autotune", dest="compare_compile_max", action="store_true",
-                   help="with --suite: also time torch.compile(mode='max-autotune') (the vs max-autotune column)")
+                   help="with --suite: also time torch.compile in max-autotune mode, without CUDA graphs (the vs max-autotune column)")
     p.add_argument("--start", metavar="FILE",
                    help="with the offline proposer: start from this kernel (a candidate file that declares TUNABLES "
                         "and SEARCH_SPACE dict literals) and tune it")

@@ -23,8 +23,8 @@ def register(actions: Any) -> None:
                                        "`aka bench --baseline KIND ...` are this subcommand.")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--baseline", choices=list(BASELINE_KINDS),
-                       help="score the reference itself (eager, torch.compile, or torch.compile with "
-                            "mode='max-autotune')")
+                       help="score the reference itself (eager, torch.compile, or torch.compile in "
+                            "max-autotune mode without CUDA graphs)")
     which.add_argument("--candidates", help="directory with <op>.py or <op>/*.py candidate files")
     p.add_argument("--ops", help="comma-separated subset of problems")
     p.add_argument("--naive", action="store_true",

@@ -74,7 +74,7 @@ NOTES = [
     "max(host time to issue the call, device time).",
     "- naive = one input, allclose(1e-2), no poisoning, fuzzing or attribution; '-' when the report has no naive "
     "verdicts. Pass rates are per shape within an op, per op in the aggregate.",
-    "- vs eager / vs compile (/ vs max-autotune: torch.compile(mode=\"max-autotune\"), shown when measured): "
+    "- vs eager / vs compile (/ vs max-autotune: torch.compile(mode=\"max-autotune-no-cudagraphs\"), shown when measured): "
     "weighted geometric mean over shapes of the baseline's time over this subject's (side-by-side timings when "
     "the run had them, else the baseline report given alongside).",
     "- production S (data) = the data's own SOL_time_ms on the production device / the published production "

@@ -345,8 +345,12 @@ def _workload_tiles(total: int, batch: int, block_d: int, group: int = 1, kv_hea
     # small tiles win by holding several programs an SM (4 at 128 registers) to hide their latencies: a grid
     # with fewer than that per SM gains nothing from them
     if total <= SHORT_TOKENS * batch and programs(64) >= 4 * sms:
-        return {"BLOCK_M": 64, "BLOCK_N": 32, "TILE_MAP": 1, "PACK_GQA": 1, "KV_AHEAD": 1, "num_warps": 4,
-                "num_stages": 1, "MAXNREG": 128}
+        # GQA groups packed into 128 rows at 8 warps (two warpgroups sharing each K/V chunk): 1.05x over 64 rows
+        # at 4 warps (300 and 3000 sequences of 256 tokens, 16 heads over 4, head 128); MHA rows and heads
+        # wider than 128 keep the 64-row tiles
+        wide = 1 < group <= 128 and block_d <= 128
+        return {"BLOCK_M": 128 if wide else 64, "BLOCK_N": 32, "TILE_MAP": 1, "PACK_GQA": 1, "KV_AHEAD": 1,
+                "num_warps": 8 if wide else 4, "num_stages": 1, "MAXNREG": 128}
     return {"BLOCK_M": 128 if programs(128) >= sms else 64, "BLOCK_N": 128 if block_d <= 128 else 64, "TILE_MAP": 0,
             "PACK_GQA": 1, "KV_AHEAD": 0, "MAXNREG": 0, "num_warps": 8, "num_stages": 2}
 
