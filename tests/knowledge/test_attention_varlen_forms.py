@@ -32,16 +32,12 @@ def _offsets(lengths: list[int]) -> torch.Tensor:
     ([1, 4, 17], [30, 9, 17], True, True),  # keys gathered from a paged cache
     ([1, 4, 17], [30, 9, 17], False, True),
 ])
-@pytest.mark.parametrize("tile_map, pack_gqa, heads, page_ahead", [
-    (0, 0, H, 0), (1, 0, H, 1), (0, 1, H, 0), (1, 1, 3 * KVH, 1)])
+@pytest.mark.parametrize("tile_map, pack_gqa, heads", [(0, 0, H), (1, 0, H), (0, 1, H), (1, 1, 3 * KVH)])
 def test_varlen_kernel_matches_its_reference(modules: tuple[ModuleType, ModuleType], q_lens: list[int],
                                              k_lens: list[int], causal: bool, paged: bool, tile_map: int,
-                                             pack_gqa: int, heads: int, page_ahead: int,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                             pack_gqa: int, heads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     kernel, reference = modules
     monkeypatch.setitem(kernel.TUNABLES, "TILE_MAP", tile_map)  # sequence of a tile: searched, or from the map
-    # paged: block-table entries of the next key chunk loaded ahead (inert without a block table)
-    monkeypatch.setitem(kernel.TUNABLES, "PAGE_AHEAD", page_ahead)
     # rows of a tile: one head's tokens, or (token, head) pairs of a KV head's group (a group of 3: 16 rows hold
     # 5 tokens, one row idle)
     monkeypatch.setitem(kernel.TUNABLES, "PACK_GQA", pack_gqa)

@@ -29,8 +29,6 @@ no software pipelining, one-load tile map, GQA heads packed, V loaded beside K â
 KV_AHEAD 1 issues a chunk's V load beside its K load, before the first dot, so the two latencies overlap in a
 program without pipelining stages; 2 also loads the next chunk's K and V before this chunk's dots (registers).
 MAXNREG caps the registers per thread (more programs per SM, at the price of spills), for heads up to 128.
-PAGE_AHEAD (paged caches) loads the next chunk's block-table entries before this chunk's dots, so a chunk's K/V
-loads wait on one memory latency instead of two in a row (block ids, then rows); K and V load together.
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -40,14 +38,12 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
-            "PAGE_AHEAD": 0,
             "num_warps": 4, "num_stages": 2}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
     "PACK_GQA": [0, 1],
     "KV_AHEAD": [0, 1, 2],
-    "PAGE_AHEAD": [0, 1],
     "MAXNREG": [0, 128],
     "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [16, 32, 64, 128],
@@ -111,28 +107,6 @@ def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_
 
 
 @triton.jit
-def _page_blocks(bt_ptr, b, s_bt, page, offs_n, kv_len):
-    """The block-table entries of keys `offs_n` of sequence b (0 past its end)."""
-    return tl.load(bt_ptr + b * s_bt + offs_n // page, mask=offs_n < kv_len, other=0).to(tl.int64)
-
-
-@triton.jit
-def _masked_step(q, kt, vv, m_i, l_i, acc, qk_scale, offs_n, offs_m, kv_len, shift, CAUSAL: tl.constexpr):
-    """One key chunk past the unmasked ones: keys beyond the sequence, and past the causal diagonal, are hidden."""
-    s = tl.dot(q, kt, input_precision="ieee") * qk_scale
-    vis = (offs_n < kv_len)[None, :]
-    if CAUSAL:
-        vis = vis & (offs_n[None, :] <= offs_m[:, None] + shift)
-    s = tl.where(vis, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
-    alpha = tl.exp2(m_i - m_new)
-    p = tl.exp2(s - m_new[:, None])
-    l_i = l_i * alpha + tl.sum(p, axis=1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
-    return m_new, l_i, acc
-
-
-@triton.jit
 def _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale):
     """One unmasked key chunk of the online softmax: (m, l, acc) after K chunk kt [D, N] and V chunk vv [N, D]."""
     s = tl.dot(q, kt, input_precision="ieee") * qk_scale
@@ -151,7 +125,7 @@ def _attention_prefill_varlen_kernel(
     sq_t, sq_h, sq_d, sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, so_t, so_h, so_d,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
     SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
-    TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr, KV_AHEAD: tl.constexpr, PAGE_AHEAD: tl.constexpr,
+    TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr, KV_AHEAD: tl.constexpr,
 ):
     # strides arrive divided by UNIT (see _stride_unit); multiplying by the constant proves their divisibility
     sq_t, sq_h, so_t, so_h = sq_t * UNIT, sq_h * UNIT, so_t * UNIT, so_h * UNIT
@@ -224,26 +198,7 @@ def _attention_prefill_varlen_kernel(
         n_end = kv_len
         n_full = kv_len // BLOCK_N * BLOCK_N
     # 1) chunks every row of the tile sees in full: no mask
-    if PAGE_AHEAD:  # paged: the next chunk's block-table entries load before this chunk's dots
-        blocks = _page_blocks(bt_ptr, b, s_bt, page, offs_n0, kv_len)
-        for n0 in range(0, n_full, BLOCK_N):
-            slot = (n0 + offs_n0) % page
-            kt = tl.load(k_base + (blocks * sk_b + slot * sk_t)[None, :], mask=d_ok[:, None], other=0.0)
-            vv = tl.load(v_base + (blocks * sv_b + slot * sv_t)[:, None], mask=d_ok[None, :], other=0.0)
-            blocks = _page_blocks(bt_ptr, b, s_bt, page, n0 + BLOCK_N + offs_n0, kv_len)
-            m_i, l_i, acc = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale)
-        # 2) the rest: the causal diagonal and the sequence's end, masked
-        for n0 in range(n_full, n_end, BLOCK_N):
-            offs_n = n0 + offs_n0
-            n_ok = offs_n < kv_len
-            slot = offs_n % page
-            kt = tl.load(k_base + (blocks * sk_b + slot * sk_t)[None, :], mask=d_ok[:, None] & n_ok[None, :],
-                         other=0.0)
-            vv = tl.load(v_base + (blocks * sv_b + slot * sv_t)[:, None], mask=d_ok[None, :] & n_ok[:, None],
-                         other=0.0)
-            blocks = _page_blocks(bt_ptr, b, s_bt, page, n0 + BLOCK_N + offs_n0, kv_len)
-            m_i, l_i, acc = _masked_step(q, kt, vv, m_i, l_i, acc, qk_scale, offs_n, offs_m, kv_len, shift, CAUSAL)
-    elif KV_AHEAD == 2:  # the next chunk's K and V are loaded before this chunk's dots (registers, no stages)
+    if KV_AHEAD == 2:  # the next chunk's K and V are loaded before this chunk's dots (registers, no stages)
         ok0 = offs_n0 < n_full
         k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n0, ok0, sk_b, sk_t, sv_b, sv_t, PAGED)
         kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & ok0[None, :], other=0.0)
@@ -275,27 +230,27 @@ def _attention_prefill_varlen_kernel(
                 acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
                 m_i = m_new
 
-    if not PAGE_AHEAD:  # 2) the rest: the causal diagonal and the sequence's end, masked
-        for n0 in range(n_full, n_end, BLOCK_N):
-            offs_n = n0 + offs_n0
-            n_ok = offs_n < kv_len
-            k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
-            kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & n_ok[None, :], other=0.0)
-            if KV_AHEAD:
-                vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
-            s = tl.dot(q, kt, input_precision="ieee") * qk_scale
-            vis = n_ok[None, :]
-            if CAUSAL:
-                vis = vis & (offs_n[None, :] <= offs_m[:, None] + shift)
-            s = tl.where(vis, s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, axis=1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(s - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            if not KV_AHEAD:
-                vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
-            acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
-            m_i = m_new
+    # 2) the rest: the causal diagonal and the sequence's end, masked
+    for n0 in range(n_full, n_end, BLOCK_N):
+        offs_n = n0 + offs_n0
+        n_ok = offs_n < kv_len
+        k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
+        kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & n_ok[None, :], other=0.0)
+        if KV_AHEAD:
+            vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
+        s = tl.dot(q, kt, input_precision="ieee") * qk_scale
+        vis = n_ok[None, :]
+        if CAUSAL:
+            vis = vis & (offs_n[None, :] <= offs_m[:, None] + shift)
+        s = tl.where(vis, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        if not KV_AHEAD:
+            vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
+        m_i = m_new
 
     l_safe = tl.where(m_ok, l_i, 1.0)
     o = acc / l_safe[:, None]
@@ -411,7 +366,7 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         so_t // u, so_h // u, so_d,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SEARCH=max(1, (batch - 1).bit_length()),
         CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map, PACK_GQA=pack,
-        KV_AHEAD=tiles.get("KV_AHEAD", 0), PAGE_AHEAD=paged and bool(tiles.get("PAGE_AHEAD", 0)),
+        KV_AHEAD=tiles.get("KV_AHEAD", 0),
         num_warps=tiles["num_warps"], **_register_cap(tiles.get("MAXNREG", 0), block_d),
         num_stages=_cap_stages(tiles["num_stages"], 2 * bn * block_d * q.element_size(),
                                bm * block_d * q.element_size()),
