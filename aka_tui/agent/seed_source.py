@@ -214,23 +214,41 @@ def _key(reference_model: Any, shape: Shape, inputs: dict[str, Any]) -> tuple[st
     return repr((sorted(init.items()), dtypes)), (init, dtypes)
 
 
-def _representatives(shapes: list[Shape]) -> list[Shape]:
-    """One shape per combination of init arguments and string input arguments (dtype names): the smallest
-    whose numeric input arguments are all above 1 (a traced size of 1 is specialised, not symbolic)."""
+WIDEN_LIMIT = 1024  # how much larger (product of numeric arguments) a wide shape of another tier may be
+
+
+def _group_key(shape: Shape) -> str:
+    strings = sorted((k, v) for k, v in shape.input_kwargs.items() if isinstance(v, str))
+    return repr((sorted((shape.init_kwargs or {}).items()), strings))
+
+
+def _size(shape: Shape) -> float:
+    numbers = [v for v in shape.input_kwargs.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return float(math.prod(abs(v) + 1 for v in numbers))
+
+
+def _wide(shape: Shape) -> bool:
+    """Every numeric input argument above 1: a traced size of 1 is specialised, not symbolic."""
+    return all(v > 1 for v in shape.input_kwargs.values() if isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def _representatives(shapes: list[Shape], others: list[Shape] | None = None) -> list[Shape]:
+    """One shape per combination of init arguments and string input arguments (dtype names): the smallest wide
+    one. Where `shapes` (a tier) has none, the smallest wide one of `others` (the problem's other shapes) in
+    the same combination, up to WIDEN_LIMIT times larger: a program captured where a size is 1 keeps that 1
+    and is wrong on every shape where it is not (a one-token smoke shape of a convolution gave (4096, 1)
+    outputs on the GPU for (4096, 128) ones)."""
     groups: dict[str, list[Shape]] = {}
     for shape in shapes:
-        strings = sorted((k, v) for k, v in shape.input_kwargs.items() if isinstance(v, str))
-        groups.setdefault(repr((sorted((shape.init_kwargs or {}).items()), strings)), []).append(shape)
-
-    def size(shape: Shape) -> float:
-        numbers = [v for v in shape.input_kwargs.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        return float(math.prod(abs(v) + 1 for v in numbers))
-
+        groups.setdefault(_group_key(shape), []).append(shape)
     chosen = []
-    for members in groups.values():
-        wide = [s for s in members if all(v > 1 for v in s.input_kwargs.values()
-                                          if isinstance(v, (int, float)) and not isinstance(v, bool))]
-        chosen.append(min(wide or members, key=size))
+    for key, members in groups.items():
+        wide = [s for s in members if _wide(s)]
+        if not wide:
+            smallest = min(members, key=_size)
+            wide = [s for s in others or [] if _group_key(s) == key and _wide(s)
+                    and _size(s) <= WIDEN_LIMIT * _size(smallest)]
+        chosen.append(min(wide or members, key=_size))
     return chosen
 
 
@@ -241,7 +259,8 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
 
     reference, input_module = load_modules(problem)
     groups: dict[str, tuple[Shape, dict[str, Any], tuple[dict[str, Any], list[str]]]] = {}
-    for index, shape in enumerate(_representatives(problem.shapes_for(tier) or problem.shapes_for(None))):
+    for index, shape in enumerate(_representatives(problem.shapes_for(tier) or problem.shapes_for(None),
+                                                   problem.shapes_for(None))):
         inputs = make_inputs(problem, input_module, shape, device, 7 + index)
         key, dtypes = _key(reference.Model, shape, inputs)
         groups.setdefault(key, (shape, inputs, dtypes))

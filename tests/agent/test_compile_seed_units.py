@@ -3,6 +3,8 @@ for CUDA (device guard, raw streams, CUDA buffers) and with library calls; no in
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from aka_tui.agent.compile_seed import SeedError, extern_calls, kernel_tunables, parse_program
@@ -257,3 +259,42 @@ def test_large_probes_are_left_to_the_evaluation_on_the_cpu() -> None:
                                 outputs=[torch.zeros(3, 130), torch.zeros(3, 1)])
     found, _ = verify_seed(seeded.source, problem, probes + [small], "cpu")
     assert "output 0 differs on big" in found  # a small one is run, and its wrong outputs are found
+
+
+def test_a_size_of_one_in_the_tier_is_not_captured_when_another_tier_has_it_wider(tmp_path: Path) -> None:
+    """A tier whose only shape has a size of 1 (one token) would give a program with that 1 baked in: the
+    capture takes the smallest wide shape of the problem's other tiers instead, and the seed is right on
+    sizes it never saw."""
+    import json
+    import shutil
+
+    import torch
+
+    from aka_tui.agent.probe import make_probes
+    from aka_tui.agent.seed_source import build_seed
+    from aka_tui.bench.problem.lookup import load_problem
+    from aka_tui.bench.problem.module_loading import import_file
+    from tests.conftest import DATA
+
+    directory = tmp_path / "one_row_swish"
+    shutil.copytree(DATA / "unseen" / "centered_swish", directory)
+    (directory / "shapes.json").write_text(json.dumps({
+        "smoke_r1_c40": {"init_kwargs": {"scale": 0.5}, "input_kwargs": {"rows": 1, "cols": 40, "dtype": "float32"},
+                         "tier": "smoke", "weight": 1.0},
+        "full_r3_c40": {"init_kwargs": {"scale": 0.5}, "input_kwargs": {"rows": 3, "cols": 40, "dtype": "float32"},
+                        "tier": "full", "weight": 1.0}}))
+    problem = load_problem(directory)
+    probes = [p for p in make_probes(problem, "cpu") if p.inputs["x"].shape[0] == 1][:1]
+    seeded = build_seed(problem, probes, "smoke", "cpu")
+    assert seeded.source is not None, seeded.reason
+    path = tmp_path / "seed.py"
+    path.write_text(seeded.source)
+    from aka_tui.agent.own_semantics import import_interpreted
+
+    module = import_interpreted(path)
+    reference = import_file(directory / "reference.py", "one_row_reference")
+    x = torch.randn(5, 40)
+    want = reference.Model(0.5)(x)
+    got = module.Model(0.5)(x)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
