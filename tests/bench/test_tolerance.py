@@ -46,6 +46,15 @@ def test_matching_infinities_pass() -> None:
     assert not _cmp(torch.tensor([1.0, 0.0, 2.0]), ref).ok
 
 
+def test_an_unreproduced_nan_is_counted_and_located() -> None:
+    """Which reference NaN/Inf the candidate missed, and what it wrote there (an fp8 value at the format's
+    largest finite magnitude where the reference overflowed reads differently from a zero)."""
+    ref = torch.tensor([1.0, float("nan"), 2.0, float("inf"), float("nan")])
+    cand = torch.tensor([1.0, float("nan"), 2.0, 240.0, 0.0])
+    reason = _cmp(cand, ref).reason
+    assert "not reproduced at 2 of 3" in reason and "flat index 3: got 240" in reason and "expected inf" in reason
+
+
 def test_all_zero_output_fails_even_within_atol() -> None:
     ref = torch.full((8,), 1e-4)
     result = _cmp(torch.zeros(8), ref, tol=Tolerance(1e-3, 0.0))

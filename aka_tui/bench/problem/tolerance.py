@@ -169,7 +169,9 @@ class _LeafTally:
     cand_nonfinite: int = 0
     cand_nonzero: bool = False
     ref_nonzero: bool = False
-    nonfinite_unreproduced: bool = False
+    ref_nonfinite: int = 0
+    nonfinite_unreproduced: int = 0
+    first_unreproduced: tuple[int, float, float] | None = None  # (flat index, got, expected)
     bad: int = 0
     first_bad: tuple[int, float, float] | None = None  # (flat index, got, expected)
     max_abs: float = 0.0
@@ -182,7 +184,13 @@ def _tally_chunk(tally: _LeafTally, c: torch.Tensor, r: torch.Tensor, tol: Toler
     tally.cand_nonzero = tally.cand_nonzero or bool((c != 0).any())
     tally.ref_nonzero = tally.ref_nonzero or bool((r != 0).any())
     reproduced = (c == r) | (torch.isnan(c) & torch.isnan(r))
-    tally.nonfinite_unreproduced = tally.nonfinite_unreproduced or bool((~ref_finite & ~reproduced).any())
+    unreproduced = ~ref_finite & ~reproduced
+    missed = int(unreproduced.sum().item())
+    tally.ref_nonfinite += int((~ref_finite).sum().item())
+    if missed and tally.first_unreproduced is None:
+        idx = int(torch.nonzero(unreproduced)[0].item())
+        tally.first_unreproduced = (offset + idx, float(c[idx].item()), float(r[idx].item()))
+    tally.nonfinite_unreproduced += missed
     diff = torch.where(ref_finite, (c - r).abs(), torch.zeros_like(c))
     bound = tol.atol + tol.rtol * torch.where(ref_finite, r.abs(), torch.zeros_like(r))
     bad = diff > bound
@@ -212,8 +220,11 @@ def _compare_floating(name: str, cand: torch.Tensor, ref: torch.Tensor, tol: Tol
         return Comparison(False, f"{name}: {tally.cand_nonfinite} NaN/Inf elements where the reference is finite")
     if not tally.cand_nonzero and tally.ref_nonzero:
         return Comparison(False, f"{name}: all-zero output where the reference is not")
-    if tally.nonfinite_unreproduced:
-        return Comparison(False, f"{name}: non-finite reference values (inf/nan) not reproduced")
+    if tally.nonfinite_unreproduced and tally.first_unreproduced is not None:
+        idx, got, expected = tally.first_unreproduced
+        return Comparison(False, f"{name}: non-finite reference values (inf/nan) not reproduced at "
+                                 f"{tally.nonfinite_unreproduced} of {tally.ref_nonfinite} (first at flat index {idx}: "
+                                 f"got {got:.6g}, expected {expected:.6g})")
     mismatch = tally.bad / flat_c.numel()
     if mismatch > max_mismatch_fraction and tally.first_bad is not None:
         idx, got, expected = tally.first_bad
