@@ -222,14 +222,17 @@ def _group_key(shape: Shape) -> str:
     return repr((sorted((shape.init_kwargs or {}).items()), strings))
 
 
+def _numbers(shape: Shape) -> list[float]:
+    return [v for v in shape.input_kwargs.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
 def _size(shape: Shape) -> float:
-    numbers = [v for v in shape.input_kwargs.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return float(math.prod(abs(v) + 1 for v in numbers))
+    return float(math.prod(abs(v) + 1 for v in _numbers(shape)))
 
 
 def _wide(shape: Shape) -> bool:
     """Every numeric input argument above 1: a traced size of 1 is specialised, not symbolic."""
-    return all(v > 1 for v in shape.input_kwargs.values() if isinstance(v, (int, float)) and not isinstance(v, bool))
+    return all(v > 1 for v in _numbers(shape))
 
 
 def _representatives(shapes: list[Shape], others: list[Shape] | None = None) -> list[Shape]:

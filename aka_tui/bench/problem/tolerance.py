@@ -184,9 +184,10 @@ def _tally_chunk(tally: _LeafTally, c: torch.Tensor, r: torch.Tensor, tol: Toler
     tally.cand_nonzero = tally.cand_nonzero or bool((c != 0).any())
     tally.ref_nonzero = tally.ref_nonzero or bool((r != 0).any())
     reproduced = (c == r) | (torch.isnan(c) & torch.isnan(r))
-    unreproduced = ~ref_finite & ~reproduced
+    ref_nonfinite = ~ref_finite
+    unreproduced = ref_nonfinite & ~reproduced
     missed = int(unreproduced.sum().item())
-    tally.ref_nonfinite += int((~ref_finite).sum().item())
+    tally.ref_nonfinite += int(ref_nonfinite.sum().item())
     if missed and tally.first_unreproduced is None:
         idx = int(torch.nonzero(unreproduced)[0].item())
         tally.first_unreproduced = (offset + idx, float(c[idx].item()), float(r[idx].item()))
@@ -220,7 +221,7 @@ def _compare_floating(name: str, cand: torch.Tensor, ref: torch.Tensor, tol: Tol
         return Comparison(False, f"{name}: {tally.cand_nonfinite} NaN/Inf elements where the reference is finite")
     if not tally.cand_nonzero and tally.ref_nonzero:
         return Comparison(False, f"{name}: all-zero output where the reference is not")
-    if tally.nonfinite_unreproduced and tally.first_unreproduced is not None:
+    if tally.first_unreproduced is not None:
         idx, got, expected = tally.first_unreproduced
         return Comparison(False, f"{name}: non-finite reference values (inf/nan) not reproduced at "
                                  f"{tally.nonfinite_unreproduced} of {tally.ref_nonfinite} (first at flat index {idx}: "
