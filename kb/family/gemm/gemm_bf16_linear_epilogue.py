@@ -15,7 +15,8 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1,
-            "num_warps": 8, "num_stages": 3, "LARGE_M_MIN": 2048, "LARGE_M_BLOCK_M": 256}
+            "num_warps": 8, "num_stages": 3, "LARGE_M_MIN": 2048, "LARGE_M_BLOCK_M": 256,
+            "SMALL_M_MAX": 64, "SMALL_M_BLOCK_N": 64, "SMALL_M_BLOCK_K": 256, "MID_M_MAX": 256, "MID_M_BLOCK_K": 128}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -26,12 +27,23 @@ SEARCH_SPACE = {
     "num_stages": [2, 3, 4, 5],
     "LARGE_M_MIN": [0, 1024, 2048, 4096],
     "LARGE_M_BLOCK_M": [64, 128, 256],
+    "SMALL_M_MAX": [0, 16, 32, 64],
+    "SMALL_M_BLOCK_N": [32, 64, 128],
+    "SMALL_M_BLOCK_K": [64, 128, 256],
+    "MID_M_MAX": [0, 128, 256, 512],
+    "MID_M_BLOCK_K": [64, 128],
 }
 # M >= LARGE_M_MIN (0: never) uses LARGE_M_BLOCK_M rows per tile. An H200 agent session (2026-11-30) measured
 # BLOCK_M 256 at 1.09x on an 8192-row down projection and 0.80x on 64- and 256-row decode GEMMs; the switch
 # itself at 2048 against off, one grid sweep (phase ab2, 2026-11-30): 1.01x, 1.05x and 1.04x on the three
 # prefill shapes (M 8192, 8192, 4096), decode shapes unchanged by construction.
-INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}}
+# Decode GEMMs read the weights once and have few output tiles. M <= SMALL_M_MAX (0: never) takes one 64-row
+# tile band of SMALL_M_BLOCK_N x SMALL_M_BLOCK_K steps, 4 warps, 4 stages, so N / BLOCK_N programs stream w with
+# long K steps; SMALL_M_MAX < M <= MID_M_MAX takes the default tiles with MID_M_BLOCK_K. H200 sweep
+# (scripts/gemm_configs_device.py, do_bench, 2026-12-03): M 64 x N 6144 x K 4096 24.7 us against 44.5 at the
+# default tiles (cuBLAS 22.8); M 256 x 7168 x 8192 with SiLU 61.5 us against 79.7 (cuBLAS + torch SiLU 52.2).
+INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}, "SMALL_M_BLOCK_N": {"SMALL_M_MAX": [0]},
+         "SMALL_M_BLOCK_K": {"SMALL_M_MAX": [0]}, "MID_M_BLOCK_K": {"MID_M_MAX": [0]}}
 
 ACT_IDS = {"none": 0, "gelu_tanh": 1, "silu": 2}
 REDUCE_BLOCK = 1024
@@ -157,10 +169,15 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
     bias_arg = bias if has_bias else x
     res_arg = residual if has_res else x
     stride_rm = residual.stride(0) if has_res else 0
-    bm, bn, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["SPLIT_K"]
-    if cfg.get("LARGE_M_MIN") and M >= cfg["LARGE_M_MIN"]:
+    bm, bn, bk, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["SPLIT_K"]
+    warps, stages = cfg["num_warps"], cfg["num_stages"]
+    if M <= cfg.get("SMALL_M_MAX", 0):
+        bm, bn, bk, warps, stages = 64, cfg["SMALL_M_BLOCK_N"], cfg["SMALL_M_BLOCK_K"], 4, 4
+    elif M <= cfg.get("MID_M_MAX", 0):
+        bk = cfg["MID_M_BLOCK_K"]
+    elif cfg.get("LARGE_M_MIN") and M >= cfg["LARGE_M_MIN"]:
         bm = cfg["LARGE_M_BLOCK_M"]
-    stages, bk = _fit_smem(cfg["num_stages"], cfg["BLOCK_K"], (bm + bn) * x.element_size())
+    stages, bk = _fit_smem(stages, bk, (bm + bn) * x.element_size())
     k_per_split = _cdiv(_cdiv(K, bk), split) * bk
     ws = torch.empty((split, M, N), dtype=torch.float32, device=x.device) if split > 1 else out
     grid = (_cdiv(M, bm) * _cdiv(N, bn), split)
@@ -169,8 +186,7 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
                                             x.stride(0), w.stride(0), stride_rm, out.stride(0),
                                             ACT=act, HAS_BIAS=has_bias, HAS_RES=has_res, SPLIT_K=split,
                                             IEEE=x.dtype == torch.float32, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                            GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"],
-                                            num_stages=stages)
+                                            GROUP_M=cfg["GROUP_M"], num_warps=warps, num_stages=stages)
     if split > 1:
         rb = min(REDUCE_BLOCK, _next_pow2(N))
         _gemm_splitk_reduce_kernel[(M, _cdiv(N, rb))](ws, bias_arg, res_arg, out, M, N, stride_rm,
