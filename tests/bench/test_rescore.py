@@ -86,3 +86,29 @@ def test_fast_1_counts_only_the_ops_a_baseline_timed() -> None:
     assert ours["fast_1_ops"] == {"vs_eager": 20, "vs_compile": 2, "vs_compile_max": 0}
     assert ours["fast_1_vs_compile"] == 1.0 and ours["fast_1_vs_compile_max"] is None
     assert ours["fast_1_vs_eager"] == pytest.approx(18 / 20)  # the two operators not correct count as losses
+
+
+def test_a_merged_report_says_which_report_gave_each_op_and_sums_their_wall_times(tmp_path: Path) -> None:
+    data = json.loads(EAGER.read_text())
+    first, second = dict(data), dict(data)
+    first["results"] = [r for r in data["results"] if r["problem"] < "m"]
+    second["results"] = [r for r in data["results"] if r["problem"] >= "m"]
+    first["wall_s"], second["wall_s"] = 100.0, 23.5
+    second["label"] = "baseline:eager (second run)"
+    (tmp_path / "a.json").write_text(json.dumps(first))
+    (tmp_path / "b.json").write_text(json.dumps(second))
+    assert main(["bench", "rescore", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path),
+                 "--name", "merged"]) == 0
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert merged["wall_s"] == pytest.approx(123.5)
+    sources = merged["merged_from"]
+    assert [s["wall_s"] for s in sources] == [100.0, 23.5]
+    assert sorted(sources[0]["ops"] + sources[1]["ops"]) == sorted(r["problem"] for r in data["results"])
+    assert all(op < "m" for op in sources[0]["ops"]) and all(op >= "m" for op in sources[1]["ops"])
+    assert " + " in merged["label"] and "second run" in merged["label"]
+    md = (tmp_path / "merged.md").read_text()
+    assert "123.5 s in 2 merged reports (100.0 + 23.5)" in md
+    assert f"s) gave {', '.join(sources[1]['ops'])}" in md
+    # scored again on its own, the merged report keeps where its ops came from
+    again = rescore_report(merged, load_suite(PROBLEMS))
+    assert [s["ops"] for s in again.merged_from] == [s["ops"] for s in sources]

@@ -35,6 +35,8 @@ class BenchReport:
     slots: list[dict[str, Any]] = field(default_factory=list)
     mixed_hardware: list[str] = field(default_factory=list)  # profile names when GPUs of several models ran
     weights: dict[str, Any] = field(default_factory=dict)  # suite_weights.weight_summary of the ops evaluated
+    # Partial reports this one merges (`merge_reports`): label, wall_s and ops of each that gave an op.
+    merged_from: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,7 +44,7 @@ class BenchReport:
             "device": self.device, "tier": self.tier, "hardware": self.hardware.to_json(),
             "created_unix": self.created_unix, "wall_s": self.wall_s, "load_errors": self.load_errors,
             "executor": self.executor, "slots": self.slots, "mixed_hardware": self.mixed_hardware,
-            "weights": self.weights,
+            "weights": self.weights, **({"merged_from": self.merged_from} if self.merged_from else {}),
             "aggregate": asdict(self.aggregate), "ops": [asdict(o) for o in self.ops],
             "results": [r.to_json() for r in self.results],
         }
@@ -87,7 +89,9 @@ def rescore_report(data: dict[str, Any], suite: Suite, label_suffix: str = "resc
                        str(data.get("tier")), profile, kept, scores, aggregate(scores), float(data.get("wall_s", 0)),
                        dropped, executor=str(data.get("executor", "local")), slots=list(data.get("slots", [])),
                        weights=weight_summary([suite.problems[r.problem] for r in kept], suite.directory,
-                                              str(data.get("tier"))))
+                                              str(data.get("tier"))),
+                       merged_from=list(data.get("merged_from", [])),
+                       created_unix=float(data.get("created_unix") or time.time()))
 
 
 def _unmeasured(result: CandidateResult) -> bool:
@@ -97,18 +101,31 @@ def _unmeasured(result: CandidateResult) -> bool:
 
 def merge_reports(reports: list[BenchReport]) -> BenchReport:
     """Partial reports of one suite as one: the first report that measured an op wins it (an op a report
-    has no candidate for is taken from a later report that has one); the aggregate is recomputed."""
+    has no candidate for is taken from a later report that has one); the aggregate is recomputed.
+
+    With several reports the merged one says where each op came from (`merged_from`), its wall time is the sum
+    of the contributing reports' (they ran one after another), and its label names each distinct source."""
     merged = reports[0]
-    for extra in reports[1:]:
+    origin = {r.problem: 0 for r in merged.results}
+    for k, extra in enumerate(reports[1:], start=1):
         index = {r.problem: i for i, r in enumerate(merged.results)}
         for result, score in zip(extra.results, extra.ops):
             i = index.get(result.problem)
             if i is None:
                 merged.results.append(result)
                 merged.ops.append(score)
+                origin[result.problem] = k
             elif _unmeasured(merged.results[i]) and not _unmeasured(result):
                 merged.results[i] = result
                 merged.ops[i] = score
+                origin[result.problem] = k
+    if len(reports) > 1:
+        sources = [{"label": r.label, "wall_s": r.wall_s, "created_unix": r.created_unix,
+                    "ops": [o for o, k2 in origin.items() if k2 == k]} for k, r in enumerate(reports)]
+        merged.merged_from = [src for src in sources if src["ops"]]
+        merged.wall_s = sum(src["wall_s"] for src in merged.merged_from)
+        labels = list(dict.fromkeys(src["label"] for src in merged.merged_from))
+        merged.label = labels[0] if len(labels) == 1 else " + ".join(labels)
     merged.aggregate = aggregate(merged.ops)
     if merged.weights:
         from aka_tui.bench.scoring.weights import merged_weights

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_tui.bench.scoring.paper_table import Subject
+from aka_tui.bench.scoring.report import wall_time_text
 from aka_tui.bench.scoring.svg_charts import Bar, Point, bar_chart, document, roofline_scatter
 
 ROW_HEADERS = ["op", "weight", "shapes", "naive", "hardened", "correct & real", "S_op", "S_raw_op",
@@ -41,7 +42,7 @@ def _subject_section(subject: Subject, max_autotune: bool = False) -> list[str]:
     a: dict[str, Any] = subject.aggregate
     return [f"## {subject.label}", "",
             f"- device {subject.device} ({subject.hardware.get('display_name', '?')}, roofline profile "
-            f"`{subject.hardware.get('name', '?')}`); wall time {subject.wall_s:.1f} s", "",
+            f"`{subject.hardware.get('name', '?')}`); wall time {wall_time_text(subject.wall_s, subject.merged_from)}", "",
             *_table(headers, rows), "",
             f"- **S_agg = {a.get('s_agg', 0):.4f}** (weights normalised over the ops evaluated); raw-weight form "
             f"{a.get('s_agg_raw_weight', 0):.4f}; S_raw_agg {a.get('s_raw_agg', 0):.4f}; "

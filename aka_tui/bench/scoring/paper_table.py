@@ -54,6 +54,7 @@ class Subject:
     rows: list[OpRow] = field(default_factory=list)
     aggregate: dict[str, Any] = field(default_factory=dict)
     points: list[tuple[float, float, str]] = field(default_factory=list)  # (FLOP/B, FLOP/s, title)
+    merged_from: list[dict[str, Any]] = field(default_factory=list)  # the partial reports a merged one joins
 
 
 def read_report(path: Path) -> dict[str, Any]:
@@ -218,7 +219,8 @@ def build_subjects(reports: list[dict[str, Any]], problems: dict[str, Any]) -> l
     for report in reports:
         rows = _rows(report, problems, baselines)
         subject = Subject(report["label"], role_of(report["label"], report["results"]), str(report.get("device")),
-                          report.get("hardware") or {}, float(report.get("wall_s", 0.0)), rows)
+                          report.get("hardware") or {}, float(report.get("wall_s", 0.0)), rows,
+                          merged_from=list(report.get("merged_from") or []))
         subject.aggregate = _aggregate(report, rows)
         subject.points = _points(report, report["label"])
         subjects.append(subject)

@@ -86,9 +86,23 @@ MIXED_NOTE = ("note: GPUs of several models measured this run ({}); each op's S 
               "that measured it (provenance.hardware_profile), so S_agg mixes them")
 
 
+def wall_time_text(wall_s: float, merged_from: list[dict] | None) -> str:
+    """"12.3 s", or for a merged report the sum and its parts: "300.0 s in 3 merged reports (100.0 + …)"."""
+    if not merged_from:
+        return f"{wall_s:.1f} s"
+    parts = " + ".join(f"{float(m.get('wall_s', 0)):.1f}" for m in merged_from)
+    return f"{wall_s:.1f} s in {len(merged_from)} merged reports ({parts})"
+
+
+def _utc(unix: float | None) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(unix)) if unix else "?"
+
+
 def render_text(report: BenchReport) -> str:
     head = (f"{report.label} on {report.device} ({report.hardware.display_name}, profile {report.hardware.name}), "
-            f"tier {report.tier}, {report.wall_s:.1f} s")
+            f"tier {report.tier}, {wall_time_text(report.wall_s, report.merged_from)}")
     parts = [head, text_table(op_rows(report), op_headers(report)), *aggregate_lines(report.aggregate)]
     held = [f"{o.problem}:{h}" for o in report.ops for h in o.holds]
     if held:
@@ -121,7 +135,10 @@ def render_markdown(report: BenchReport) -> str:
     md = markdown_table
     parts = [f"# {report.label}", "",
              f"- device: {report.device} ({report.hardware.display_name}); roofline profile `{report.hardware.name}`",
-             f"- tier: {report.tier}; wall time {report.wall_s:.1f} s", ""]
+             f"- tier: {report.tier}; wall time {wall_time_text(report.wall_s, report.merged_from)}", ""]
+    if report.merged_from:
+        parts[-1:-1] = [f"- merged: {m['label']} (created {_utc(m.get('created_unix'))}, {float(m['wall_s']):.1f} s) "
+                        f"gave {', '.join(m['ops'])}" for m in report.merged_from]
     if report.mixed_hardware:
         parts[-1:-1] = ["- " + MIXED_NOTE.format(", ".join(report.mixed_hardware))]
     parts += ["## Per op", "", md(op_rows(report), op_headers(report)), ""]
