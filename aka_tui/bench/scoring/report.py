@@ -55,9 +55,27 @@ def op_rows(report: BenchReport) -> list[list[str]]:
             op.problem, f"{op.weight * 100:.1f}", f"{passed}/{len(result.shapes)}",
             "real" if op.real else ("fallback" if op.correct else "-"), _f(op.s_op), _f(op.s_raw_op),
             _f(op.s_e2e_raw_op), _f(op.s_launch_op), _f(op.speedup_vs_eager, 2),
-            *(_f(getattr(op, attr), 2) for _, attr, _ in optional), _status_summary(result),
+            *(_speedup_cell(op, attr) for _, attr, _ in optional), _status_summary(result),
         ])
     return rows
+
+
+def speedup_note(report: BenchReport) -> str:
+    """What the speed-up columns of this report mean ("" when it has none)."""
+    columns = " / ".join(header for header, _, _ in _optional_speedups(report))
+    return (f"{columns}: geometric mean over the op's timed shapes under the shape weights; (min x): its slowest "
+            "shape against that baseline, shapes of weight 0 included") if columns else ""
+
+
+def _speedup_cell(op: OpScore, attr: str) -> str:
+    """The op's weighted speed-up, and its worst shape's when that one is lower (a decode shape of weight 0
+    can lose without moving the weighted figure)."""
+    value = getattr(op, attr)
+    shapes = [v for v in (getattr(s, attr) for s in op.shapes) if v is not None]
+    worst = min(shapes) if shapes else None
+    if value is None or worst is None or worst >= value - 0.005:
+        return _f(value, 2)
+    return f"{_f(value, 2)} (min {_f(worst, 2)})"
 
 
 def text_table(rows: list[list[str]], headers: list[str]) -> str:
@@ -104,6 +122,8 @@ def render_text(report: BenchReport) -> str:
     head = (f"{report.label} on {report.device} ({report.hardware.display_name}, profile {report.hardware.name}), "
             f"tier {report.tier}, {wall_time_text(report.wall_s, report.merged_from)}")
     parts = [head, text_table(op_rows(report), op_headers(report)), *aggregate_lines(report.aggregate)]
+    if speedup_note(report):
+        parts.insert(2, speedup_note(report))
     held = [f"{o.problem}:{h}" for o in report.ops for h in o.holds]
     if held:
         parts.append("held, S = 0 until a person accepts (--accept KIND=OP[:SHAPE] --accept-reason TEXT): "
@@ -142,6 +162,8 @@ def render_markdown(report: BenchReport) -> str:
     if report.mixed_hardware:
         parts[-1:-1] = ["- " + MIXED_NOTE.format(", ".join(report.mixed_hardware))]
     parts += ["## Per op", "", md(op_rows(report), op_headers(report)), ""]
+    if speedup_note(report):
+        parts += [f"- {speedup_note(report)}", ""]
     parts += ["## Aggregate", ""] + [f"- {line}" for line in aggregate_lines(report.aggregate)] + [""]
     shape_headers = ["op", "shape", "correct", "kernel", "T_SOL ms", "T ms", "T_e2e ms", "S", "S_raw", "S_e2e_raw",
                      "bound"]
