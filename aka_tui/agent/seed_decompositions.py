@@ -8,6 +8,12 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
   accumulated in float32 as a convolution library does; inductor fuses it (with the bias and whatever follows)
   into one pointwise kernel. A dense convolution stays a library call (a GEMM: the seed says so).
 
+- a top-k of a floating tensor with k at most `MAX_TOPK` is k rounds of selection along the dimension: each
+  round takes the largest value not yet taken (NaN first, as torch.topk ranks it) and the first position
+  holding it, then marks that position taken. Each round is a pair of row reductions inductor writes as its
+  own kernels, so the seed owns the whole computation; its cost grows with k (k passes over the row), which is
+  the loop's to improve. Ties go to the lower index; `sorted=False` gets the sorted order (any order is allowed).
+
 Every decomposition returns `NotImplemented` for the cases it does not cover, which leaves the op to inductor.
 """
 
@@ -20,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 MAX_TAPS = 64  # taps of a depthwise kernel (all spatial dimensions together) still unrolled into a sum
+MAX_TOPK = 64  # rounds of selection a top-k is still unrolled into
 
 
 def depthwise_convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, stride: Any,
@@ -67,10 +74,42 @@ def depthwise_convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch
     return out.to(input.dtype)
 
 
+def selection_topk(input: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
+                   sorted: bool = True) -> Any:  # noqa: A002 - aten.topk's own argument names
+    """aten.topk as k rounds of selection (values, int64 indices); NotImplemented for k above MAX_TOPK, a
+    symbolic k or an integer tensor."""
+    if not isinstance(k, int) or not 0 < k <= MAX_TOPK or not input.is_floating_point() or input.dim() == 0:
+        return NotImplemented
+    dim = dim % input.dim()
+    key = input.float() if largest else -input.float()
+    n = input.shape[dim]
+    view = [1] * input.dim()
+    view[dim] = -1
+    index = torch.arange(n, device=input.device).view(view)
+    nan = torch.isnan(key)
+    taken = torch.zeros_like(key, dtype=torch.bool)
+    values, indices = [], []
+    for _ in range(k):
+        free = ~taken
+        best = torch.where(free & ~nan, key, float("-inf")).amax(dim, keepdim=True)
+        number = free & ~nan & (key == best)
+        if largest:  # NaN outranks every number
+            free_nan = free & nan
+            hit = torch.where(free_nan.any(dim, keepdim=True), free_nan, number)
+        else:  # and so comes after every number when the smallest are wanted
+            hit = torch.where(number.any(dim, keepdim=True), number, free & nan)
+        position = torch.where(hit, index, n).amin(dim, keepdim=True)
+        values.append(torch.gather(input, dim, position))
+        indices.append(position)
+        taken = taken | (index == position)
+    return torch.cat(values, dim), torch.cat(indices, dim)
+
+
 def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     """Inductor's decomposition table with the seed's additions."""
     from torch._inductor.decomposition import select_decomp_table
 
     table = dict(select_decomp_table())
     table[torch.ops.aten.convolution.default] = depthwise_convolution
+    table[torch.ops.aten.topk.default] = selection_topk
     return table

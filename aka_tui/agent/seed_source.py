@@ -67,7 +67,40 @@ if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU interpreter cannot run 
 
         rint = nearbyint
 
+        @staticmethod
+        def isnan(x):
+            return x != x
+
+        @staticmethod
+        def isinf(x):
+            return tl.abs(x) == float("inf")
+
     libdevice = _InterpretedLibdevice()
+
+    class _InterpretedHelpers:
+        """inductor's triton_helpers with its NaN-propagating max/min/any reductions as the interpreter's native
+        ones (numpy's max and min propagate NaN as inductor's combine functions do; a custom combine function
+        runs element by element in the interpreter: seconds per 1024-wide row)."""
+
+        def __init__(self, helpers):
+            self._helpers = helpers
+
+        def __getattr__(self, name):
+            return getattr(self._helpers, name)
+
+        @staticmethod
+        def max2(a, dim):
+            return tl.max(a, dim)
+
+        @staticmethod
+        def min2(a, dim):
+            return tl.min(a, dim)
+
+        @staticmethod
+        def any(a, dim):
+            return tl.max(a.to(tl.int8), dim) != 0
+
+    triton_helpers = _InterpretedHelpers(triton_helpers)
 
 TUNABLES = {tunables!r}
 SEARCH_SPACE = {space!r}

@@ -298,3 +298,71 @@ def test_a_size_of_one_in_the_tier_is_not_captured_when_another_tier_has_it_wide
     got = module.Model(0.5)(x)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+
+
+def test_a_small_top_k_is_rounds_of_selection_with_torchs_values() -> None:
+    import torch
+
+    from aka_tui.agent.seed_decompositions import MAX_TOPK, selection_topk
+
+    torch.manual_seed(0)
+    for shape, k, dim, largest in [((6, 100), 5, -1, True), ((4, 7, 9), 3, 1, False), ((5, 33), 33, -1, True)]:
+        x = torch.randn(*shape)
+        values, indices = selection_topk(x, k, dim, largest)
+        want_values, want_indices = torch.topk(x, k, dim, largest)
+        assert torch.equal(values, want_values) and torch.equal(indices, want_indices)
+    # NaN ranks first among the largest and last among the smallest; -inf rows and ties still give k
+    # distinct positions holding torch's values (tie order is free in torch.topk)
+    x = torch.randn(3, 10)
+    x[0, 3] = float("nan")
+    x[1, :] = float("-inf")
+    x[2, 2] = x[2, 5] = 5.0
+    for largest in (True, False):
+        values, indices = selection_topk(x, 4, largest=largest)
+        torch.testing.assert_close(values, torch.topk(x, 4, largest=largest).values, equal_nan=True)
+        assert all(len(set(row.tolist())) == 4 for row in indices)
+        torch.testing.assert_close(torch.gather(x, 1, indices), values, equal_nan=True)
+    assert selection_topk(x, MAX_TOPK + 1) is NotImplemented
+    assert selection_topk(torch.arange(10), 2) is NotImplemented  # integers stay with inductor
+
+
+def test_a_top_k_threshold_lowers_to_the_seeds_own_kernels() -> None:
+    """torch.topk is a library call under inductor; with the selection rounds the seed owns it, and the
+    interpreter's stand-ins run the NaN checks the rounds need."""
+    import torch
+
+    from aka_tui.agent.compile_seed import extern_calls
+    from aka_tui.agent.inductor_capture import capture
+
+    class KeepTopK(torch.nn.Module):
+        def forward(self, scores: torch.Tensor) -> torch.Tensor:
+            kth = torch.topk(scores, 3, dim=-1).values[..., -1:]
+            return torch.where(scores >= kth, scores, torch.full_like(scores, float("-inf")))
+
+    graph = capture(KeepTopK(), {"scores": torch.randn(6, 40)})
+    assert not extern_calls(graph.source), extern_calls(graph.source)
+    assert "@triton.jit" in graph.source
+
+
+def test_the_interpreters_stand_ins_find_nan_and_inf(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """libdevice.isnan / isinf (inductor's NaN checks, e.g. in a top-k's selection) exist on the GPU only."""
+    import torch
+
+    from aka_tui.agent.seed_source import _HEADER
+    from aka_tui.bench.problem.module_loading import import_file
+
+    path = tmp_path / "nan_seed.py"
+    path.write_text(_HEADER.format(problem="nan", torch_version="", tunables={}, space={}) + '''
+
+@triton.jit
+def _flags(x_ptr, nan_ptr, inf_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(nan_ptr + offs, libdevice.isnan(x).to(tl.int8), mask=offs < n)
+    tl.store(inf_ptr + offs, libdevice.isinf(x).to(tl.int8), mask=offs < n)
+''')
+    module = import_file(path, "nan_seed")
+    x = torch.tensor([0.0, float("nan"), float("inf"), -float("inf"), -1.5, 3.0e38])
+    nan, inf = torch.empty(6, dtype=torch.int8), torch.empty(6, dtype=torch.int8)
+    module._flags[(1,)](x, nan, inf, x.numel(), BLOCK=8)
+    assert nan.bool().tolist() == torch.isnan(x).tolist() and inf.bool().tolist() == torch.isinf(x).tolist()

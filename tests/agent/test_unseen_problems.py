@@ -91,6 +91,16 @@ def test_optimize_seeds_from_the_compiler_when_no_kb_kernel_matches(tmp_path: Pa
 
 
 @pytest.mark.slow
+def test_optimize_seeds_a_top_k_threshold_with_its_own_selection(tmp_path: Path) -> None:
+    """torch.topk is a library call under inductor; the seed's selection rounds make the start real (published
+    format, no roofline file), and the interpreter runs inductor's NaN-aware max/min as its native reductions
+    (a custom combine function there took over 300 s on this problem's smoke shape)."""
+    result = _started_correct_and_real(UNSEEN / "row_top_k_mask", tmp_path / "sessions",
+                                       "starting point: compiler seed", "compiler seed (inductor)")
+    assert all(name.startswith("_seed_kernel") for s in result["shapes"] for name in s["audit"]["own_kernels"])
+
+
+@pytest.mark.slow
 def test_optimize_seeds_a_projection_with_the_seeds_own_gemm(tmp_path: Path) -> None:
     """Inductor calls a library GEMM for a projection; the seed computes it with its own Triton GEMM and keeps
     inductor's epilogue kernel, so the start is real (published format, no roofline file)."""
