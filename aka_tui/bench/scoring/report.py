@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from aka_tui.bench.measure.results import CandidateResult
@@ -113,8 +114,6 @@ def wall_time_text(wall_s: float, merged_from: list[dict] | None) -> str:
 
 
 def _utc(unix: float | None) -> str:
-    import time
-
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(unix)) if unix else "?"
 
 
@@ -122,8 +121,9 @@ def render_text(report: BenchReport) -> str:
     head = (f"{report.label} on {report.device} ({report.hardware.display_name}, profile {report.hardware.name}), "
             f"tier {report.tier}, {wall_time_text(report.wall_s, report.merged_from)}")
     parts = [head, text_table(op_rows(report), op_headers(report)), *aggregate_lines(report.aggregate)]
-    if speedup_note(report):
-        parts.insert(2, speedup_note(report))
+    note = speedup_note(report)
+    if note:
+        parts.insert(2, note)
     held = [f"{o.problem}:{h}" for o in report.ops for h in o.holds]
     if held:
         parts.append("held, S = 0 until a person accepts (--accept KIND=OP[:SHAPE] --accept-reason TEXT): "
@@ -162,8 +162,9 @@ def render_markdown(report: BenchReport) -> str:
     if report.mixed_hardware:
         parts[-1:-1] = ["- " + MIXED_NOTE.format(", ".join(report.mixed_hardware))]
     parts += ["## Per op", "", md(op_rows(report), op_headers(report)), ""]
-    if speedup_note(report):
-        parts += [f"- {speedup_note(report)}", ""]
+    note = speedup_note(report)
+    if note:
+        parts += [f"- {note}", ""]
     parts += ["## Aggregate", ""] + [f"- {line}" for line in aggregate_lines(report.aggregate)] + [""]
     shape_headers = ["op", "shape", "correct", "kernel", "T_SOL ms", "T ms", "T_e2e ms", "S", "S_raw", "S_e2e_raw",
                      "bound"]
