@@ -31,9 +31,9 @@ def register(actions: Any) -> None:
                    help="also run the naive check (one input, allclose 1e-2, nothing else) on every candidate and "
                         "record its verdict per shape: the paper table's naive pass rate (never scored)")
     p.add_argument("--precompile-workers", type=int_at_least(0), default=0,
-                   help="with --baseline compile: compile every shape first in N parallel processes (warms "
-                        "inductor's caches; nothing is timed meanwhile). Not for compile-max-autotune, which "
-                        "benchmarks GEMM choices while compiling")
+                   help="with --baseline compile or --compare-compile: compile the reference for every shape "
+                        "first in N parallel processes (warms inductor's caches for the timed run; nothing is "
+                        "timed meanwhile). Not for max-autotune, which benchmarks GEMM choices while compiling")
     add_executor_flags(p)
     add_report_flags(p)
     add_eval_flags(p)
@@ -43,13 +43,14 @@ def register(actions: Any) -> None:
 def cmd_bench_run(args: argparse.Namespace) -> int:
     from aka_tui.bench.evaluator.evaluate import resolve_device, resolve_tier
     from aka_tui.bench.scoring.report import render_text, write_reports
-    from aka_tui.executors.suite import run_bench
+    from aka_tui.executors.suite import precompiled_cache, run_bench
 
     suite = load_suite(args)
-    if args.precompile_workers and args.baseline == "compile-max-autotune":
-        print("note: --precompile-workers is ignored for compile-max-autotune: its GEMM choices are benchmarked "
-              "while compiling, which parallel compiles would disturb", file=sys.stderr)
     options = eval_options(args)
+    if args.precompile_workers and not precompiled_cache(args.baseline, options):
+        print("note: --precompile-workers warms torch.compile's default mode only (--baseline compile or "
+              "--compare-compile); max-autotune benchmarks GEMM choices while compiling, which parallel "
+              "compiles would disturb", file=sys.stderr)
     ops = args.ops.split(",") if args.ops else None
     executor = make_executor(args)
     tier = resolve_tier(options, executor.device if executor.remote else resolve_device(options.device))

@@ -24,6 +24,15 @@ from aka_tui.executors.local import LocalExecutor
 PRECOMPILED_BASELINES = ("compile",)
 
 
+def precompiled_cache(baseline: str | None, options: EvalOptions) -> str | None:
+    """Whose compiler caches `precompile_workers` warms in this run: the compile baseline's, or, for candidates
+    timed beside torch.compile's default mode (`compare_compile`), those of the worker that times the
+    baselines; None when the run compiles nothing it may warm."""
+    if baseline is not None:
+        return "compile" if baseline in PRECOMPILED_BASELINES else None
+    return "baselines" if options.compare_compile and options.timing else None
+
+
 def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, candidates_dir: Path | None = None,
               ops: list[str] | None = None,
               progress: Callable[[str, str, Any], None] | None = None,  # result: ShapeResult, (shape, error) or None
@@ -40,13 +49,14 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
         resolve_profile(options, device) if not executor.remote or options.hardware else None)
     tier = resolve_tier(options, device)
     started = time.time()
-    if baseline in PRECOMPILED_BASELINES and precompile_workers > 0 and not executor.remote:
+    cache_kind = precompiled_cache(baseline, options)
+    if cache_kind and precompile_workers > 0 and not executor.remote:
         from aka_tui.bench.evaluator.precompile import precompile
 
         pairs = [(str(p.directory.resolve()), s.shape_id) for p in problems for s in p.shapes_for(tier)]
         precompile(pairs, device, precompile_workers,
                    progress=(lambda op, shape, err: progress(op, "precompiled", (shape, err))) if progress else None,
-                   job_timeout_s=options.limits.per_shape_s)
+                   job_timeout_s=options.limits.per_shape_s, cache_kind=cache_kind)
     selected = [p for p in problems if p.shapes_for(tier)]
     jobs, missing = _jobs(selected, tier, options, baseline, candidates_dir)
     lock = threading.Lock()

@@ -49,3 +49,22 @@ def test_a_compile_past_the_limit_is_stopped_and_the_pool_goes_on(tmp_path: Path
     assert sorted(seen) == sorted(outcomes)
     assert took < 60, took
     assert multiprocessing.active_children() == []
+
+
+def test_the_pool_warms_the_caches_of_the_workers_that_will_read_them(tmp_path: Path, monkeypatch) -> None:
+    """A candidates run timed beside torch.compile warms the baselines worker's shared cache, a compile-baseline
+    run the compile worker's; max-autotune and the eager peer alone warm nothing."""
+    from aka_tui.bench.evaluator.evaluate import EvalOptions
+    from aka_tui.executors.suite import precompiled_cache
+
+    assert precompiled_cache("compile", EvalOptions()) == "compile"
+    assert precompiled_cache("compile-max-autotune", EvalOptions()) is None
+    assert precompiled_cache(None, EvalOptions(compare_compile=True)) == "baselines"
+    assert precompiled_cache(None, EvalOptions(compare_eager=True, compare_compile_max=True)) is None
+    monkeypatch.setenv("AKA_HOME", str(tmp_path / "home"))
+    problem = tmp_path / "warm"
+    shutil.copytree(FIXTURE, problem)
+    outcomes = precompile([(str(problem), "no_such_shape")], "cpu", 1, cache_kind="baselines")
+    assert outcomes[0][2].startswith("KeyError"), outcomes
+    sandbox = tmp_path / "home" / "cache" / "sandbox"
+    assert [p.name for p in sandbox.iterdir()] == ["shared-baselines"]

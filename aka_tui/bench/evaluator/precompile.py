@@ -1,4 +1,5 @@
-"""Warm torch.compile's on-disk caches in parallel before a timed `--baseline compile` run.
+"""Warm torch.compile's on-disk caches in parallel before a timed `--baseline compile` run, or before a
+candidates run that times torch.compile (default mode) beside each candidate (`--compare-compile`).
 
 Compilation, not timing, dominates the compile baseline (~8.7 s per shape with a cold inductor cache on
 an H200 machine, 2026-11-29). Compiling every shape once in a process pool fills inductor's FX-graph and
@@ -24,13 +25,15 @@ from pathlib import Path
 from typing import Any
 
 
-def _compile_one(problem_dir: str, shape_id: str, device: str) -> tuple[str, str, str]:
-    """Compile the reference for one shape (in a pool process); returns (problem, shape, error or '')."""
+def _compile_one(problem_dir: str, shape_id: str, device: str, cache_kind: str) -> tuple[str, str, str]:
+    """Compile the reference for one shape (in a pool process) into the shared caches of the workers of
+    `cache_kind` ("compile": the compile baseline's; "baselines": those that time baselines beside a
+    candidate); returns (problem, shape, error or '')."""
     if device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
     from aka_tui.bench.sandbox.bwrap import cache_dir
 
-    cache = cache_dir("compile", None)  # the compile baseline's workers read these caches (bench/sandbox.py)
+    cache = cache_dir(cache_kind, None)  # the timed workers of that kind read these caches (evaluator/isolation.py)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
     os.environ["TRITON_CACHE_DIR"] = str(cache / "triton")
     import torch
@@ -55,7 +58,7 @@ def _compile_one(problem_dir: str, shape_id: str, device: str) -> tuple[str, str
         return problem.name, shape_id, f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
-def _serve(conn: Connection, device: str) -> None:
+def _serve(conn: Connection, device: str, cache_kind: str) -> None:
     """A pool process: compile the jobs the parent sends until it sends None. Dies with the parent (a `timeout`
     or Ctrl-C that ends the bench must not leave compilers holding the GPU's memory)."""
     with contextlib.suppress(Exception):  # Linux: SIGKILL when the parent exits
@@ -64,15 +67,15 @@ def _serve(conn: Connection, device: str) -> None:
         job = conn.recv()
         if job is None:
             return
-        conn.send(_compile_one(job[0], job[1], device))
+        conn.send(_compile_one(job[0], job[1], device, cache_kind))
 
 
 class _Slot:
     """One pool process and the job it is compiling."""
 
-    def __init__(self, context: Any, device: str) -> None:
+    def __init__(self, context: Any, device: str, cache_kind: str) -> None:
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, device), daemon=True)
+        self.process = context.Process(target=_serve, args=(child, device, cache_kind), daemon=True)
         self.process.start()
         child.close()
         self.job: tuple[str, str] | None = None
@@ -97,14 +100,14 @@ class _Slot:
 
 def precompile(jobs: list[tuple[str, str]], device: str, workers: int,
                progress: Callable[[str, str, str], None] | None = None,
-               job_timeout_s: float | None = None) -> list[tuple[str, str, str]]:
+               job_timeout_s: float | None = None, cache_kind: str = "compile") -> list[tuple[str, str, str]]:
     """Compile (problem_dir, shape_id) pairs with `workers` processes; returns one outcome per pair. A job
     still compiling after `job_timeout_s` is stopped (its process killed and replaced): its shape is compiled
     by the timed run instead, under that run's own per-shape limit (a reference whose Python loops break the
-    graph at every step can take dynamo many minutes)."""
+    graph at every step can take dynamo many minutes). `cache_kind`: whose caches to warm (see _compile_one)."""
     context = multiprocessing.get_context("spawn")
     pending = list(reversed(jobs))
-    slots = [_Slot(context, device) for _ in range(max(1, min(workers, len(jobs))))]
+    slots = [_Slot(context, device, cache_kind) for _ in range(max(1, min(workers, len(jobs))))]
     outcomes: list[tuple[str, str, str]] = []
 
     def done(outcome: tuple[str, str, str]) -> None:
@@ -128,14 +131,14 @@ def precompile(jobs: list[tuple[str, str]], device: str, workers: int,
                     except (EOFError, OSError):  # the process died (e.g. a crash in the compiler)
                         outcome = (Path(slot.job[0]).name, slot.job[1], "the compiling process died")
                         slot.stop(kill=True)
-                        slots[index] = _Slot(context, device)
+                        slots[index] = _Slot(context, device, cache_kind)
                     else:
                         slot.job = None
                     done(outcome)
                 elif job_timeout_s is not None and time.monotonic() - slot.since > job_timeout_s:
                     job = slot.job
                     slot.stop(kill=True)
-                    slots[index] = _Slot(context, device)
+                    slots[index] = _Slot(context, device, cache_kind)
                     done((Path(job[0]).name, job[1], f"not compiled within {job_timeout_s:.0f} s (left to the "
                                                      "timed run)"))
     finally:
