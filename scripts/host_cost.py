@@ -29,6 +29,8 @@ def main() -> int:
     parser.add_argument("--stub-launch", action="store_true", help="Triton launches return at once (no GPU)")
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also print each candidate's N most expensive functions (cProfile, own time)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
@@ -75,7 +77,30 @@ def main() -> int:
     for name in models:
         print(f"| {name} | {statistics.median(host[name]):.1f} | {min(host[name]):.1f} | "
               f"{statistics.median(device_us[name]):.1f} |")
+    for name, model in models.items() if args.profile else ():
+        print_profile(name, lambda: model(**inputs), args.calls, args.profile)
+        sync()
     return 0
+
+
+def print_profile(name: str, call, calls: int, top: int) -> None:
+    """The functions where `calls` calls spend their own time (µs per call), most expensive first."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        call()
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rows = sorted(((tt, nc, f"{Path(fn).name}:{line} {func}") for (fn, line, func), (_, nc, tt, _, _)
+                   in stats.items()), reverse=True)[:top]
+    print(f"\n{name}: own time per call under cProfile (its overhead included)")
+    print("| function | µs per call | calls per call |")
+    print("|---|---|---|")
+    for tt, nc, label in rows:
+        print(f"| {label} | {tt / calls * 1e6:.2f} | {nc / calls:.1f} |")
 
 
 if __name__ == "__main__":

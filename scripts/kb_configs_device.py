@@ -1,0 +1,115 @@
+"""Time a KB kernel over a grid of its tunables on a problem's own shapes and inputs, beside torch.compile of the
+reference (a GPU): the sweep behind a kernel's default tiles for the kernels whose launchers read TUNABLES at
+call time (the norms, the activations, the quantisers, ...).
+
+For each shape (default: every full-tier shape) prints one Markdown table, fastest first: each grid point's
+device time (`triton.testing.do_bench`, median, L2 flushed), the row "default" (the file as it is) and the rows
+"torch.compile" / "max-autotune" (the reference compiled, dynamic=False; max-autotune without CUDA graphs), each
+output compared with the default's. A grid point sets those TUNABLES keys on the module before the call.
+
+    PYTHONPATH=. python3 scripts/kb_configs_device.py problems/silu_and_mul kb/family/activation/silu_and_mul.py \
+        --grid BLOCK_N=1024,2048,4096 --grid num_warps=4,8 [--shapes a,b] [--no-max-autotune]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def first_tensor(out):
+    """The first tensor of an output (a tensor, a tuple/list or a dict of them)."""
+    if isinstance(out, dict):
+        out = next(iter(out.values()))
+    if isinstance(out, (tuple, list)):
+        out = out[0]
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("problem", type=Path)
+    parser.add_argument("kernel", type=Path, help="a KB kernel file (its Model takes the problem's arguments)")
+    parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                        help="one tunable's values (repeatable; ints, or True/False)")
+    parser.add_argument("--shapes", help="comma-separated shape ids (default: the full tier's)")
+    parser.add_argument("--rep", type=int, default=30, help="do_bench milliseconds per configuration")
+    parser.add_argument("--top", type=int, default=10, help="rows printed per shape")
+    parser.add_argument("--no-max-autotune", action="store_true", help="leave the max-autotune row out")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    import torch
+    import triton
+
+    from aka_tui.bench.problem.inputs import make_inputs
+    from aka_tui.bench.problem.lookup import load_problem
+    from aka_tui.bench.problem.module_loading import import_file
+
+    def value(text: str) -> bool | int:
+        return text == "True" if text in ("True", "False") else int(text)
+
+    grid = {}
+    for item in args.grid:
+        key, _, values = item.partition("=")
+        grid[key] = [value(v) for v in values.split(",")]
+    problem = load_problem(args.problem)
+    mod = import_file(args.kernel, "kb_configs_kernel")
+    reference = import_file(problem.reference_path, "kb_configs_ref")
+    inputs_module = import_file(problem.input_path, "kb_configs_inp")
+    unknown = sorted(set(grid) - set(mod.TUNABLES))
+    if unknown:
+        raise SystemExit(f"{args.kernel}: no tunable {', '.join(unknown)} (it has {', '.join(mod.TUNABLES)})")
+    defaults = dict(mod.TUNABLES)
+    ids = args.shapes.split(",") if args.shapes else [s.shape_id for s in problem.shapes_for("full")]
+    keys = list(grid)
+    for shape_id in ids:
+        shape = problem.shapes[shape_id]
+        inputs = make_inputs(problem, inputs_module, shape, "cuda", 0)
+        model = mod.Model(**shape.init_kwargs)
+        ref_model = reference.Model(**shape.init_kwargs).cuda().eval()
+
+        def call(m=model):
+            return m(**inputs)
+
+        mod.TUNABLES.clear()
+        mod.TUNABLES.update(defaults)
+        base = first_tensor(call()).float()
+        rows = [(triton.testing.do_bench(call, rep=args.rep), "default", 0.0)]
+        peers = [("torch.compile", None)] + ([] if args.no_max_autotune else
+                                             [("max-autotune", "max-autotune-no-cudagraphs")])
+        for label, mode in peers:
+            torch._dynamo.reset()
+            compiled = torch.compile(ref_model, mode=mode, dynamic=False)
+            with torch.no_grad():
+                out = first_tensor(compiled(**inputs)).float()
+                ms = triton.testing.do_bench(lambda c=compiled: c(**inputs), rep=args.rep)
+            rows.append((ms, label, (out - base).abs().max().item()))
+        for values in itertools.product(*(grid[key] for key in keys)):
+            mod.TUNABLES.clear()
+            mod.TUNABLES.update({**defaults, **dict(zip(keys, values))})
+            try:
+                out = first_tensor(call()).float()
+                ms = triton.testing.do_bench(call, rep=args.rep)
+            except Exception as exc:  # a configuration that does not launch (resources) is reported, not fatal
+                print(f"  {values}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+                continue
+            rows.append((ms, " | ".join(str(v) for v in values), (out - base).abs().max().item()))
+        mod.TUNABLES.clear()
+        mod.TUNABLES.update(defaults)
+        rows.sort()
+        fastest_peer = min(ms for ms, label, _ in rows if label in ("torch.compile", "max-autotune"))
+        print(f"\n### {problem.name} {shape_id} (cuda, default {dict((k, defaults[k]) for k in keys)})\n")
+        print("| " + " | ".join(keys or ["config"]) + " | µs | fastest compile / this | max abs diff vs default |")
+        print("|" + "---|" * (max(len(keys), 1) + 3))
+        for ms, label, diff in rows[:args.top]:
+            cells = label if " | " in label else " | ".join([label] + [""] * (max(len(keys), 1) - 1))
+            print(f"| {cells} | {ms * 1e3:.2f} | {fastest_peer / ms:.3f} | {diff:.2e} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
