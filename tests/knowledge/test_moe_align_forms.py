@@ -17,9 +17,10 @@ def test_moe_align_kernel_matches_its_reference_in_either_size_convention(exact_
                                                                            dtype: torch.dtype) -> None:
     kernel = import_file(REPO / "kb/family/moe/moe_align_sort.py", "align_kernel")
     reference = import_file(REPO / "problems/moe_align_sort/reference.py", "align_reference")
-    cfg = dict(kernel.TUNABLES, CHUNK=16, SUB=8, SCAN_CHUNKS=2, BLOCK_B=4)  # several chunks and scan steps
+    # several chunks and scan steps; 1200 ids make chunks of 16 (about TARGET_PROGRAMS of them), fewer make 8
+    cfg = dict(kernel.TUNABLES, CHUNK=16, SUB=8, SCAN_CHUNKS=2, BLOCK_B=4)
     torch.manual_seed(0)
-    for tokens, top_k, experts, block in [(1, 2, 8, 4), (13, 3, 6, 4), (40, 2, 5, 8)]:
+    for tokens, top_k, experts, block in [(1, 2, 8, 4), (13, 3, 6, 4), (40, 2, 5, 8), (600, 2, 5, 8)]:
         ids = torch.randint(-1, experts + 2, (tokens, top_k), dtype=dtype)  # -1 and ids past the last expert
         want = reference.Model(experts, block, exact_sizes=exact_sizes)(ids)
         got = kernel.launch_moe_align_sort(ids, experts, block, cfg, exact_sizes=exact_sizes)
@@ -31,3 +32,15 @@ def test_moe_align_kernel_matches_its_reference_in_either_size_convention(exact_
         assert bool((got[1][: used // block] >= 0).all()) and bool((got[1][used // block:] == -1).all())
         dropped = ((ids < 0) | (ids >= experts)).reshape(-1).nonzero().flatten()
         assert not torch.isin(got[0], dropped.to(torch.int32)).any()
+
+
+def test_fused_experts_routing_over_several_chunks_matches_the_reference() -> None:
+    """160 (token, expert) pairs: the routing sort runs as three 64-pair chunks (sized for the pair count), and
+    the fused experts still give the reference's output."""
+    kernel = import_file(REPO / "kb/family/moe/moe_fused_experts.py", "fused_experts_kernel")
+    reference = import_file(REPO / "problems/moe_fused_experts/reference.py", "fused_experts_reference")
+    make = import_file(REPO / "problems/moe_fused_experts/input.py", "fused_experts_inputs")._make_inputs
+    torch.manual_seed(0)
+    inputs = make(num_tokens=40, hidden_size=64, intermediate_size=32, num_experts=8, top_k=4, dtype="float32",
+                  device="cpu")
+    torch.testing.assert_close(kernel.Model()(**inputs), reference.Model()(**inputs), rtol=1e-4, atol=1e-5)

@@ -1,7 +1,8 @@
 """Reference Triton kernels: MoE align + sort (expert-grouped, block-padded token schedule).
 
 Deterministic three-kernel counting sort, no atomics:
-  1. _moe_align_count_kernel  (grid: one program per CHUNK of the n = T*k flat ids) counts the ids of
+  1. _moe_align_count_kernel  (grid: one program per chunk of the n = T*k flat ids; a chunk is at most
+     CHUNK ids, fewer when that gives about TARGET_PROGRAMS programs) counts the ids of
      its chunk per expert with a one-hot [SUB, BLOCK_E] compare-and-sum, writes counts[chunk, e]; it
      also fills its share of sorted_token_ids with the sentinel n.
   2. _moe_align_scan_kernel   (one program) sums the counts per expert, pads them to block_size, takes
@@ -34,6 +35,13 @@ SEARCH_SPACE = {
     "BLOCK_B": [32, 64, 128, 256],
     "num_warps": [1, 2, 4, 8],
 }
+
+
+# Programs aimed for: a chunk is the smallest power of two (at least SUB, at most CHUNK) that keeps the count and
+# sort kernels at about this many programs, so a decode batch's few hundred ids are not left to one program
+# walking CHUNK / SUB steps (the fused MoE kernel's routing, the same sort, spent 65 us of a 563 us call on an
+# H200 that way, 2026-12-03).
+TARGET_PROGRAMS = 128
 
 
 def max_padded_len(num_pairs: int, num_experts: int, block_size: int) -> int:
@@ -133,7 +141,8 @@ def launch_moe_align_sort(topk_ids: torch.Tensor, num_experts: int, block_size: 
     n = flat.numel()
     length = max_padded_len(n, num_experts, block_size)
     n_blocks = length // block_size
-    chunk, sub = cfg["CHUNK"], cfg["SUB"]
+    sub = cfg["SUB"]
+    chunk = min(cfg["CHUNK"], max(sub, _next_pow2(_cdiv(n, TARGET_PROGRAMS))))
     n_chunks = max(1, _cdiv(n, chunk))
     block_e = _next_pow2(num_experts)
     nw = cfg["num_warps"]

@@ -75,6 +75,10 @@ INERT = {"SMALL_BLOCK_M": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
          "SMALL_WARPS": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]}}
 
 ROUTE_SUB = 64
+# Routing programs aimed for: a chunk is the smallest power of two (at least ROUTE_SUB, at most ROUTE_CHUNK) that
+# keeps the count and sort kernels at about this many programs. One 1024-pair chunk per program left a decode
+# batch (512 pairs) to a single program walking 16 sub-chunks: 65 us of a 563 us call on an H200 (2026-12-03).
+ROUTE_PROGRAMS = 128
 SCAN_CHUNKS = 16
 COMBINE_BLOCK = 1024
 SMEM_BUDGET = 200 * 1024  # bytes of operand buffers per program (H100/H200 allow 227 KiB per block)
@@ -460,7 +464,7 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
     bm = cfg["BLOCK_M"]
     length = _max_padded_len(n, E, bm)
     n_blocks = length // bm
-    chunk = cfg["ROUTE_CHUNK"]
+    chunk = min(cfg["ROUTE_CHUNK"], max(ROUTE_SUB, _next_pow2(_cdiv(n, ROUTE_PROGRAMS))))
     n_chunks = _cdiv(n, chunk)
     block_e = _next_pow2(E)
 
