@@ -64,3 +64,14 @@ def test_rms_norm_auto_tiles_narrow_rows_many_to_a_program(rows: int, cols: int)
     want = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-6) * w
     torch.testing.assert_close(auto, explicit, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(auto, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("col_loop", [False, True])
+def test_silu_and_mul_tiles_rows_across_programs(col_loop: bool) -> None:
+    """A row wider than BLOCK_N: its column blocks are consecutive programs of the 1-D grid (or one program's
+    loop), a partial last row block and column block included."""
+    kernel = _kernel("activation/silu_and_mul.py")
+    cfg = dict(kernel.TUNABLES, BLOCK_N=64, ROWS_PER_PROGRAM=2, COL_LOOP=col_loop)
+    x = torch.randn(5, 2 * 200, generator=torch.Generator().manual_seed(2))
+    gate, up = x[:, :200], x[:, 200:]
+    torch.testing.assert_close(kernel.launch_silu_and_mul(x, cfg), torch.nn.functional.silu(gate) * up)

@@ -5,7 +5,9 @@ out[t, j] = silu(x[t, j]) * x[t, I + j], silu(g) = g / (1 + exp(-g)), fp32 math,
 Tiling: a [ROWS_PER_PROGRAM, BLOCK_N] tile of the output per program; it reads the matching gate tile
 (columns j) and up tile (columns I + j) of the same rows, so every load and store is a contiguous,
 vectorisable run of BLOCK_N elements.
-  * COL_LOOP = False: 2-D grid (row blocks on axis 0, which has no 65535 limit, column blocks on axis 1).
+  * COL_LOOP = False: one program per tile on a 1-D grid, column blocks of a row block consecutive, so
+    programs that run together stream neighbouring bytes. (Row blocks on grid axis 0 and column blocks on axis
+    1 put consecutive programs a row apart: 175 us against torch.compile's 166 at 8192 x 14336 on an H200.)
   * COL_LOOP = True: 1-D grid over row blocks; each program walks its rows' columns in BLOCK_N steps
     (fewer, longer-lived programs: less scheduling overhead for narrow I, less parallelism for few rows).
 Row offsets are int64 (T * 2I exceeds 2^31 at 65536 tokens x 28672).
@@ -35,9 +37,14 @@ def _silu_mul_tile(x_rows, o_rows, row_mask, cols, n_cols, OUT_DTYPE: tl.constex
 
 
 @triton.jit
-def _silu_and_mul_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_o,
+def _silu_and_mul_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_o, n_col_blocks,
                          ROWS: tl.constexpr, BLOCK_N: tl.constexpr, COL_LOOP: tl.constexpr):
-    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    pid = tl.program_id(0)
+    if COL_LOOP:
+        row_block = pid
+    else:
+        row_block = pid // n_col_blocks
+    rows = row_block.to(tl.int64) * ROWS + tl.arange(0, ROWS)
     row_mask = rows < n_rows
     x_rows = x_ptr + rows[:, None] * stride_x
     o_rows = out_ptr + rows[:, None] * stride_o
@@ -46,7 +53,7 @@ def _silu_and_mul_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_o,
         for start in range(0, n_cols, BLOCK_N):
             _silu_mul_tile(x_rows, o_rows, row_mask, start + offs, n_cols, out_ptr.dtype.element_ty)
     else:
-        _silu_mul_tile(x_rows, o_rows, row_mask, tl.program_id(1) * BLOCK_N + offs, n_cols,
+        _silu_mul_tile(x_rows, o_rows, row_mask, (pid % n_col_blocks) * BLOCK_N + offs, n_cols,
                        out_ptr.dtype.element_ty)
 
 
@@ -80,8 +87,9 @@ def launch_silu_and_mul(x: torch.Tensor, cfg: dict | None = None) -> torch.Tenso
         rows = cfg["ROWS_PER_PROGRAM"]
         block = min(cfg["BLOCK_N"], _next_pow2(d))
         col_loop = cfg["COL_LOOP"]
-        grid = (_cdiv(n_rows, rows), 1 if col_loop else _cdiv(d, block))
-        _silu_and_mul_kernel[grid](x2, out, n_rows, d, stride_x, d,
+        col_blocks = 1 if col_loop else _cdiv(d, block)
+        grid = (_cdiv(n_rows, rows) * col_blocks,)
+        _silu_and_mul_kernel[grid](x2, out, n_rows, d, stride_x, d, col_blocks,
                                    ROWS=rows, BLOCK_N=block, COL_LOOP=col_loop, num_warps=cfg["num_warps"])
     return out
 
