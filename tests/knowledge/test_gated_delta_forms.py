@@ -109,3 +109,43 @@ def test_returned_pool_copied_as_a_gpu_launches_it(modules: tuple[ModuleType, Mo
     (_, want_state), _ = _run(reference.Model, init, args)
     (_, got_state), _ = _run(kernel.Model, init, args)
     torch.testing.assert_close(got_state, want_state, atol=1e-4, rtol=1e-4)
+
+
+LOOP_CONFIGS = [  # (SEQ_BLOCK_V, SEQ_WARPS, PREFETCH, FUSED_REDUCE) of the token loop
+    (8, 1, 0, 0), (8, 2, 1, 1), (16, 4, 1, 0), (16, 1, 0, 1), (32, 8, 1, 1), (64, 4, 1, 1)]
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["batched", "packed"])
+def test_token_loop_tunables_match_the_recurrence(modules: tuple[ModuleType, ModuleType],
+                                                  monkeypatch: pytest.MonkeyPatch, packed: bool) -> None:
+    """The token loop with and without the hand pipelining, with and without the fused reductions, at several
+    tiles and warp counts: outputs and final states of the plain PyTorch recurrence (2 sequences, 5 tokens, a
+    pool in place, gates from A_log/a/dt_bias/b; packed: lengths 2 and 3 and an empty one)."""
+    kernel, reference = modules
+    torch.manual_seed(3)
+    kd = vd = 32
+    heads, q_heads = 4, 2
+    if packed:
+        args: dict[str, Any] = {"q": torch.randn(1, 5, q_heads, kd), "k": torch.randn(1, 5, q_heads, kd),
+                                "v": torch.randn(1, 5, heads, vd), "A_log": torch.randn(heads) * 0.5,
+                                "a": torch.randn(1, 5, heads), "dt_bias": torch.randn(heads),
+                                "b": torch.randn(1, 5, heads),
+                                "cu_seqlens": torch.tensor([0, 2, 2, 5], dtype=torch.int32),
+                                "state": torch.randn(4, heads, kd, vd) * 0.5,
+                                "state_indices": torch.tensor([3, 0, 1], dtype=torch.int32)}
+    else:
+        args = {"q": torch.randn(2, 5, q_heads, kd), "k": torch.randn(2, 5, q_heads, kd),
+                "v": torch.randn(2, 5, heads, vd), "A_log": torch.randn(heads) * 0.5, "a": torch.randn(2, 5, heads),
+                "dt_bias": torch.randn(heads), "b": torch.randn(2, 5, heads),
+                "state": torch.randn(3, heads, kd, vd) * 0.5, "state_indices": torch.tensor([2, 0], dtype=torch.int32)}
+    (want_out, want_state), _ = _run(reference.Model, {}, args)
+    assert not torch.equal(want_state, args["state"])  # the recurrence moved the state
+    for block_v, warps, prefetch, fused in LOOP_CONFIGS:
+        for key, value in (("SEQ_BLOCK_V", block_v), ("SEQ_WARPS", warps), ("PREFETCH", prefetch),
+                           ("FUSED_REDUCE", fused)):
+            monkeypatch.setitem(kernel.TUNABLES, key, value)
+        (got_out, got_state), _ = _run(kernel.Model, {}, args)
+        where = f"SEQ_BLOCK_V={block_v} SEQ_WARPS={warps} PREFETCH={prefetch} FUSED_REDUCE={fused}"
+        torch.testing.assert_close(got_out, want_out, atol=2e-5, rtol=2e-5, msg=lambda m: f"{where}: out: {m}")
+        torch.testing.assert_close(got_state, want_state, atol=2e-5, rtol=2e-5,
+                                   msg=lambda m: f"{where}: state: {m}")

@@ -12,6 +12,16 @@ written once (minimum traffic). Tactic K_SPLIT (BLOCK_K < k_dim, one decode step
 in [BLOCK_K, BLOCK_V] chunks in two passes (pass 1: kv; pass 2: update, store, out), reading it twice but
 keeping few registers; several tokens always take the single pass.
 
+The token loop (several tokens per sequence, or packed sequences) is serial per program, so its cost per token
+is latency: the input loads, then reductions that depend on each other. PREFETCH=1 pipelines it by hand: token
+t+1's q, k, v, gate and beta are loaded (masked past the sequence's end) before token t's math and carried as
+loop state, so the loads are in flight during the math. FUSED_REDUCE=1 shortens the chain: |q|^2, |k|^2 and q.k
+in one reduction, S^T k_n and S^T q_n of the decayed slice in one more, out = S^T q_n + u (k_n . q_n) (two
+reduction rounds a token instead of four). The loop launches with SEQ_BLOCK_V columns and SEQ_WARPS warps, the
+decode step with BLOCK_V and num_warps. Measured on an H200 (b=1, 4120 tokens, 16/32 heads, 128/128,
+scripts/gdr_configs_device.py, 2026-12-03): the loop as it was (32 columns, 8 warps, neither tactic) 2.22 us a
+token; PREFETCH alone 1.54; 16 columns, 2 warps, both tactics (the defaults) 0.89, 2.5x.
+
 Interface forms (constexpr branches, so the decode step compiles to the same code as before): q/k/v as
 [batch, heads, dim] (one token) or [batch, tokens, heads, dim] (grouped: value head h reads query/key head
 h // (heads // q_heads)), or packed sequences by cu_seqlens; g/beta given, or g = -exp(A_log) *
@@ -25,12 +35,23 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_V": 32, "BLOCK_K": 256, "num_warps": 8}
+TUNABLES = {"BLOCK_V": 32, "BLOCK_K": 256, "num_warps": 8, "SEQ_BLOCK_V": 16, "SEQ_WARPS": 2, "PREFETCH": 1,
+            "FUSED_REDUCE": 1}
 SEARCH_SPACE = {
     "BLOCK_V": [8, 16, 32, 64],
     "BLOCK_K": [16, 32, 64, 128, 256],
     "num_warps": [2, 4, 8],
+    "SEQ_BLOCK_V": [8, 16, 32, 64],
+    "SEQ_WARPS": [1, 2, 4, 8],
+    "PREFETCH": [0, 1],
+    "FUSED_REDUCE": [0, 1],
 }
+# BLOCK_V and num_warps size the decode step (one token per sequence); SEQ_BLOCK_V, SEQ_WARPS, PREFETCH and
+# FUSED_REDUCE only the token loop (several tokens, or packed sequences). Which regime a launch is in depends on
+# the shape, not on another tunable, so there is no INERT rule: on a decode shape the SEQ_* points launch the
+# same kernel and the sweep records them as duplicates of the default.
+# The SEQ_* defaults are the fastest of an H200 sweep (8, 16 or 32 columns x 2, 4 or 8 warps x FUSED_REDUCE,
+# PREFETCH on; kb/experience/exp-h200-gated-delta-token-loop.md): narrow slices and 2 warps keep reductions short.
 
 
 @triton.jit
@@ -86,6 +107,67 @@ def _token_step(S, q_tok, k_tok, v_tok, o_tok, g_off, beta_off, q_offs, k_offs, 
 
 
 @triton.jit
+def _load_token(q_tok, k_tok, v_tok, g_tok, beta_tok, q_offs, k_offs, k_ok, v_ok, live):
+    """The raw inputs of one token as fp32 (q, k, v, gate, beta); all zeros where `live` is false."""
+    qv = tl.load(q_tok + q_offs, mask=k_ok & live, other=0.0).to(tl.float32)
+    kv_ = tl.load(k_tok + k_offs, mask=k_ok & live, other=0.0).to(tl.float32)
+    vv = tl.load(v_tok, mask=v_ok & live, other=0.0).to(tl.float32)
+    gt = tl.load(g_tok, mask=live, other=0.0).to(tl.float32)
+    bt = tl.load(beta_tok, mask=live, other=0.0).to(tl.float32)
+    return qv, kv_, vv, gt, bt
+
+
+@triton.jit
+def _gate_math(gt, bt, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A: tl.constexpr,
+               BETA_FROM_B: tl.constexpr):
+    """(decay, beta) from a token's loaded gate and beta inputs (the arithmetic of _gates)."""
+    if GATE_FROM_A:
+        x = gt + dt_bias
+        xb = x * sp_beta
+        soft = tl.where(xb < -15.0, tl.exp(xb), tl.log(1.0 + tl.exp(xb))) / sp_beta
+        decay = tl.exp(neg_rate * tl.where(xb > sp_threshold, x, soft))
+    else:
+        decay = tl.exp(gt)
+    if BETA_FROM_B:
+        bt = tl.sigmoid(bt)
+    return decay, bt
+
+
+@triton.jit
+def _token_math(S, qv, kv_, vv, gt, bt, o_tok, v_ok, q_scale, neg_rate, dt_bias, sp_beta, sp_threshold,
+                GATE_FROM_A: tl.constexpr, BETA_FROM_B: tl.constexpr, USE_L2NORM: tl.constexpr,
+                L2NORM_CLAMP: tl.constexpr, FUSED_REDUCE: tl.constexpr):
+    """One token of the loop from its loaded inputs: decay, delta update, output stored; the new slice.
+    FUSED_REDUCE: the three key-dim sums (|q|^2, |k|^2, q.k) in one reduction and the two state sums (S^T k_n,
+    S^T q_n, both of the decayed slice) in another (operands joined on a minor axis of 2, one tl.sum each), out =
+    S^T q_n + u (k_n . q_n); otherwise four reductions in a dependent chain, out from the updated slice."""
+    decay, beta = _gate_math(gt, bt, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A, BETA_FROM_B)
+    if FUSED_REDUCE:
+        squares, cross = tl.split(tl.sum(tl.join(tl.join(qv * qv, kv_ * kv_), tl.join(qv * kv_, qv * 0.0)), axis=0))
+        qq, kk = tl.split(squares)
+        qk, _ = tl.split(cross)
+        q_mul = q_scale * _l2_mul(qq, USE_L2NORM, L2NORM_CLAMP)
+        k_mul = _l2_mul(kk, USE_L2NORM, L2NORM_CLAMP)
+        qn = qv * q_mul
+        kn = kv_ * k_mul
+        S = S * decay
+        kvm, sq = tl.split(tl.sum(tl.join(S * kn[:, None], S * qn[:, None]), axis=0))
+        u = beta * (vv - kvm)
+        S = S + kn[:, None] * u[None, :]
+        o = sq + u * (qk * (q_mul * k_mul))
+    else:
+        qn = qv * (q_scale * _l2_mul(tl.sum(qv * qv, axis=0), USE_L2NORM, L2NORM_CLAMP))
+        kn = kv_ * _l2_mul(tl.sum(kv_ * kv_, axis=0), USE_L2NORM, L2NORM_CLAMP)
+        S = S * decay
+        kvm = tl.sum(S * kn[:, None], axis=0)
+        u = beta * (vv - kvm)
+        S = S + kn[:, None] * u[None, :]
+        o = tl.sum(S * qn[:, None], axis=0)
+    tl.store(o_tok, o.to(o_tok.dtype.element_ty), mask=v_ok)
+    return S
+
+
+@triton.jit
 def _linear_attn_gated_delta_decode_kernel(
     q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, a_log_ptr, dt_bias_ptr, state_ptr, final_ptr, idx_ptr, cu_ptr, out_ptr,
     tokens, heads, group, k_dim, v_dim, q_scale, sp_beta, sp_threshold,
@@ -94,6 +176,7 @@ def _linear_attn_gated_delta_decode_kernel(
     BLOCK_K: tl.constexpr, BLOCK_V: tl.constexpr, SINGLE_PASS: tl.constexpr, HAS_STATE: tl.constexpr,
     HAS_INDICES: tl.constexpr, IS_VARLEN: tl.constexpr, GATE_FROM_A: tl.constexpr, BETA_FROM_B: tl.constexpr,
     HAS_DT_BIAS: tl.constexpr, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr, ONE_TOKEN: tl.constexpr,
+    PREFETCH: tl.constexpr, FUSED_REDUCE: tl.constexpr,
 ):
     pid_v = tl.program_id(0)
     pid_nh = tl.program_id(1)
@@ -145,12 +228,25 @@ def _linear_attn_gated_delta_decode_kernel(
                             o_row + t_begin * so_t, g_row + t_begin * sg_t, beta_row + t_begin * sbe_t, ks * sq_k,
                             ks * sk_k, k_ok, v_ok, q_scale, g_ptr, beta_ptr, neg_rate, dt_bias, sp_beta,
                             sp_threshold, GATE_FROM_A, BETA_FROM_B, USE_L2NORM, L2NORM_CLAMP)
-        else:  # the sequence's tokens in order, the slice kept in registers
+        elif PREFETCH:  # the sequence's tokens in order, token t+1's inputs loaded before token t's math
+            cq, ck, cv, cg, cb = _load_token(q_row + t_begin * sq_t, k_row + t_begin * sk_t, v_row + t_begin * sv_t,
+                                             g_ptr + g_row + t_begin * sg_t, beta_ptr + beta_row + t_begin * sbe_t,
+                                             ks * sq_k, ks * sk_k, k_ok, v_ok, t_begin < t_end)
             for t in range(t_begin, t_end):
-                S = _token_step(S, q_row + t * sq_t, k_row + t * sk_t, v_row + t * sv_t, o_row + t * so_t,
-                                g_row + t * sg_t, beta_row + t * sbe_t, ks * sq_k, ks * sk_k, k_ok, v_ok, q_scale,
-                                g_ptr, beta_ptr, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A,
-                                BETA_FROM_B, USE_L2NORM, L2NORM_CLAMP)
+                nt = t + 1  # past t_end the loads are masked off (zeros, never used)
+                nq, nk, nv, ng, nb = _load_token(q_row + nt * sq_t, k_row + nt * sk_t, v_row + nt * sv_t,
+                                                 g_ptr + g_row + nt * sg_t, beta_ptr + beta_row + nt * sbe_t,
+                                                 ks * sq_k, ks * sk_k, k_ok, v_ok, nt < t_end)
+                S = _token_math(S, cq, ck, cv, cg, cb, o_row + t * so_t, v_ok, q_scale, neg_rate, dt_bias, sp_beta,
+                                sp_threshold, GATE_FROM_A, BETA_FROM_B, USE_L2NORM, L2NORM_CLAMP, FUSED_REDUCE)
+                cq, ck, cv, cg, cb = nq, nk, nv, ng, nb
+        else:  # the sequence's tokens in order, each token's inputs loaded at the start of its iteration
+            for t in range(t_begin, t_end):
+                cq, ck, cv, cg, cb = _load_token(q_row + t * sq_t, k_row + t * sk_t, v_row + t * sv_t,
+                                                 g_ptr + g_row + t * sg_t, beta_ptr + beta_row + t * sbe_t,
+                                                 ks * sq_k, ks * sk_k, k_ok, v_ok, t < t_end)
+                S = _token_math(S, cq, ck, cv, cg, cb, o_row + t * so_t, v_ok, q_scale, neg_rate, dt_bias, sp_beta,
+                                sp_threshold, GATE_FROM_A, BETA_FROM_B, USE_L2NORM, L2NORM_CLAMP, FUSED_REDUCE)
         tl.store(f_base + (ks[:, None] * sf_k + vs[None, :] * sf_v), S.to(final_ptr.dtype.element_ty), mask=m)
     else:  # one token, the state slice walked in [BLOCK_K, BLOCK_V] chunks, twice
         t = t_begin
@@ -283,7 +379,8 @@ def launch_linear_attn_gated_delta_decode(q, k, v, g=None, beta=None, state=None
         return out, final
     if state is not None and state_indices is None and final.shape[0] != seqs:
         raise ValueError(f"state {tuple(state.shape)} holds {state.shape[0]} sequences, not {seqs}")
-    bv = TUNABLES["BLOCK_V"]
+    one_token = tokens == 1 and cu_seqlens is None  # the decode step; otherwise the token loop
+    bv = TUNABLES["BLOCK_V"] if one_token else TUNABLES["SEQ_BLOCK_V"]
     bk = min(TUNABLES["BLOCK_K"], _next_pow2(k_dim))  # no wider than the (padded) key dim
     if bk < k_dim and (tokens > 1 or cu_seqlens is not None or state is None):
         bk = _next_pow2(k_dim)  # several tokens keep the slice in registers
@@ -302,8 +399,10 @@ def launch_linear_attn_gated_delta_decode(q, k, v, g=None, beta=None, state=None
         BLOCK_K=bk, BLOCK_V=bv, SINGLE_PASS=bk >= k_dim, HAS_STATE=state is not None,
         HAS_INDICES=state_indices is not None, IS_VARLEN=cu_seqlens is not None, GATE_FROM_A=g is None,
         BETA_FROM_B=beta is None, HAS_DT_BIAS=dt_bias is not None, USE_L2NORM=bool(use_qk_l2norm),
-        L2NORM_CLAMP=bool(l2norm_clamp), ONE_TOKEN=tokens == 1 and cu_seqlens is None,
-        num_warps=TUNABLES["num_warps"],
+        L2NORM_CLAMP=bool(l2norm_clamp), ONE_TOKEN=one_token,
+        PREFETCH=bool(TUNABLES["PREFETCH"]) and not one_token,
+        FUSED_REDUCE=bool(TUNABLES["FUSED_REDUCE"]) and not one_token,
+        num_warps=TUNABLES["num_warps"] if one_token else TUNABLES["SEQ_WARPS"],
     )
     return out, final
 
