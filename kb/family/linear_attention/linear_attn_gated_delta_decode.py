@@ -55,10 +55,9 @@ SEARCH_SPACE = {
 
 
 @triton.jit
-def _gates(g_ptr, beta_ptr, g_off, beta_off, neg_rate, dt_bias, sp_beta, sp_threshold,
-           GATE_FROM_A: tl.constexpr, BETA_FROM_B: tl.constexpr):
-    """(decay, beta) of one token: exp(g) and beta as given, or from a / b through softplus and sigmoid."""
-    gt = tl.load(g_ptr + g_off).to(tl.float32)
+def _gate_math(gt, bt, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A: tl.constexpr,
+               BETA_FROM_B: tl.constexpr):
+    """(decay, beta) from a token's loaded gate and beta inputs (through softplus and sigmoid from a and b)."""
     if GATE_FROM_A:
         x = gt + dt_bias
         xb = x * sp_beta
@@ -66,10 +65,18 @@ def _gates(g_ptr, beta_ptr, g_off, beta_off, neg_rate, dt_bias, sp_beta, sp_thre
         decay = tl.exp(neg_rate * tl.where(xb > sp_threshold, x, soft))
     else:
         decay = tl.exp(gt)
-    bt = tl.load(beta_ptr + beta_off).to(tl.float32)
     if BETA_FROM_B:
         bt = tl.sigmoid(bt)
     return decay, bt
+
+
+@triton.jit
+def _gates(g_ptr, beta_ptr, g_off, beta_off, neg_rate, dt_bias, sp_beta, sp_threshold,
+           GATE_FROM_A: tl.constexpr, BETA_FROM_B: tl.constexpr):
+    """(decay, beta) of one token: exp(g) and beta as given, or from a / b through softplus and sigmoid."""
+    gt = tl.load(g_ptr + g_off).to(tl.float32)
+    bt = tl.load(beta_ptr + beta_off).to(tl.float32)
+    return _gate_math(gt, bt, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A, BETA_FROM_B)
 
 
 @triton.jit
@@ -115,22 +122,6 @@ def _load_token(q_tok, k_tok, v_tok, g_tok, beta_tok, q_offs, k_offs, k_ok, v_ok
     gt = tl.load(g_tok, mask=live, other=0.0).to(tl.float32)
     bt = tl.load(beta_tok, mask=live, other=0.0).to(tl.float32)
     return qv, kv_, vv, gt, bt
-
-
-@triton.jit
-def _gate_math(gt, bt, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A: tl.constexpr,
-               BETA_FROM_B: tl.constexpr):
-    """(decay, beta) from a token's loaded gate and beta inputs (the arithmetic of _gates)."""
-    if GATE_FROM_A:
-        x = gt + dt_bias
-        xb = x * sp_beta
-        soft = tl.where(xb < -15.0, tl.exp(xb), tl.log(1.0 + tl.exp(xb))) / sp_beta
-        decay = tl.exp(neg_rate * tl.where(xb > sp_threshold, x, soft))
-    else:
-        decay = tl.exp(gt)
-    if BETA_FROM_B:
-        bt = tl.sigmoid(bt)
-    return decay, bt
 
 
 @triton.jit
