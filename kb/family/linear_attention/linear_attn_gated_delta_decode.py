@@ -22,7 +22,7 @@ decode step with BLOCK_V and num_warps. Measured on an H200 (b=1, 4120 tokens, 1
 scripts/gdr_configs_device.py, 2026-12-03): the loop as it was (32 columns, 8 warps, neither tactic) 2.22 us a
 token; PREFETCH alone 1.54; 16 columns, 2 warps, both tactics (the defaults) 0.89, 2.5x.
 
-Interface forms (constexpr branches, so the decode step compiles to the same code as before): q/k/v as
+Interface forms (constexpr branches: a launch compiles only its own form): q/k/v as
 [batch, heads, dim] (one token) or [batch, tokens, heads, dim] (grouped: value head h reads query/key head
 h // (heads // q_heads)), or packed sequences by cu_seqlens; g/beta given, or g = -exp(A_log) *
 softplus(a + dt_bias) and beta = sigmoid(b) computed per token; the state per sequence or a pool of slots
@@ -93,27 +93,6 @@ def _l2_mul(sumsq, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr):
 
 
 @triton.jit
-def _token_step(S, q_tok, k_tok, v_tok, o_tok, g_off, beta_off, q_offs, k_offs, k_ok, v_ok, q_scale, g_ptr,
-                beta_ptr, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A: tl.constexpr,
-                BETA_FROM_B: tl.constexpr, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr):
-    """One token on a state slice held whole in registers: decay, delta update, output stored; the new slice."""
-    qv = tl.load(q_tok + q_offs, mask=k_ok, other=0.0).to(tl.float32)
-    kv_ = tl.load(k_tok + k_offs, mask=k_ok, other=0.0).to(tl.float32)
-    qn = qv * (q_scale * _l2_mul(tl.sum(qv * qv, axis=0), USE_L2NORM, L2NORM_CLAMP))
-    kn = kv_ * _l2_mul(tl.sum(kv_ * kv_, axis=0), USE_L2NORM, L2NORM_CLAMP)
-    decay, beta = _gates(g_ptr, beta_ptr, g_off, beta_off, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A,
-                         BETA_FROM_B)
-    vv = tl.load(v_tok, mask=v_ok, other=0.0).to(tl.float32)
-    S = S * decay
-    kvm = tl.sum(S * kn[:, None], axis=0)
-    u = beta * (vv - kvm)
-    S = S + kn[:, None] * u[None, :]
-    o = tl.sum(S * qn[:, None], axis=0)
-    tl.store(o_tok, o.to(o_tok.dtype.element_ty), mask=v_ok)
-    return S
-
-
-@triton.jit
 def _load_token(q_tok, k_tok, v_tok, g_tok, beta_tok, q_offs, k_offs, k_ok, v_ok, live):
     """The raw inputs of one token as fp32 (q, k, v, gate, beta); all zeros where `live` is false."""
     qv = tl.load(q_tok + q_offs, mask=k_ok & live, other=0.0).to(tl.float32)
@@ -156,6 +135,20 @@ def _token_math(S, qv, kv_, vv, gt, bt, o_tok, v_ok, q_scale, neg_rate, dt_bias,
         o = tl.sum(S * qn[:, None], axis=0)
     tl.store(o_tok, o.to(o_tok.dtype.element_ty), mask=v_ok)
     return S
+
+
+@triton.jit
+def _token_step(S, q_tok, k_tok, v_tok, o_tok, g_off, beta_off, q_offs, k_offs, k_ok, v_ok, q_scale, g_ptr,
+                beta_ptr, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A: tl.constexpr,
+                BETA_FROM_B: tl.constexpr, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr):
+    """One token on a state slice held whole in registers: decay, delta update, output stored; the new slice."""
+    qv = tl.load(q_tok + q_offs, mask=k_ok, other=0.0).to(tl.float32)
+    kv_ = tl.load(k_tok + k_offs, mask=k_ok, other=0.0).to(tl.float32)
+    gt = tl.load(g_ptr + g_off).to(tl.float32)
+    bt = tl.load(beta_ptr + beta_off).to(tl.float32)
+    vv = tl.load(v_tok, mask=v_ok, other=0.0).to(tl.float32)
+    return _token_math(S, qv, kv_, vv, gt, bt, o_tok, v_ok, q_scale, neg_rate, dt_bias, sp_beta, sp_threshold,
+                       GATE_FROM_A, BETA_FROM_B, USE_L2NORM, L2NORM_CLAMP, False)
 
 
 @triton.jit
