@@ -115,23 +115,37 @@ def _auto(n_cols: int) -> dict[str, int]:
     return {"ROWS_PER_PROGRAM": rows, "num_warps": max(1, min(8, rows * full // 512))}
 
 
+# Launch plans by (row width, tunables' values): the tile arithmetic runs once per width, not on every call (a
+# decode-sized call spends more time on the host than on the GPU). Keyed by the values, so a search that edits
+# TUNABLES in place gets fresh plans.
+_PLANS: dict[tuple, tuple[int, int, bool, int, int]] = {}
+
+
+def _plan(n_cols: int, cfg: dict) -> tuple[int, int, bool, int, int]:
+    """(rows per program, BLOCK, SINGLE_TILE, num_warps, num_stages) for rows of n_cols under cfg."""
+    if cfg.get("AUTO", 0):
+        cfg = {**cfg, **_auto(n_cols)}
+    block, single = _tile(n_cols, cfg)
+    return cfg["ROWS_PER_PROGRAM"], block, single, cfg["num_warps"], 1 if single else cfg["num_stages"]
+
+
 def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict | None = None) -> torch.Tensor:
     cfg = TUNABLES if cfg is None else cfg
-    if cfg.get("AUTO", 0):
-        cfg = {**cfg, **_auto(x.shape[-1])}
     n_cols = x.shape[-1]
+    key = (n_cols, *cfg.values())
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _plan(n_cols, cfg)
+    rows, block, single, warps, stages = plan
     x2, stride_x = _rows(x, n_cols)
     weight = weight.contiguous()
     n_rows = x.numel() // n_cols if n_cols else 0
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if n_rows == 0:
         return y
-    rows = cfg["ROWS_PER_PROGRAM"]
-    block, single = _tile(n_cols, cfg)
-    grid = (_cdiv(n_rows, rows),)
-    _rms_norm_kernel[grid](x2, weight, y, n_rows, n_cols, stride_x, n_cols, eps,
-                           ROWS=rows, BLOCK=block, SINGLE_TILE=single,
-                           num_warps=cfg["num_warps"], num_stages=1 if single else cfg["num_stages"])
+    _rms_norm_kernel[(_cdiv(n_rows, rows),)](x2, weight, y, n_rows, n_cols, stride_x, n_cols, eps,
+                                             ROWS=rows, BLOCK=block, SINGLE_TILE=single,
+                                             num_warps=warps, num_stages=stages)
     return y
 
 
