@@ -3,7 +3,7 @@
 
 A shape is `MxNxK[:ACT]` with ACT none, silu or gelu_tanh (default none), e.g. `64x6144x4096` or
 `256x7168x8192:silu`. Prints one Markdown table per shape: each configuration's time
-(`triton.testing.do_bench`, median, device time), TFLOP/s and the weight bandwidth it implies (w read once),
+(`triton.testing.do_bench`, median, device time; the median of shuffled rounds, scripts/sweep_timing.py), TFLOP/s and the weight bandwidth it implies (w read once),
 fastest first; the row "default" is the launcher at its TUNABLES (its own shape-dependent choices included; the grid's rows turn
 those off and give every tile explicitly),
 "F.linear" is cuBLAS with the epilogue in torch, for context. Outputs are compared with the default's.
@@ -38,11 +38,13 @@ def main() -> int:
     parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                         help="replace one tunable's values in the grid (repeatable)")
     parser.add_argument("--rep", type=int, default=40, help="do_bench milliseconds per configuration")
+    parser.add_argument("--rounds", type=int, default=2, help="shuffled rounds; the median is reported")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
     import torch.nn.functional as F
     import triton
+    from sweep_timing import median_times, not_launched, warm
 
     from aka_tui.bench.problem.module_loading import import_file
 
@@ -57,27 +59,21 @@ def main() -> int:
         gen = torch.Generator(device="cuda").manual_seed(0)
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
         w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=gen) / k ** 0.5
-        ref = mod.launch_gemm_bf16_linear_epilogue(x, w, None, None, act)
-        rows = []
 
         def torch_path():
             y = F.linear(x, w)
             return F.silu(y) if act == "silu" else F.gelu(y, approximate="tanh") if act == "gelu_tanh" else y
 
-        for name, fn in [("default", lambda: mod.launch_gemm_bf16_linear_epilogue(x, w, None, None, act)),
-                         ("F.linear", torch_path)]:
-            rows.append((triton.testing.do_bench(fn, rep=args.rep), name, (fn() - ref).abs().max().item()))
+        entries = {"default": lambda: mod.launch_gemm_bf16_linear_epilogue(x, w, None, None, act),
+                   "F.linear": torch_path}
         for values in itertools.product(*(grid[key] for key in keys)):
             cfg = {**mod.TUNABLES, "LARGE_M_MIN": 0, "SMALL_M_MAX": 0, "MID_M_MAX": 0, **dict(zip(keys, values))}
-            try:
-                out = mod.launch_gemm_bf16_linear_epilogue(x, w, None, None, act, cfg)
-                ms = triton.testing.do_bench(lambda: mod.launch_gemm_bf16_linear_epilogue(x, w, None, None, act, cfg),
-                                             rep=args.rep)
-            except Exception as exc:  # a configuration that does not launch (resources) is reported, not fatal
-                print(f"  {values}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
-                continue
-            rows.append((ms, " | ".join(str(v) for v in values), (out - ref).abs().max().item()))
-        rows.sort()
+            entries[" | ".join(str(v) for v in values)] = (
+                lambda cfg=cfg: mod.launch_gemm_bf16_linear_epilogue(x, w, None, None, act, cfg))
+        outputs = warm(entries, not_launched)
+        ref = outputs["default"]
+        times = median_times(entries, lambda call: triton.testing.do_bench(call, rep=args.rep), args.rounds)
+        rows = sorted((ms, label, (outputs[label] - ref).abs().max().item()) for label, ms in times.items())
         flops, wbytes = 2 * m * n * k, n * k * 2
         print(f"\n### {text} (cuda, default {dict((key, mod.TUNABLES[key]) for key in keys)})\n")
         print("| " + " | ".join(keys) + " | µs | TFLOP/s | TB/s of w | max abs diff vs default |")

@@ -6,7 +6,9 @@ For each shape (default: every full-tier shape) prints one Markdown table, faste
 device time (`triton.testing.do_bench`, median, L2 flushed; the median over shuffled rounds, since whichever
 configuration runs first on a cold GPU reads 10-18% slow), the row "default" (the file as it is) and the rows
 "torch.compile" / "max-autotune" (the reference compiled, dynamic=False; max-autotune without CUDA graphs), each
-output compared with the default's. A grid point sets those TUNABLES keys on the module before the call.
+output compared with the default's. A grid point sets those TUNABLES keys on the module before the call. The
+kernel's configurations are timed in shuffled rounds (scripts/sweep_timing.py), the compiled peers one after the
+other (each compiled afresh).
 
     PYTHONPATH=. python3 scripts/kb_configs_device.py problems/silu_and_mul kb/family/activation/silu_and_mul.py \
         --grid BLOCK_N=1024,2048,4096 --grid num_warps=4,8 [--shapes a,b] [--no-max-autotune]
@@ -16,9 +18,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import random
-import statistics
 import sys
+from math import nan
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +49,7 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     import torch
     import triton
+    from sweep_timing import median_times, not_launched, warm
 
     from aka_tui.bench.problem.inputs import make_inputs
     from aka_tui.bench.problem.lookup import load_problem
@@ -84,33 +86,29 @@ def main() -> int:
             return call
 
         entries = {"default": ours(defaults)}
-        for label, mode in [("torch.compile", None)] + ([] if args.no_max_autotune else
-                                                         [("max-autotune", "max-autotune-no-cudagraphs")]):
-            torch._dynamo.reset()
-            compiled = torch.compile(ref_model, mode=mode, dynamic=False)
-            entries[label] = lambda c=compiled: c(**inputs)
         for values in itertools.product(*(grid[key] for key in keys)):
             entries[" | ".join(str(v) for v in values)] = ours({**defaults, **dict(zip(keys, values))})
-        base = first_tensor(entries["default"]()).float()
-        diffs = {}
-        for label, call in list(entries.items()):
-            try:
-                with torch.no_grad():
-                    diffs[label] = (first_tensor(call()).float() - base).abs().max().item()
-            except Exception as exc:  # a configuration that does not launch (resources) is reported, not fatal
-                print(f"  {label}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
-                del entries[label]
-        times: dict[str, list[float]] = {label: [] for label in entries}
-        order = list(entries)
-        for round_ in range(args.rounds):  # shuffled rounds: no configuration is always first (a cold GPU)
-            random.Random(round_).shuffle(order)
-            for label in order:
-                with torch.no_grad():
-                    times[label].append(triton.testing.do_bench(entries[label], rep=args.rep))
+
+        def bench(call) -> float:
+            return triton.testing.do_bench(call, rep=args.rep)
+
+        with torch.no_grad():
+            outputs = warm(entries, not_launched)
+            base = first_tensor(outputs["default"]).float()
+            times = median_times(entries, bench, args.rounds)
+            # the peers one after the other, each compiled afresh (dynamo's caches dropped) and timed in its turn
+            for label, mode in [("torch.compile", None)] + ([] if args.no_max_autotune else
+                                                             [("max-autotune", "max-autotune-no-cudagraphs")]):
+                torch._dynamo.reset()
+                compiled = torch.compile(ref_model, mode=mode, dynamic=False)
+                peer = {label: (lambda c=compiled: c(**inputs))}
+                outputs.update(warm(peer, not_launched))
+                times.update(median_times(peer, bench, args.rounds))
+            diffs = {label: (first_tensor(out).float() - base).abs().max().item() for label, out in outputs.items()}
         mod.TUNABLES.clear()
         mod.TUNABLES.update(defaults)
-        rows = sorted((statistics.median(t), label, diffs[label]) for label, t in times.items())
-        fastest_peer = min(ms for ms, label, _ in rows if label in ("torch.compile", "max-autotune"))
+        rows = sorted((ms, label, diffs[label]) for label, ms in times.items())
+        fastest_peer = min([ms for ms, label, _ in rows if label in ("torch.compile", "max-autotune")] or [nan])
         print(f"\n### {problem.name} {shape_id} (cuda, default {dict((k, defaults[k]) for k in keys)}; "
               f"median of {args.rounds} shuffled rounds)\n")
         print("| " + " | ".join(keys or ["config"]) + " | µs | fastest compile / this | max abs diff vs default |")

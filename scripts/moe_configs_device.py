@@ -4,10 +4,10 @@ the sweep behind its decode (SMALL_*) and prefill tile choices.
 A shape is a name from problems/moe_fused_experts/shapes.json or `TxHxIxExK` (tokens, hidden, intermediate,
 experts, top-k; bf16), e.g. `64x7168x256x256x8`. Inputs come from the problem's own input.py (uneven
 routing). Prints one Markdown table per shape: each configuration's time (`triton.testing.do_bench`, median,
-device time, L2 flushed), the TFLOP/s of the routed pairs and the bandwidth of the distinct experts'
-weights (read once), fastest first; the row "default" is the launcher at its TUNABLES (its own regime
-choice included); the grid's rows give every tile explicitly, with no regime switch. Outputs are compared
-with the default's.
+device time, L2 flushed; the median of shuffled rounds, scripts/sweep_timing.py), the TFLOP/s of the routed
+pairs and the bandwidth of the distinct experts' weights (read once), fastest first; the row "default" is the
+launcher at its TUNABLES (its own regime choice included); the grid's rows give every tile explicitly, with no
+regime switch. Outputs are compared with the default's.
 
     PYTHONPATH=. python3 scripts/moe_configs_device.py deepseek_v3_tp8_decode_t64 --grid BLOCK_M=16,32
 """
@@ -47,12 +47,14 @@ def main() -> int:
                         help="replace one tunable's values in the grid (repeatable)")
     parser.add_argument("--rep", type=int, default=40, help="do_bench milliseconds per configuration")
     parser.add_argument("--top", type=int, default=12, help="rows printed per shape")
+    parser.add_argument("--rounds", type=int, default=2, help="shuffled rounds; the median is reported")
     parser.add_argument("--kernels", action="store_true",
                         help="only the default configuration: device time per kernel (torch.profiler) and the gaps")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
     import triton
+    from sweep_timing import median_times, not_launched, warm
 
     from aka_tui.bench.problem.module_loading import import_file
 
@@ -74,21 +76,17 @@ def main() -> int:
             return mod.launch_moe_fused_experts(inp["hidden"], inp["w1"], inp["w2"], inp["topk_weights"],
                                                 inp["topk_ids"], cfg)
 
-        ref = run(mod.TUNABLES).float()
         if args.kernels:
             print_kernels(text, lambda: run(mod.TUNABLES))
             continue
-        rows = [(triton.testing.do_bench(lambda: run(mod.TUNABLES), rep=args.rep), "default", 0.0)]
+        entries = {"default": lambda: run(mod.TUNABLES)}
         for values in itertools.product(*(grid[key] for key in keys)):
             cfg = {**mod.TUNABLES, "SMALL_MAX_PAIRS_PER_EXPERT": 0, **dict(zip(keys, values))}
-            try:
-                out = run(cfg)
-                ms = triton.testing.do_bench(lambda: run(cfg), rep=args.rep)
-            except Exception as exc:  # a configuration that does not launch (resources) is reported, not fatal
-                print(f"  {values}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
-                continue
-            rows.append((ms, " | ".join(str(v) for v in values), (out.float() - ref).abs().max().item()))
-        rows.sort()
+            entries[" | ".join(str(v) for v in values)] = lambda cfg=cfg: run(cfg)
+        outputs = warm(entries, not_launched)
+        ref = outputs["default"].float()
+        times = median_times(entries, lambda call: triton.testing.do_bench(call, rep=args.rep), args.rounds)
+        rows = sorted((ms, label, (outputs[label].float() - ref).abs().max().item()) for label, ms in times.items())
         h, i = kwargs["hidden_size"], kwargs["intermediate_size"]
         flops = 2 * t * k * 3 * h * i
         experts = int(torch.unique(inp["topk_ids"]).numel())
