@@ -75,3 +75,20 @@ def test_silu_and_mul_tiles_rows_across_programs(col_loop: bool) -> None:
     x = torch.randn(5, 2 * 200, generator=torch.Generator().manual_seed(2))
     gate, up = x[:, :200], x[:, 200:]
     torch.testing.assert_close(kernel.launch_silu_and_mul(x, cfg), torch.nn.functional.silu(gate) * up)
+
+
+def test_rms_norm_launch_plans_follow_tunables_edited_in_place() -> None:
+    """The launcher caches its tile plan per row width and tunables; a search that edits TUNABLES in place gets
+    the plan of the new values, not the cached one (same result, another tiling)."""
+    kernel = _kernel("norm/rms_norm.py")
+    x = torch.randn(9, 128, generator=torch.Generator().manual_seed(3))
+    want = kernel.launch_rms_norm(x, W.repeat(2), 1e-6)
+    saved = dict(kernel.TUNABLES)
+    try:
+        kernel.TUNABLES.update(AUTO=0, ROWS_PER_PROGRAM=2, num_warps=2)
+        torch.testing.assert_close(kernel.launch_rms_norm(x, W.repeat(2), 1e-6), want)
+        plans = {key[0]: plan for key, plan in kernel._PLANS.items() if key[0] == 128}
+        assert sorted(plan[0] for key, plan in kernel._PLANS.items() if key[0] == 128) == [2, 32], plans
+    finally:
+        kernel.TUNABLES.clear()
+        kernel.TUNABLES.update(saved)
