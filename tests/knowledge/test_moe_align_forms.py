@@ -38,6 +38,8 @@ def test_fused_experts_routing_over_several_chunks_matches_the_reference() -> No
     """160 (token, expert) pairs: the routing sort runs as three 64-pair chunks (sized for the pair count), and
     the fused experts still give the reference's output."""
     kernel = import_file(REPO / "kb/family/moe/moe_fused_experts.py", "fused_experts_kernel")
+    # a decode batch's 512 pairs in 8 programs, not one; a prefill's 65536 in 128; never past ROUTE_CHUNK
+    assert [kernel.route_chunk(n, 1024) for n in (1, 160, 512, 65536, 1 << 20)] == [64, 64, 64, 512, 1024]
     reference = import_file(REPO / "problems/moe_fused_experts/reference.py", "fused_experts_reference")
     make = import_file(REPO / "problems/moe_fused_experts/input.py", "fused_experts_inputs")._make_inputs
     torch.manual_seed(0)

@@ -427,6 +427,12 @@ def _scale_block(size: int, groups: int, what: str) -> int:
     return block
 
 
+def route_chunk(num_pairs: int, most: int) -> int:
+    """Pairs per routing program: the smallest power of two, at least ROUTE_SUB and at most `most`, that keeps the
+    count and sort kernels at about ROUTE_PROGRAMS programs."""
+    return min(most, max(ROUTE_SUB, _next_pow2(_cdiv(num_pairs, ROUTE_PROGRAMS))))
+
+
 def _kernel_view(t: torch.Tensor) -> torch.Tensor:
     """fnuz tensors as uint8 (NVIDIA Triton cannot type fp8e4b8; the kernels decode the codes)."""
     return t.view(torch.uint8) if t.dtype == _FNUZ else t
@@ -464,7 +470,7 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
     bm = cfg["BLOCK_M"]
     length = _max_padded_len(n, E, bm)
     n_blocks = length // bm
-    chunk = min(cfg["ROUTE_CHUNK"], max(ROUTE_SUB, _next_pow2(_cdiv(n, ROUTE_PROGRAMS))))
+    chunk = route_chunk(n, cfg["ROUTE_CHUNK"])
     n_chunks = _cdiv(n, chunk)
     block_e = _next_pow2(E)
 
