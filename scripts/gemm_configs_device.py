@@ -18,6 +18,8 @@ import itertools
 import sys
 from pathlib import Path
 
+from sweep_timing import add_sweep_options, grid_with, median_times, not_launched, warm
+
 ROOT = Path(__file__).resolve().parents[1]
 GRID = {"BLOCK_M": [64], "BLOCK_N": [64, 128], "BLOCK_K": [128, 256], "SPLIT_K": [1, 2, 4], "num_warps": [4],
         "num_stages": [3, 4]}
@@ -35,24 +37,17 @@ def parse_shape(text: str) -> tuple[int, int, int, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("shapes", nargs="+")
-    parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
-                        help="replace one tunable's values in the grid (repeatable)")
-    parser.add_argument("--rep", type=int, default=40, help="do_bench milliseconds per configuration")
-    parser.add_argument("--rounds", type=int, default=2, help="shuffled rounds; the median is reported")
+    add_sweep_options(parser, rep=40, rounds=2)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
     import torch.nn.functional as F
     import triton
-    from sweep_timing import median_times, not_launched, warm
 
     from aka_tui.bench.problem.module_loading import import_file
 
     mod = import_file(ROOT / "kb/family/gemm/gemm_bf16_linear_epilogue.py", "gemm_configs_kernel")
-    grid = dict(GRID)
-    for item in args.grid:
-        key, _, values = item.partition("=")
-        grid[key] = [int(v) for v in values.split(",")]
+    grid = grid_with(GRID, args.grid)
     keys = list(grid)
     for text in args.shapes:
         m, n, k, act = parse_shape(text)

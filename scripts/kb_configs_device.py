@@ -22,6 +22,8 @@ import sys
 from math import nan
 from pathlib import Path
 
+from sweep_timing import add_sweep_options, grid_with, median_times, not_launched, warm
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -38,30 +40,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("problem", type=Path)
     parser.add_argument("kernel", type=Path, help="a KB kernel file (its Model takes the problem's arguments)")
-    parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
-                        help="one tunable's values (repeatable; ints, or True/False)")
     parser.add_argument("--shapes", help="comma-separated shape ids (default: the full tier's)")
-    parser.add_argument("--rep", type=int, default=30, help="do_bench milliseconds per configuration")
     parser.add_argument("--top", type=int, default=10, help="rows printed per shape")
-    parser.add_argument("--rounds", type=int, default=3, help="shuffled rounds; the median is reported")
+    add_sweep_options(parser, rep=30, rounds=3)
     parser.add_argument("--no-max-autotune", action="store_true", help="leave the max-autotune row out")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
     import triton
-    from sweep_timing import median_times, not_launched, warm
 
     from aka_tui.bench.problem.inputs import make_inputs
     from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.bench.problem.module_loading import import_file
 
-    def value(text: str) -> bool | int:
-        return text == "True" if text in ("True", "False") else int(text)
-
-    grid = {}
-    for item in args.grid:
-        key, _, values = item.partition("=")
-        grid[key] = [value(v) for v in values.split(",")]
+    grid = grid_with({}, args.grid)
     problem = load_problem(args.problem)
     mod = import_file(args.kernel, "kb_configs_kernel")
     reference = import_file(problem.reference_path, "kb_configs_ref")

@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from sweep_timing import add_sweep_options, grid_with, median_times, not_launched, warm
+
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEM = ROOT / "problems/moe_fused_experts"
 DECODE_GRID = {"BLOCK_M": [16, 32], "BLOCK_N": [32, 64, 128], "BLOCK_K": [128, 256],
@@ -43,18 +45,14 @@ def parse_shape(text: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("shapes", nargs="+")
-    parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
-                        help="replace one tunable's values in the grid (repeatable)")
-    parser.add_argument("--rep", type=int, default=40, help="do_bench milliseconds per configuration")
+    add_sweep_options(parser, rep=40, rounds=2)
     parser.add_argument("--top", type=int, default=12, help="rows printed per shape")
-    parser.add_argument("--rounds", type=int, default=2, help="shuffled rounds; the median is reported")
     parser.add_argument("--kernels", action="store_true",
                         help="only the default configuration: device time per kernel (torch.profiler) and the gaps")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
     import triton
-    from sweep_timing import median_times, not_launched, warm
 
     from aka_tui.bench.problem.module_loading import import_file
 
@@ -66,10 +64,7 @@ def main() -> int:
         inp = make_inputs(**kwargs, device="cuda")
         t, k, e = kwargs["num_tokens"], kwargs["top_k"], kwargs["num_experts"]
         decode = t * k <= mod.TUNABLES["SMALL_MAX_PAIRS_PER_EXPERT"] * e
-        grid = dict(DECODE_GRID if decode else PREFILL_GRID)
-        for item in args.grid:
-            key, _, values = item.partition("=")
-            grid[key] = [int(v) for v in values.split(",")]
+        grid = grid_with(DECODE_GRID if decode else PREFILL_GRID, args.grid)
         keys = list(grid)
 
         def run(cfg: dict):

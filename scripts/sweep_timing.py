@@ -4,9 +4,27 @@ ran first on a cold GPU read 10-18% slow (H200, 2026-12-03), and a sweep's first
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
 from collections.abc import Callable
+
+
+def add_sweep_options(parser: argparse.ArgumentParser, rep: int, rounds: int) -> None:
+    """The options every sweep takes: --grid KEY=V1,V2 (repeatable), --rep (do_bench ms), --rounds."""
+    parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                        help="one tunable's values in the grid (repeatable; ints, or True/False)")
+    parser.add_argument("--rep", type=int, default=rep, help="do_bench milliseconds per configuration")
+    parser.add_argument("--rounds", type=int, default=rounds, help="shuffled rounds; the median is reported")
+
+
+def grid_with(grid: dict[str, list], items: list[str]) -> dict[str, list]:
+    """`grid` with each --grid KEY=V1,V2 item's values in place of (or beside) its own."""
+    grid = dict(grid)
+    for item in items:
+        key, _, values = item.partition("=")
+        grid[key] = [v == "True" if v in ("True", "False") else int(v) for v in values.split(",")]
+    return grid
 
 
 def warm(entries: dict[str, Callable[[], object]], report: Callable[[str, Exception], None]) -> dict[str, object]:
