@@ -37,7 +37,9 @@ H200 (2026-11-30): 4.6 ms -> 0.43 ms on qwen_b256_v151936 against the one-progra
 top-k pivots one of the three timing input sets ran 2.84 ms: a row whose max (18.25) sat in a higher cell
 than the rest of the suite put its k = 1000 threshold (~7.4) below the window, so every lower value became a
 candidate for one search program; 4 pivots reach one cell further and that set runs 0.435 ms (0.99x on the
-other sets), hence TOPK_PIVOTS 4 (scripts/input_set_times.py times each input set alone).
+other sets), hence TOPK_PIVOTS 4 (scripts/input_set_times.py times each input set alone). H200 (2026-12-03):
+8 search pivots a pass instead of 16, 0.453 -> 0.407 ms on that shape (a pass's compare tile is its cost;
+32 pivots and 512-1024 wide candidate blocks were slower still).
 
 SPLIT_ROWS=0: the earlier design, one program per row, 2^RADIX_BITS-pivot radix search passes over the row:
 1 (max) + 32/R (top-k) + 1 (Z) + 32/R (top-p) + 1 (write) passes, every one from HBM on large batches.
@@ -52,7 +54,7 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"SPLIT_ROWS": 1, "SLICE": 8192, "MIN_PROGRAMS": 528, "TOPK_CELL": 64, "TOPK_PIVOTS": 4,
-            "TOPP_CELL": 32, "TOPP_PIVOTS": 12, "EARLY_WRITE": 0, "CAND_CAP": 512, "SEARCH_PIVOTS": 16,
+            "TOPP_CELL": 32, "TOPP_PIVOTS": 12, "EARLY_WRITE": 0, "CAND_CAP": 512, "SEARCH_PIVOTS": 8,
             "SEARCH_BLOCK": 256, "num_warps": 8, "BLOCK_V": 1024, "RADIX_BITS": 4}
 SEARCH_SPACE = {
     "SPLIT_ROWS": [0, 1],
@@ -64,7 +66,7 @@ SEARCH_SPACE = {
     "TOPP_PIVOTS": [4, 6, 8, 12, 16],
     "EARLY_WRITE": [0, 1],
     "CAND_CAP": [128, 256, 512, 1024, 2048],
-    "SEARCH_PIVOTS": [8, 16, 32],
+    "SEARCH_PIVOTS": [4, 8, 16, 32],
     "SEARCH_BLOCK": [128, 256, 512],
     "num_warps": [2, 4, 8, 16],
     "BLOCK_V": [256, 512, 1024, 2048, 4096],
