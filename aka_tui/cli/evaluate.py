@@ -10,6 +10,7 @@ from typing import Any
 
 from aka_tui.argtypes import int_at_least
 from aka_tui.bench.measure.job import BASELINE_KINDS
+from aka_tui.bench.measure.results import ShapeResult
 from aka_tui.cli.arguments import add_eval_flags
 from aka_tui.cli.from_args import accepted, eval_options, find_problem
 from aka_tui.cli.output import sandbox_line
@@ -50,8 +51,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     spec = CandidateSpec(args.candidate) if args.candidate in BASELINE_KINDS else CandidateSpec.file(args.candidate)
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
-    result = evaluate_candidate(problem, spec, options,
-                                on_shape=lambda r: print(f"  {r.shape_id}: {r.status}", file=sys.stderr))
+    seen: set[str] = set()
+
+    def shape_done(r: ShapeResult) -> None:
+        # a timed shape is reported again once its baselines are timed
+        print(f"  {r.shape_id}: {'baselines timed' if r.shape_id in seen else r.status}", file=sys.stderr)
+        seen.add(r.shape_id)
+
+    result = evaluate_candidate(problem, spec, options, on_shape=shape_done)
     result = accepted(result, args)
     op = score_op(problem, result, profile, launch_floor_s(profile))
     print(f"{problem.name}: candidate {spec.label} on {device} (profile {profile.name})")

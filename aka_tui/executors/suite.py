@@ -83,9 +83,14 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
 
     def on_shape(job: EvalJob, result: ShapeResult) -> None:
         with lock:
-            in_flight.setdefault(job.key, []).append(result)
-            if progress:
-                progress(job.key, "shape", result)
+            shapes = in_flight.setdefault(job.key, [])
+            earlier = next((i for i, s in enumerate(shapes) if s.shape_id == result.shape_id), None)
+            if earlier is None:
+                shapes.append(result)
+                if progress:
+                    progress(job.key, "shape", result)
+            else:  # the same shape with its baselines timed (reported once to `progress`)
+                shapes[earlier] = result
             save_checkpoint()
 
     for outcome in executor.run(jobs, on_shape=on_shape):

@@ -218,7 +218,8 @@ def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[
          on_shape_start: Callable[[str], None] | None, problem: Problem) -> WorkerOutcome:
     """The candidate's worker, the parent's check of its report, then the baselines in a worker of their own
     (nothing a baseline starts, such as inductor's threads, can be blamed on the candidate); all under the
-    GPU's lock on CUDA."""
+    GPU's lock on CUDA. `on_shape` hears each shape when the candidate's worker reports it, and a timed shape
+    a second time (same shape_id, the parent's checked result) once its baselines are timed."""
     lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     if device.startswith("cuda"):
         from aka_tui.bench.evaluator.gpu_lock import exclusive_gpu, gpu_identity
@@ -235,7 +236,16 @@ def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[
             started = time.perf_counter()
             extra = replace(job, candidate=CandidateRef("baselines"), shape_ids=timed, fuzz_shape_ids=[],
                             baselines=baselines)
-            by_id = {s.shape_id: s for s in run_job(extra, options.limits).shapes}
+            checked = {s.shape_id: s for s in outcome.shapes}
+
+            def baseline_timed(baseline: ShapeResult) -> None:
+                # Each shape again, with its baseline times, as soon as they are measured: a run stopped while
+                # the baselines are timed (a slow torch.compile, a deadline) keeps the ones that finished.
+                shape = checked.get(baseline.shape_id)
+                if on_shape and shape is not None and baseline.passed:
+                    on_shape(_with_baselines(shape, baseline))
+
+            by_id = {s.shape_id: s for s in run_job(extra, options.limits, baseline_timed).shapes}
             outcome.shapes = [_with_baselines(s, by_id.get(s.shape_id)) for s in outcome.shapes]
             outcome.seconds["baselines_worker"] = round(time.perf_counter() - started, 3)
     return outcome
