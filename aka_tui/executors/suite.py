@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, resolve_device, resolve_profile, resolve_tier
+from aka_tui.bench.measure.gpu_clocks import ClockSampler, clocks_record
 from aka_tui.bench.measure.job import BASELINE_KINDS
 from aka_tui.bench.measure.results import CandidateResult, ShapeResult, StageError
 from aka_tui.bench.problem.model import Problem, Suite
@@ -93,15 +95,23 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
                 shapes[earlier] = result
             save_checkpoint()
 
-    for outcome in executor.run(jobs, on_shape=on_shape):
-        profiles.saw(outcome)
-        finished[outcome.job.key] = outcome.result
-        if progress:
+    sampler = ClockSampler() if device.startswith("cuda") and not executor.remote else contextlib.nullcontext()
+    windows: dict[str, tuple[float, float]] = {}  # each operator's span, when operators run one at a time
+    one_at_a_time = not executor.remote and len(executor.describe()) == 1
+    last_end = time.time()
+    with sampler:
+        for outcome in executor.run(jobs, on_shape=on_shape):
+            profiles.saw(outcome)
+            finished[outcome.job.key] = outcome.result
+            if one_at_a_time:
+                windows[outcome.job.key] = (last_end, time.time())
+                last_end = time.time()
+            if progress:
+                with lock:
+                    progress(outcome.job.key, "op_done", None)
             with lock:
-                progress(outcome.job.key, "op_done", None)
-        with lock:
-            in_flight.pop(outcome.job.key, None)
-            save_checkpoint()
+                in_flight.pop(outcome.job.key, None)
+                save_checkpoint()
     if naive and jobs:
         _attach_naive_verdicts(executor, jobs, finished, progress, lock)
     results, scores = _scored(selected, finished, profiles)
@@ -112,7 +122,8 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
                        aggregate(scores), round(time.time() - started, 1), {k: str(v) for k, v in suite.errors.items()},
                        executor=executor.name, slots=executor.describe(),
                        mixed_hardware=names if len(names) > 1 else [],
-                       weights=weight_summary(selected, suite.directory, tier))
+                       weights=weight_summary(selected, suite.directory, tier),
+                       gpu_clocks=clocks_record(sampler.samples, windows) if isinstance(sampler, ClockSampler) else {})
 
 
 def _check_request(baseline: str | None, candidates_dir: Path | None) -> None:

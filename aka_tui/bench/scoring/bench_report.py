@@ -37,6 +37,8 @@ class BenchReport:
     weights: dict[str, Any] = field(default_factory=dict)  # suite_weights.weight_summary of the ops evaluated
     # Partial reports this one merges (`merge_reports`): label, wall_s and ops of each that gave an op.
     merged_from: list[dict[str, Any]] = field(default_factory=list)
+    # The GPU's clocks while it ran (gpu_clocks.clocks_record): empty without nvidia-smi or for merged reports.
+    gpu_clocks: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +47,7 @@ class BenchReport:
             "created_unix": self.created_unix, "wall_s": self.wall_s, "load_errors": self.load_errors,
             "executor": self.executor, "slots": self.slots, "mixed_hardware": self.mixed_hardware,
             "weights": self.weights, **({"merged_from": self.merged_from} if self.merged_from else {}),
+            **({"gpu_clocks": self.gpu_clocks} if self.gpu_clocks else {}),
             "aggregate": asdict(self.aggregate), "ops": [asdict(o) for o in self.ops],
             "results": [r.to_json() for r in self.results],
         }
@@ -91,7 +94,8 @@ def rescore_report(data: dict[str, Any], suite: Suite, label_suffix: str = "resc
                        weights=weight_summary([suite.problems[r.problem] for r in kept], suite.directory,
                                               str(data.get("tier"))),
                        merged_from=list(data.get("merged_from", [])),
-                       created_unix=float(data.get("created_unix") or time.time()))
+                       created_unix=float(data.get("created_unix") or time.time()),
+                       gpu_clocks=dict(data.get("gpu_clocks") or {}))
 
 
 def _unmeasured(result: CandidateResult) -> bool:
@@ -121,11 +125,13 @@ def merge_reports(reports: list[BenchReport]) -> BenchReport:
                 origin[result.problem] = k
     if len(reports) > 1:
         sources = [{"label": r.label, "wall_s": r.wall_s, "created_unix": r.created_unix,
-                    "ops": [o for o, k2 in origin.items() if k2 == k]} for k, r in enumerate(reports)]
+                    "ops": [o for o, k2 in origin.items() if k2 == k],
+                    **({"gpu_clocks": r.gpu_clocks} if r.gpu_clocks else {})} for k, r in enumerate(reports)]
         merged.merged_from = [src for src in sources if src["ops"]]
         merged.wall_s = sum(src["wall_s"] for src in merged.merged_from)
         labels = list(dict.fromkeys(src["label"] for src in merged.merged_from))
         merged.label = labels[0] if len(labels) == 1 else " + ".join(labels)
+        merged.gpu_clocks = {}  # each source's clocks stay with it in merged_from
     merged.aggregate = aggregate(merged.ops)
     if merged.weights:
         from aka_tui.bench.scoring.weights import merged_weights

@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+from aka_tui.bench.measure.gpu_clocks import clocks_line
 from aka_tui.bench.measure.results import CandidateResult
 from aka_tui.bench.scoring.bench_report import BenchReport
 from aka_tui.bench.scoring.score import AggregateScore, OpScore
@@ -161,6 +162,9 @@ def render_markdown(report: BenchReport) -> str:
                         f"gave {', '.join(m['ops'])}" for m in report.merged_from]
     if report.mixed_hardware:
         parts[-1:-1] = ["- " + MIXED_NOTE.format(", ".join(report.mixed_hardware))]
+    clocks = clocks_line(report.gpu_clocks)
+    if clocks:
+        parts[-1:-1] = [clocks]
     parts += ["## Per op", "", md(op_rows(report), op_headers(report)), ""]
     note = speedup_note(report)
     if note:
