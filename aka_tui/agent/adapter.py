@@ -61,6 +61,29 @@ class Model(torch.nn.Module):
 '''
 
 
+# An input the kernel writes into while the problem only reads it gets a copy, made by a kernel of the candidate's
+# own (the problem's output is a new tensor, so a real implementation writes every element of it).
+_COPY_SOURCE = '''
+
+@triton.jit
+def _adapter_copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+def _adapter_copy(x):
+    """A copy of x (contiguous) for the kernel to write into."""
+    if not x.is_contiguous():
+        return x.contiguous()
+    out = torch.empty_like(x)
+    n = x.numel()
+    if n:
+        _adapter_copy_kernel[(-(-n // 4096),)](x, out, n, BLOCK=4096, num_warps=4)
+    return out
+'''
+
+
 def _param_list(fn: Any) -> tuple[str, list[str]]:
     """`, a, b=1.0` for a generated signature, and the parameter names."""
     parts, names = [], []
@@ -85,11 +108,16 @@ def adapter_source(match: TransferMatch, reference_model: Any) -> str:
         raise ValueError(f"{match.kernel.path}: no module-level `class Model` to adapt")
     if not re.search(r"^import torch$", inner, flags=re.MULTILINE):
         inner = "import torch\n" + inner
+    if match.copied:
+        for line in ("import triton.language as tl", "import triton"):
+            if not re.search(rf"^{re.escape(line)}$", inner, flags=re.MULTILINE):
+                inner = line + "\n" + inner
+        inner = inner.rstrip("\n") + "\n" + _COPY_SOURCE
     init_params, init_names = _param_list(reference_model.__init__)
     forward_params, _ = _param_list(reference_model.forward)
     dims = [(k, v[1], v[2]) for k, v in match.init_map.items() if v[0] == "dim"]
-    call_args = [f"{k}={v[1]}" if v[0] == "input" else f"{k}=None"
-                 for k, v in match.arg_map.items() if v[0] in ("input", "none")]
+    call_args = [(f"{k}=_adapter_copy({v[1]})" if k in match.copied else f"{k}={v[1]}") if v[0] == "input"
+                 else f"{k}=None" for k, v in match.arg_map.items() if v[0] in ("input", "none")]
     outputs = [f"_adapter_out[{spec[0]}].view({spec[2]}.shape)" if len(spec) > 1 else f"_adapter_out[{spec[0]}]"
                for spec in match.out_map]
     return inner.rstrip("\n") + "\n" + _ADAPTER_TEMPLATE.format(

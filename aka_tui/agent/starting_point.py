@@ -46,11 +46,12 @@ def _same_interface(problem_model: Any, kernel_model: Any) -> bool:
 
 
 def _is_identity(match: Any) -> bool:
-    """True when a match needs no adapter: every argument goes through under its own name, in order."""
+    """True when a match needs no adapter: every argument goes through under its own name, in order, and none
+    needs a copy."""
     args_ok = all(spec in (["input", name], ["default"]) for name, spec in match.arg_map.items())
     init_ok = all(spec in (["init", name], ["default"]) for name, spec in match.init_map.items())
     outputs_ok = match.out_map == [[i] for i in range(len(match.out_map))]
-    return args_ok and init_ok and outputs_ok and match.kb_structure == match.structure
+    return args_ok and init_ok and outputs_ok and match.kb_structure == match.structure and not match.copied
 
 
 def _probes_on(problem: Any, device: str) -> list[Any]:

@@ -52,6 +52,8 @@ class TransferMatch:
     rationale: str = ""
     kb_structure: tuple = ()
     notes: list[str] = field(default_factory=list)
+    # kb forward params given a copy of their input: the kernel writes into them and the problem only reads them
+    copied: tuple[str, ...] = ()
 
 
 
@@ -143,10 +145,13 @@ def _arg_maps(semantics: KbSemantics, inputs: dict[str, Any]) -> Iterator[dict[s
 
 
 def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dict[str, list[Any]],
-            probe: Probe, read_only: frozenset[str] = frozenset()) -> tuple[list[torch.Tensor], tuple] | None:
-    """The kernel's semantics on one probe under a mapping (flat outputs and their structure); None when it
-    does not run; no outputs when it writes into a problem input named in `read_only` (the evaluator fails a
-    candidate that modifies an input its reference only reads: an in-place form of the kernel cannot serve)."""
+            probe: Probe, read_only: frozenset[str] = frozenset(),
+            copied: frozenset[str] = frozenset()) -> tuple[list[torch.Tensor], tuple, frozenset[str]] | None:
+    """The kernel's semantics on one probe under a mapping: flat outputs, their structure and the kernel
+    params that wrote into a problem input named in `read_only`; None when it does not run. With such writes
+    there are no outputs (the evaluator fails a candidate that modifies an input its reference only reads)
+    unless the params are in `copied`: the adapter then passes them a copy (an in-place kernel serving an
+    out-of-place reference)."""
     init = probe.init or dict(probe.shape.init_kwargs or {})
     try:
         kwargs = {k: resolve(v, init, probe.inputs) for k, v in init_map.items() if v[0] != "default"}
@@ -159,11 +164,13 @@ def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dic
                 for v in [resolve(spec, init, probe.inputs)]}
         with torch.no_grad():
             flat, structure = flatten_outputs(model(**args))
-        for name, spec in arg_map.items():
-            given = probe.inputs.get(spec[1]) if spec[0] == "input" and spec[1] in read_only else None
-            if isinstance(given, torch.Tensor) and not torch.equal(args[name], given):
-                return [], structure
-        return [t for t in flat if isinstance(t, torch.Tensor)], structure
+        wrote = frozenset(name for name, spec in arg_map.items()
+                          for given in [probe.inputs.get(spec[1]) if spec[0] == "input" and spec[1] in read_only
+                                        else None]
+                          if isinstance(given, torch.Tensor) and not torch.equal(args[name], given))
+        if wrote - copied:
+            return [], structure, wrote
+        return [t for t in flat if isinstance(t, torch.Tensor)], structure, wrote
     except Exception:
         return None
 
@@ -235,24 +242,31 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
                 return None
             init_map = {p.name: spec for p, spec in zip(semantics.init_params, init_combo)}
             ran = _run_kb(semantics, init_map, arg_map, first, read_only)
+            copied: frozenset[str] = frozenset()
+            if ran is not None and ran[2]:  # it writes into inputs the problem only reads: give it copies
+                copied = ran[2]
+                ran = _run_kb(semantics, init_map, arg_map, first, read_only, copied)
             if ran is None:
                 failures += 1
                 if failures >= 6:  # this forward mapping does not run: other init values rarely help
                     break
                 continue
-            produced, kb_structure = ran
+            produced, kb_structure, _ = ran
             out_map = _match_outputs(first, produced, tolerance)
             if out_map is None:
                 continue
-            others = [(_run_kb(semantics, init_map, arg_map, p, read_only) or ([], ()))[0] for p in probes[1:]]
+            others = [(_run_kb(semantics, init_map, arg_map, p, read_only, copied) or ([], ()))[0]
+                      for p in probes[1:]]
             if all(_out_map_holds(p, flat, out_map, tolerance) for p, flat in zip(probes[1:], others)):
                 renamed = {k: v[1] for k, v in arg_map.items() if v[0] == "input" and v[1] != k}
                 why = (f"transfer from the knowledge base's {semantics.kernel.entry_id}: reproduces every output "
                        f"on {len(probes)} probe shape(s)"
                        + (f"; arguments mapped {', '.join(f'{k}←{v}' for k, v in renamed.items())}"
-                          if renamed else ""))
+                          if renamed else "")
+                       + (f"; copies of {', '.join(sorted(arg_map[k][1] for k in copied))} written (the kernel "
+                          "works in place, the problem does not)" if copied else ""))
                 return TransferMatch(semantics.kernel, init_map, arg_map, out_map, first.structure, why,
-                                     kb_structure)
+                                     kb_structure, copied=tuple(sorted(copied)))
     return None
 
 

@@ -207,6 +207,25 @@ def test_transfer_finds_the_align_kernel_behind_exact_sizes_and_runs_it(tmp_path
     assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
 
 
+def test_an_in_place_kernel_serves_an_out_of_place_reference_through_copies(tmp_path: Path) -> None:
+    """A reference that writes rows into copies of the paged caches and leaves the given ones alone: the KB's
+    in-place cache-write kernel matches once the adapter hands it copies (made by the candidate's own copy
+    kernel), and the evaluator finds the start correct (the inputs untouched) and real on every shape."""
+    problem = load_problem(UNSEEN / "paged_row_scatter_copy")
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "kv-cache-write-reference-kernel"
+    assert matches[0].copied == ("key_cache", "value_cache") and "copies of" in matches[0].rationale
+    in_place = load_problem(UNSEEN / "paged_row_scatter")  # the in-place reference needs no copy
+    assert find_transfers(in_place, KERNELS, make_probes(in_place, "cpu"), default_suite_dir())[0].copied == ()
+    run = _optimize(UNSEEN / "paged_row_scatter_copy", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "transfer from kv-cache-write-reference-kernel"
+    assert _correct_and_real(result), [(s["shape_id"], s["status"], s.get("error")) for s in result["shapes"]]
+    own = {name for s in result["shapes"] for name in s["audit"]["own_kernels"]}
+    assert "_adapter_copy_kernel" in own, own
+
+
 def test_init_claims_offer_each_init_argument_to_one_parameter() -> None:
     """Namesakes first, then the first parameter of the argument's kind, in signature order, that has none."""
     from aka_tui.agent.transfer import Param, init_claims
