@@ -175,6 +175,10 @@ def init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[str
         options += [["const", d] for d in output_dtypes]
     if kind == "bool":
         options += [["const", True], ["const", False]]
+    if kind == "int" and param.required:
+        # 1, the neutral size (a group, block or tile of one), last: a kernel that pads or groups reaches a
+        # problem that does neither (e.g. a block-padded expert sort at block size 1 is a plain sort)
+        options.append(["const", 1])
     unique: list[list[Any]] = []
     for option in options:
         if option not in unique:

@@ -20,9 +20,12 @@ where the worst case over all routings fixes the buffer length:
 With exact_sizes=True the buffers have the data-dependent sizes instead: sorted_token_ids
 [num_tokens_post_padded], expert_ids [num_tokens_post_padded // block_size] (no unused tail, no -1), as a
 reference that concatenates the padded per-expert groups returns them.
+With with_counts=True two more int32 outputs follow: count [E] (unpadded) and its offsets [E + 1] (0 first,
+the total last). At block_size 1 with exact sizes the outputs are a plain stable sort of the pairs by expert.
 
 Inputs:  topk_ids [num_tokens, top_k] int32 (int64 accepted).
-Init kwargs: num_experts (int), block_size (int), exact_sizes (bool, default False: static sizes).
+Init kwargs: num_experts (int), block_size (int), exact_sizes (bool, default False: static sizes),
+with_counts (bool, default False).
 Integer op, no floating-point work.
 """
 
@@ -36,11 +39,12 @@ def max_padded_len(num_pairs: int, num_experts: int, block_size: int) -> int:
 
 
 class Model(nn.Module):
-    def __init__(self, num_experts: int, block_size: int, exact_sizes: bool = False):
+    def __init__(self, num_experts: int, block_size: int, exact_sizes: bool = False, with_counts: bool = False):
         super().__init__()
         self.num_experts = int(num_experts)
         self.block_size = int(block_size)
         self.exact_sizes = bool(exact_sizes)
+        self.with_counts = bool(with_counts)
 
     def forward(self, topk_ids: torch.Tensor):
         E, bs = self.num_experts, self.block_size
@@ -71,10 +75,15 @@ class Model(nn.Module):
         expert_ids = torch.where(owner < E, owner, torch.full_like(owner, -1)).to(torch.int32)
 
         num_post = padded.sum().reshape(1).to(torch.int32)
+        extra = ()
+        if self.with_counts:
+            offsets = torch.zeros(E + 1, dtype=torch.int32, device=dev)
+            offsets[1:] = torch.cumsum(counts, 0)
+            extra = (counts.to(torch.int32), offsets)
         if self.exact_sizes:
             used = int(num_post.item())
-            return sorted_token_ids[:used], expert_ids[:used // bs], num_post
-        return sorted_token_ids, expert_ids, num_post
+            return sorted_token_ids[:used], expert_ids[:used // bs], num_post, *extra
+        return sorted_token_ids, expert_ids, num_post, *extra
 
 
 def roofline_flops(inputs, outputs, **_):

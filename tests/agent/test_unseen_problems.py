@@ -198,7 +198,7 @@ def test_transfer_finds_the_align_kernel_behind_exact_sizes_and_runs_it(tmp_path
     match = matches[0]
     assert match.arg_map == {"topk_ids": ["input", "routing"]}
     assert match.init_map == {"num_experts": ["init", "local_experts"], "block_size": ["init", "tile"],
-                              "exact_sizes": ["const", True]}
+                              "exact_sizes": ["const", True], "with_counts": ["default"]}
     assert match.structure == ("dict", ("rows", "tile_expert", "padded_rows"))
     run = _optimize(UNSEEN / "local_expert_schedule", tmp_path / "sessions")
     assert run.returncode == 0, run.stderr[-2000:]
@@ -224,6 +224,22 @@ def test_an_in_place_kernel_serves_an_out_of_place_reference_through_copies(tmp_
     assert _correct_and_real(result), [(s["shape_id"], s["status"], s.get("error")) for s in result["shapes"]]
     own = {name for s in result["shapes"] for name in s["audit"]["own_kernels"]}
     assert "_adapter_copy_kernel" in own, own
+
+
+def test_a_plain_counting_sort_is_the_align_kernel_at_block_size_one(tmp_path: Path) -> None:
+    """Routed pairs counted and stably sorted by expert (bincount, offsets, argsort: library calls under
+    inductor, so no compiler seed): the MoE align kernel at block size 1 with its counts, through the adapter and
+    the evaluator, correct and real on every shape."""
+    problem = load_problem(UNSEEN / "expert_counting_sort")
+    match = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())[0]
+    assert match.kernel.entry_id == "moe-align-sort-reference-kernel"
+    assert match.init_map["block_size"] == ["const", 1] and match.init_map["with_counts"] == ["const", True]
+    assert match.out_map == [[3], [4], [0]]
+    run = _optimize(UNSEEN / "expert_counting_sort", tmp_path / "sessions")
+    assert run.returncode == 0, run.stderr[-2000:]
+    proposal, result = _recorded(tmp_path / "sessions")
+    assert proposal["path"] == "transfer from moe-align-sort-reference-kernel"
+    assert _correct_and_real(result), [(s["shape_id"], s["status"], s.get("error")) for s in result["shapes"]]
 
 
 def test_init_claims_offer_each_init_argument_to_one_parameter() -> None:

@@ -34,6 +34,27 @@ def test_moe_align_kernel_matches_its_reference_in_either_size_convention(exact_
         assert not torch.isin(got[0], dropped.to(torch.int32)).any()
 
 
+def test_moe_align_kernel_with_counts_is_a_stable_counting_sort_at_block_size_one() -> None:
+    """with_counts adds each expert's count and their offsets; with block_size 1 and exact sizes the outputs are
+    a plain stable sort of the flat ids by expert (what torch.argsort(stable=True) and bincount give)."""
+    kernel = import_file(REPO / "kb/family/moe/moe_align_sort.py", "align_kernel_counts")
+    cfg = dict(kernel.TUNABLES, CHUNK=16, SUB=8, SCAN_CHUNKS=2, BLOCK_B=4)
+    torch.manual_seed(1)
+    for tokens, top_k, experts in [(1, 2, 8), (33, 4, 16), (300, 2, 5)]:
+        ids = torch.randint(0, experts, (tokens, top_k), dtype=torch.int32)
+        flat = ids.flatten().long()
+        order, owner, total, counts, offsets = kernel.launch_moe_align_sort(ids, experts, 1, cfg, exact_sizes=True,
+                                                                             with_counts=True)
+        want_counts = torch.bincount(flat, minlength=experts).to(torch.int32)
+        assert torch.equal(counts, want_counts) and int(total.item()) == flat.numel()
+        assert torch.equal(offsets, torch.cat([torch.zeros(1, dtype=torch.int32), want_counts.cumsum(0).int()]))
+        assert torch.equal(order, torch.argsort(flat, stable=True).int())
+        assert torch.equal(owner, flat[order.long()].int())
+        # padded blocks: the counts stay unpadded, the sort is the usual one
+        padded = kernel.launch_moe_align_sort(ids, experts, 4, cfg, with_counts=True)
+        assert torch.equal(padded[3], want_counts) and len(padded) == 5
+
+
 def test_fused_experts_routing_over_several_chunks_matches_the_reference() -> None:
     """160 (token, expert) pairs: the routing sort runs as three 64-pair chunks (sized for the pair count), and
     the fused experts still give the reference's output."""

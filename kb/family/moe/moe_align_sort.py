@@ -20,6 +20,9 @@ expert, their flat index written nowhere. Two output conventions (Model(exact_si
     sentinel and expert_ids -1 past the used blocks; no host synchronisation (vLLM's convention);
   - exact_sizes=True: the same buffers sliced (views) to num_tokens_post_padded and its block count, the
     sizes of a reference that concatenates per-expert groups; one host read of num_tokens_post_padded.
+with_counts=True adds two outputs that the scan kernel writes: each expert's id count (int32 [E], unpadded)
+and their offsets (int32 [E + 1], 0 first, the total last). With block_size 1 and exact_sizes the outputs are
+a plain stable counting sort of the ids by expert: order, expert of each position, total, counts, offsets.
 """
 
 import torch
@@ -69,8 +72,8 @@ def _moe_align_count_kernel(ids_ptr, counts_ptr, sorted_ptr, n, n_experts, lengt
 
 
 @triton.jit
-def _moe_align_scan_kernel(counts_ptr, block_end_ptr, num_post_ptr, n_chunks, n_experts, block_size,
-                           SCAN_CHUNKS: tl.constexpr, BLOCK_E: tl.constexpr):
+def _moe_align_scan_kernel(counts_ptr, block_end_ptr, num_post_ptr, totals_ptr, n_chunks, n_experts, block_size,
+                           SCAN_CHUNKS: tl.constexpr, BLOCK_E: tl.constexpr, STORE_TOTALS: tl.constexpr):
     experts = tl.arange(0, BLOCK_E)
     e_ok = experts < n_experts
     crow = tl.arange(0, SCAN_CHUNKS)
@@ -80,6 +83,10 @@ def _moe_align_scan_kernel(counts_ptr, block_end_ptr, num_post_ptr, n_chunks, n_
         m = (rows < n_chunks)[:, None] & e_ok[None, :]
         tile = tl.load(counts_ptr + rows[:, None] * n_experts + experts[None, :], mask=m, other=0)
         total += tl.sum(tile, axis=0)
+    if STORE_TOTALS:  # [counts (E) | offsets (E + 1)]
+        tl.store(totals_ptr + experts, total, mask=e_ok)
+        tl.store(totals_ptr + n_experts + 1 + experts, tl.cumsum(total, axis=0), mask=e_ok)
+        tl.store(totals_ptr + n_experts, 0)
     padded = (total + block_size - 1) // block_size * block_size
     incl = tl.cumsum(padded, axis=0)
     tl.store(block_end_ptr + experts, incl // block_size, mask=e_ok)
@@ -133,7 +140,7 @@ def _next_pow2(n: int) -> int:
 
 
 def launch_moe_align_sort(topk_ids: torch.Tensor, num_experts: int, block_size: int, cfg: dict = TUNABLES,
-                          exact_sizes: bool = False):
+                          exact_sizes: bool = False, with_counts: bool = False):
     flat = topk_ids.reshape(-1)
     if not flat.is_contiguous():
         flat = flat.contiguous()
@@ -152,27 +159,32 @@ def launch_moe_align_sort(topk_ids: torch.Tensor, num_experts: int, block_size: 
     num_post = torch.empty((1,), dtype=torch.int32, device=dev)
     counts = torch.empty((n_chunks, num_experts), dtype=torch.int32, device=dev)
     block_end = torch.empty((num_experts,), dtype=torch.int32, device=dev)
+    totals = torch.empty((2 * num_experts + 1 if with_counts else 1,), dtype=torch.int32, device=dev)
 
     _moe_align_count_kernel[(n_chunks,)](flat, counts, sorted_ids, n, num_experts, length,
                                          _cdiv(length, n_chunks), CHUNK=chunk, SUB=sub,
                                          BLOCK_E=block_e, num_warps=nw)
-    _moe_align_scan_kernel[(1,)](counts, block_end, num_post, n_chunks, num_experts, block_size,
-                                 SCAN_CHUNKS=cfg["SCAN_CHUNKS"], BLOCK_E=block_e, num_warps=nw)
+    _moe_align_scan_kernel[(1,)](counts, block_end, num_post, totals, n_chunks, num_experts, block_size,
+                                 SCAN_CHUNKS=cfg["SCAN_CHUNKS"], BLOCK_E=block_e, STORE_TOTALS=with_counts,
+                                 num_warps=nw)
     _moe_align_sort_kernel[(n_chunks,)](flat, counts, block_end, sorted_ids, expert_ids, n, num_experts,
                                         n_blocks, _cdiv(n_blocks, n_chunks), CHUNK=chunk, SUB=sub,
                                         BLOCK_E=block_e, BLOCK_B=cfg["BLOCK_B"], num_warps=nw)
+    extra = (totals[:num_experts], totals[num_experts:]) if with_counts else ()
     if exact_sizes:  # data-dependent sizes: one host read, then views of the static buffers
         used = int(num_post.item())
-        return sorted_ids[:used], expert_ids[:used // block_size], num_post
-    return sorted_ids, expert_ids, num_post
+        return sorted_ids[:used], expert_ids[:used // block_size], num_post, *extra
+    return sorted_ids, expert_ids, num_post, *extra
 
 
 class Model(nn.Module):
-    def __init__(self, num_experts: int, block_size: int, exact_sizes: bool = False):
+    def __init__(self, num_experts: int, block_size: int, exact_sizes: bool = False, with_counts: bool = False):
         super().__init__()
         self.num_experts = int(num_experts)
         self.block_size = int(block_size)
         self.exact_sizes = bool(exact_sizes)
+        self.with_counts = bool(with_counts)
 
     def forward(self, topk_ids: torch.Tensor):
-        return launch_moe_align_sort(topk_ids, self.num_experts, self.block_size, exact_sizes=self.exact_sizes)
+        return launch_moe_align_sort(topk_ids, self.num_experts, self.block_size, exact_sizes=self.exact_sizes,
+                                     with_counts=self.with_counts)
