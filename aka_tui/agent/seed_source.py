@@ -145,6 +145,10 @@ class Model(torch.nn.Module):
             raise NotImplementedError("no program was generated for these input dtypes")
         device = next(v.device for v in inputs.values() if isinstance(v, torch.Tensor))
         outputs = list(program(inputs, device))
+        if len(outputs) < len(_ALIASES) and len(outputs) == sum(a is None for a in _ALIASES):
+            # outputs that are the reference's own (mutated) inputs: the generated code wrote them in place
+            produced = iter(outputs)
+            outputs = [inputs[a] if a is not None else next(produced) for a in _ALIASES]
         if _STRUCTURE[0] == "dict":
             return dict(zip(_STRUCTURE[1], outputs))
         if _STRUCTURE[0] == "tuple":
@@ -208,8 +212,10 @@ def _signature(fn: Any) -> tuple[str, list[str]]:
 
 
 def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram], kernels: dict[str, SeedKernel],
-             structure: tuple, keys: dict[str, tuple[dict[str, Any], list[str]]]) -> str:
-    """The candidate file."""
+             structure: tuple, keys: dict[str, tuple[dict[str, Any], list[str]]],
+             aliases: tuple[str | None, ...] = ()) -> str:
+    """The candidate file. `aliases`: per reference output, the input it is (an in-place reference returning
+    what it wrote into: inductor's code writes those inputs and leaves them out of its results), else None."""
     tunables: dict[str, Any] = {}
     space: dict[str, Any] = {}
     for kernel in kernels.values():
@@ -230,7 +236,7 @@ def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram]
     parts += ["\n\n" + _launcher(k) for k in kernels.values()]
     parts += ["\n\n" + _program_source(i, p) for i, p in enumerate(programs)]
     table = "".join(f"\n    ({keys[p.key][0]!r}, {keys[p.key][1]!r}, _program_{i})," for i, p in enumerate(programs))
-    parts.append(f"\n\n_PROGRAMS = [{table}\n]\n_STRUCTURE = {structure!r}\n")
+    parts.append(f"\n\n_PROGRAMS = [{table}\n]\n_STRUCTURE = {structure!r}\n_ALIASES = {tuple(aliases)!r}\n")
     parts.append(_MODEL.format(init_params=init_params, forward_params=forward_params,
                                init_dict="{" + ", ".join(f"{n!r}: {n}" for n in init_names) + "}",
                                forward_dict="{" + ", ".join(f"{n!r}: {n}" for n in forward_names) + "}"))
@@ -312,7 +318,7 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
     except (CaptureError, SeedError) as exc:
         return SeedResult(None, str(exc))
     source = assemble(problem, reference.Model, programs, kernels, probes[0].structure,
-                      {k: v[2] for k, v in groups.items()})
+                      {k: v[2] for k, v in groups.items()}, output_aliases(reference, probes[0]))
     problem_found, unchecked = verify_seed(source, problem, probes, device)
     if problem_found:
         return SeedResult(None, problem_found)
@@ -323,6 +329,22 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
     return SeedResult(source, f"compiler seed: torch.compile (inductor) lowered the reference to "
                               f"{len(kernels)} Triton kernel(s){own_gemm} in {len(programs)} program(s){left}",
                       len(programs))
+
+
+def output_aliases(reference: Any, probe: Probe) -> tuple[str | None, ...]:
+    """Per reference output on the probe, the name of the input it is (the same tensor object), else None."""
+    from aka_tui.bench.problem.inputs import clone_inputs
+
+    model = reference.Model(**(probe.shape.init_kwargs or {}))
+    device = next((v.device for v in probe.inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
+    given = clone_inputs(probe.inputs)
+    with torch.no_grad():
+        result = model.to(device).eval()(**given)
+    if result is None:  # in place, nothing returned: its outputs are what it wrote (as the probe reads it)
+        result = {name: given[name] for name in probe.inputs if name in probe.written}
+    flat, _ = flatten_outputs(result)
+    names = {id(v): name for name, v in given.items() if isinstance(v, torch.Tensor)}
+    return tuple(names.get(id(t)) for t in flat)
 
 
 CPU_CHECK_BYTES = 512 << 10  # inputs of a probe beyond the smallest that the seed is checked on in the interpreter

@@ -230,6 +230,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
     written = frozenset(problem.mutates_inputs).union(*(p.written for p in probes))
     read_only = frozenset(name for name in union if name not in written)
     tried = 0
+    with_copies: TransferMatch | None = None
     for arg_map in _arg_maps(semantics, union):
         per_init = [init_candidates(p, init, union, arg_map, dtypes, semantics.forward_params, claims)
                     for p in semantics.init_params]
@@ -239,7 +240,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
         for init_combo in itertools.islice(itertools.product(*[c[:8] for c in per_init]), 64):
             tried += 1
             if tried > MAX_MAPPINGS_PER_KERNEL or time.monotonic() > deadline:
-                return None
+                return with_copies
             init_map = {p.name: spec for p, spec in zip(semantics.init_params, init_combo)}
             ran = _run_kb(semantics, init_map, arg_map, first, read_only)
             copied: frozenset[str] = frozenset()
@@ -265,9 +266,14 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
                           if renamed else "")
                        + (f"; copies of {', '.join(sorted(arg_map[k][1] for k in copied))} written (the kernel "
                           "works in place, the problem does not)" if copied else ""))
-                return TransferMatch(semantics.kernel, init_map, arg_map, out_map, first.structure, why,
-                                     kb_structure, copied=tuple(sorted(copied)))
-    return None
+                match = TransferMatch(semantics.kernel, init_map, arg_map, out_map, first.structure, why,
+                                      kb_structure, copied=tuple(sorted(copied)))
+                if not copied:
+                    return match
+                # a copy of a whole input costs its bytes on every call: kept only if no mapping needs none
+                # (another form of the kernel, e.g. one returning a new buffer, serves without a copy)
+                with_copies = with_copies or match
+    return with_copies
 
 
 def find_transfers(problem: Problem, kernels: list[ReferenceKernel], probes: list[Probe],

@@ -242,6 +242,17 @@ def test_a_plain_counting_sort_is_the_align_kernel_at_block_size_one(tmp_path: P
     assert _correct_and_real(result), [(s["shape_id"], s["status"], s.get("error")) for s in result["shapes"]]
 
 
+def test_an_in_place_reference_returning_its_inputs_is_seeded(tmp_path: Path) -> None:
+    """A cache write in place into split-head layouts that returns the caches it wrote: no KB kernel has the
+    layout, and inductor's code writes the inputs and returns nothing; the seed returns those inputs as the
+    reference does, correct and real on every shape."""
+    result = _started_correct_and_real(UNSEEN / "split_layout_cache_write", tmp_path / "sessions",
+                                       "starting point: compiler seed", "compiler seed (inductor)")
+    kernel = (next((tmp_path / "sessions").iterdir()) / "iterations" / "0001" / "kernel.py").read_text()
+    assert "_ALIASES = ('key_cache', 'value_cache')" in kernel
+    assert all(name.startswith("_seed_kernel") for s in result["shapes"] for name in s["audit"]["own_kernels"])
+
+
 def test_init_claims_offer_each_init_argument_to_one_parameter() -> None:
     """Namesakes first, then the first parameter of the argument's kind, in signature order, that has none."""
     from aka_tui.agent.transfer import Param, init_claims
