@@ -119,6 +119,20 @@ def run_reference(reference: ModuleType, shape: Shape, inputs: dict[str, Any]) -
     return result, written
 
 
+def output_aliases(reference: Any, probe: Probe) -> tuple[str | None, ...]:
+    """Per reference output on the probe, the name of the input it is (the same tensor object), else None."""
+    model = reference.Model(**(probe.shape.init_kwargs or {}))
+    device = next((v.device for v in probe.inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
+    given = clone_inputs(probe.inputs)
+    with torch.no_grad():
+        result = model.to(device).eval()(**given)
+    if result is None:  # in place, nothing returned: its outputs are what it wrote (as the probe reads it)
+        result = {name: given[name] for name in probe.inputs if name in probe.written}
+    flat, _ = flatten_outputs(result)
+    names = {id(v): name for name, v in given.items() if isinstance(v, torch.Tensor)}
+    return tuple(names.get(id(t)) for t in flat)
+
+
 def make_probes(problem: Problem, device: str, count: int = 2) -> list[Probe]:
     """Probe inputs and reference outputs on the `count` smallest shapes."""
     reference, input_module = load_modules(problem)

@@ -13,7 +13,7 @@ import torch
 
 from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kernel_tunables, parse_program
 from aka_tui.agent.inductor_capture import CaptureError, capture
-from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
+from aka_tui.agent.probe import Probe, flatten_outputs, output_aliases, outputs_close
 from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
 from aka_tui.bench.problem.model import Problem, Shape
 
@@ -329,22 +329,6 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
     return SeedResult(source, f"compiler seed: torch.compile (inductor) lowered the reference to "
                               f"{len(kernels)} Triton kernel(s){own_gemm} in {len(programs)} program(s){left}",
                       len(programs))
-
-
-def output_aliases(reference: Any, probe: Probe) -> tuple[str | None, ...]:
-    """Per reference output on the probe, the name of the input it is (the same tensor object), else None."""
-    from aka_tui.bench.problem.inputs import clone_inputs
-
-    model = reference.Model(**(probe.shape.init_kwargs or {}))
-    device = next((v.device for v in probe.inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
-    given = clone_inputs(probe.inputs)
-    with torch.no_grad():
-        result = model.to(device).eval()(**given)
-    if result is None:  # in place, nothing returned: its outputs are what it wrote (as the probe reads it)
-        result = {name: given[name] for name in probe.inputs if name in probe.written}
-    flat, _ = flatten_outputs(result)
-    names = {id(v): name for name, v in given.items() if isinstance(v, torch.Tensor)}
-    return tuple(names.get(id(t)) for t in flat)
 
 
 CPU_CHECK_BYTES = 512 << 10  # inputs of a probe beyond the smallest that the seed is checked on in the interpreter

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from pathlib import Path
@@ -85,27 +84,16 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
 
     def on_shape(job: EvalJob, result: ShapeResult) -> None:
         with lock:
-            shapes = in_flight.setdefault(job.key, [])
-            earlier = next((i for i, s in enumerate(shapes) if s.shape_id == result.shape_id), None)
-            if earlier is None:
-                shapes.append(result)
-                if progress:
-                    progress(job.key, "shape", result)
-            else:  # the same shape with its baselines timed (reported once to `progress`)
-                shapes[earlier] = result
+            if _put_shape(in_flight.setdefault(job.key, []), result) and progress:
+                progress(job.key, "shape", result)
             save_checkpoint()
 
-    sampler = ClockSampler() if device.startswith("cuda") and not executor.remote else contextlib.nullcontext()
-    windows: dict[str, tuple[float, float]] = {}  # each operator's span, when operators run one at a time
-    one_at_a_time = not executor.remote and len(executor.describe()) == 1
-    last_end = time.time()
-    with sampler:
+    clocks = _OpClocks(device, executor)
+    with clocks:
         for outcome in executor.run(jobs, on_shape=on_shape):
             profiles.saw(outcome)
             finished[outcome.job.key] = outcome.result
-            if one_at_a_time:
-                windows[outcome.job.key] = (last_end, time.time())
-                last_end = time.time()
+            clocks.op_done(outcome.job.key)
             if progress:
                 with lock:
                     progress(outcome.job.key, "op_done", None)
@@ -123,7 +111,48 @@ def run_bench(suite: Suite, options: EvalOptions, baseline: str | None = None, c
                        executor=executor.name, slots=executor.describe(),
                        mixed_hardware=names if len(names) > 1 else [],
                        weights=weight_summary(selected, suite.directory, tier),
-                       gpu_clocks=clocks_record(sampler.samples, windows) if isinstance(sampler, ClockSampler) else {})
+                       gpu_clocks=clocks.record())
+
+
+def _put_shape(shapes: list[ShapeResult], result: ShapeResult) -> bool:
+    """Add a shape's result, or replace the earlier one of the same shape (reported again with its baselines
+    timed); True when it is new."""
+    earlier = next((i for i, s in enumerate(shapes) if s.shape_id == result.shape_id), None)
+    if earlier is None:
+        shapes.append(result)
+        return True
+    shapes[earlier] = result
+    return False
+
+
+class _OpClocks:
+    """The GPU's clocks through a local CUDA run (nvidia-smi) and each operator's span, the spans only when the
+    operators run one at a time (one slot): with several, which GPU held down which operator is not known."""
+
+    def __init__(self, device: str, executor: Executor) -> None:
+        self.sampler = ClockSampler() if device.startswith("cuda") and not executor.remote else None
+        self.one_at_a_time = not executor.remote and len(executor.describe()) == 1
+        self.windows: dict[str, tuple[float, float]] = {}
+        self.last_end = time.time()
+
+    def __enter__(self) -> _OpClocks:
+        if self.sampler:
+            self.sampler.__enter__()
+        self.last_end = time.time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.sampler:
+            self.sampler.__exit__(*exc)
+
+    def op_done(self, key: str) -> None:
+        if self.one_at_a_time:
+            now = time.time()
+            self.windows[key] = (self.last_end, now)
+            self.last_end = now
+
+    def record(self) -> dict[str, Any]:
+        return clocks_record(self.sampler.samples, self.windows) if self.sampler else {}
 
 
 def _check_request(baseline: str | None, candidates_dir: Path | None) -> None:
