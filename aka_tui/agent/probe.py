@@ -33,6 +33,7 @@ class Probe:
     structure: tuple  # ("tensor",) | ("tuple", n) | ("dict", keys)
     init: dict[str, Any] = field(default_factory=dict)  # every init argument, defaults applied
     written: frozenset[str] = frozenset()  # inputs the reference wrote into (it works in place)
+    aliases: tuple[str | None, ...] = ()  # per output, the input it is (the same tensor: returned in place)
 
 
 def flatten_outputs(value: Any) -> tuple[list[torch.Tensor], tuple]:
@@ -105,8 +106,10 @@ def load_modules(problem: Problem) -> tuple[ModuleType, ModuleType]:
     return import_file(problem.reference_path, "probe_ref"), import_file(problem.input_path, "probe_in")
 
 
-def run_reference(reference: ModuleType, shape: Shape, inputs: dict[str, Any]) -> tuple[Any, frozenset[str]]:
-    """The reference's forward on a copy of `inputs`, and the inputs it wrote into."""
+def run_reference(reference: ModuleType, shape: Shape,
+                  inputs: dict[str, Any]) -> tuple[Any, frozenset[str], tuple[str | None, ...]]:
+    """The reference's forward on a copy of `inputs`, the inputs it wrote into, and per flat output the input
+    it is (an in-place reference returning what it wrote), else None."""
     model = reference.Model(**(shape.init_kwargs or {}))
     device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
     model = model.to(device).eval()
@@ -116,21 +119,8 @@ def run_reference(reference: ModuleType, shape: Shape, inputs: dict[str, Any]) -
     written = modified_inputs(inputs, given)
     if result is None and written:  # it works in place: what it wrote is its output, as the evaluator reads it
         result = {name: given[name] for name in inputs if name in written}
-    return result, written
-
-
-def output_aliases(reference: Any, probe: Probe) -> tuple[str | None, ...]:
-    """Per reference output on the probe, the name of the input it is (the same tensor object), else None."""
-    model = reference.Model(**(probe.shape.init_kwargs or {}))
-    device = next((v.device for v in probe.inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
-    given = clone_inputs(probe.inputs)
-    with torch.no_grad():
-        result = model.to(device).eval()(**given)
-    if result is None:  # in place, nothing returned: its outputs are what it wrote (as the probe reads it)
-        result = {name: given[name] for name in probe.inputs if name in probe.written}
-    flat, _ = flatten_outputs(result)
     names = {id(v): name for name, v in given.items() if isinstance(v, torch.Tensor)}
-    return tuple(names.get(id(t)) for t in flat)
+    return result, written, tuple(names.get(id(t)) for t in flatten_outputs(result)[0])
 
 
 def make_probes(problem: Problem, device: str, count: int = 2) -> list[Probe]:
@@ -139,10 +129,10 @@ def make_probes(problem: Problem, device: str, count: int = 2) -> list[Probe]:
     probes = []
     for index, shape in enumerate(probe_shapes(problem, count)):
         inputs = make_inputs(problem, input_module, shape, device, PROBE_SEED + index)
-        result, written = run_reference(reference, shape, inputs)
+        result, written, aliases = run_reference(reference, shape, inputs)
         outputs, structure = flatten_outputs(result)
         probes.append(Probe(shape, inputs, [o.detach() for o in outputs], structure,
-                            full_init(reference.Model, shape.init_kwargs or {}), written))
+                            full_init(reference.Model, shape.init_kwargs or {}), written, aliases))
     if probes:
         small = _small_magnitude_probe(reference, probes[0])
         if small is not None:
@@ -156,12 +146,12 @@ def _small_magnitude_probe(reference: ModuleType, probe: Probe) -> Probe | None:
     inputs = {k: (v * 1e-3).to(v.dtype) if isinstance(v, torch.Tensor) and v.is_floating_point()
               and v.dtype.itemsize > 1 else v for k, v in probe.inputs.items()}
     try:
-        result, written = run_reference(reference, probe.shape, inputs)
+        result, written, aliases = run_reference(reference, probe.shape, inputs)
         outputs, structure = flatten_outputs(result)
     except Exception:
         return None
     return replace(probe, inputs=inputs, outputs=[o.detach() for o in outputs], structure=structure,
-                   written=written)
+                   written=written, aliases=aliases)
 
 
 def full_init(model_class: Any, init_kwargs: dict[str, Any]) -> dict[str, Any]:

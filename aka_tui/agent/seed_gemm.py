@@ -23,7 +23,8 @@ GEMM_SOURCE = '''
 @triton.jit
 def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb, s_cm,
                         s_cn, s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS: tl.constexpr, IEEE: tl.constexpr,
-                        WIDEN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                        WIDEN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        GROUP_M: tl.constexpr):
     """c[b] = alpha * a[b] @ b[b] (+ beta * bias[b]); programs walk GROUP_M row tiles per column tile."""
     pid = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)
@@ -83,9 +84,9 @@ def _seed_gemm(a, b, out, bias=None, alpha=1.0, beta=1.0):
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), batch)
     _seed_matmul_kernel[grid](
         a3, b3, c3, x3, m, n, k, *a3.stride(), *b3.stride(), *c3.stride(), *x3.stride(), float(alpha),
-        float(beta), HAS_BIAS=bias is not None, IEEE=a.dtype == torch.float32 or widen, WIDEN=widen, BLOCK_M=bm, BLOCK_N=bn,
-        BLOCK_K=TUNABLES["mm_BLOCK_K"], GROUP_M=TUNABLES["mm_GROUP_M"], num_warps=TUNABLES["mm_num_warps"],
-        num_stages=TUNABLES["mm_num_stages"])
+        float(beta), HAS_BIAS=bias is not None, IEEE=a.dtype == torch.float32 or widen, WIDEN=widen,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=TUNABLES["mm_BLOCK_K"], GROUP_M=TUNABLES["mm_GROUP_M"],
+        num_warps=TUNABLES["mm_num_warps"], num_stages=TUNABLES["mm_num_stages"])
     return out
 
 

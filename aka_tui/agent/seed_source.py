@@ -13,7 +13,7 @@ import torch
 
 from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kernel_tunables, parse_program
 from aka_tui.agent.inductor_capture import CaptureError, capture
-from aka_tui.agent.probe import Probe, flatten_outputs, output_aliases, outputs_close
+from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
 from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
 from aka_tui.bench.problem.model import Problem, Shape
 
@@ -318,7 +318,7 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
     except (CaptureError, SeedError) as exc:
         return SeedResult(None, str(exc))
     source = assemble(problem, reference.Model, programs, kernels, probes[0].structure,
-                      {k: v[2] for k, v in groups.items()}, output_aliases(reference, probes[0]))
+                      {k: v[2] for k, v in groups.items()}, probes[0].aliases)
     problem_found, unchecked = verify_seed(source, problem, probes, device)
     if problem_found:
         return SeedResult(None, problem_found)

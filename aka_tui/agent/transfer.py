@@ -164,9 +164,9 @@ def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dic
                 for v in [resolve(spec, init, probe.inputs)]}
         with torch.no_grad():
             flat, structure = flatten_outputs(model(**args))
-        wrote = frozenset(name for name, spec in arg_map.items()
-                          for given in [probe.inputs.get(spec[1]) if spec[0] == "input" and spec[1] in read_only
-                                        else None]
+        read = {name: probe.inputs.get(spec[1]) for name, spec in arg_map.items()
+                if spec[0] == "input" and spec[1] in read_only}
+        wrote = frozenset(name for name, given in read.items()
                           if isinstance(given, torch.Tensor) and not torch.equal(args[name], given))
         if wrote - copied:
             return [], structure, wrote
