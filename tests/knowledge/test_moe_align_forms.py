@@ -67,3 +67,21 @@ def test_fused_experts_routing_over_several_chunks_matches_the_reference() -> No
     inputs = make(num_tokens=40, hidden_size=64, intermediate_size=32, num_experts=8, top_k=4, dtype="float32",
                   device="cpu")
     torch.testing.assert_close(kernel.Model()(**inputs), reference.Model()(**inputs), rtol=1e-4, atol=1e-5)
+
+
+def test_joint_gate_up_dot_gives_the_reference_output() -> None:
+    """GATE_UP_JOINT loads the gate and up weight rows interleaved as one operand and splits the one dot's
+    columns back; odd tile widths against I (a partial last N tile) must still pair each gate column with its
+    own up column."""
+    kernel = import_file(REPO / "kb/family/moe/moe_fused_experts.py", "fused_experts_joint")
+    reference = import_file(REPO / "problems/moe_fused_experts/reference.py", "fused_experts_reference_j")
+    make = import_file(REPO / "problems/moe_fused_experts/input.py", "fused_experts_inputs_j")._make_inputs
+    torch.manual_seed(3)
+    inputs = make(num_tokens=24, hidden_size=64, intermediate_size=48, num_experts=4, top_k=2, dtype="float32",
+                  device="cpu")
+    want = reference.Model()(**inputs)
+    for block_n in (16, 32):  # 48 = 3 x 16; 32 leaves a partial tile
+        cfg = dict(kernel.TUNABLES, GATE_UP_JOINT=1, BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=32,
+                   SMALL_MAX_PAIRS_PER_EXPERT=0)
+        got = kernel.launch_moe_fused_experts(**inputs, cfg=cfg)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)

@@ -44,7 +44,8 @@ from torch import nn
 TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "DOWN_BLOCK_N": 256, "DOWN_BLOCK_K": 64,
             "GROUP_M": 8, "PAIR_FP32": 0, "ROUTE_CHUNK": 1024, "num_warps": 8, "num_stages": 3,
             "SMALL_MAX_PAIRS_PER_EXPERT": 32, "SMALL_BLOCK_M": 32, "SMALL_BLOCK_N": 64, "SMALL_BLOCK_K": 128,
-            "SMALL_DOWN_BLOCK_N": 64, "SMALL_DOWN_BLOCK_K": 128, "SMALL_WARPS": 4, "ACT_SPLIT": 1}
+            "SMALL_DOWN_BLOCK_N": 64, "SMALL_DOWN_BLOCK_K": 128, "SMALL_WARPS": 4, "ACT_SPLIT": 1,
+            "GATE_UP_JOINT": 0}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [32, 64, 128, 256],
@@ -64,6 +65,7 @@ SEARCH_SPACE = {
     "SMALL_DOWN_BLOCK_K": [64, 128, 256],
     "SMALL_WARPS": [2, 4, 8],
     "ACT_SPLIT": [0, 1],
+    "GATE_UP_JOINT": [0, 1],
 }
 # Decode-sized batches (few (token, expert) pairs per expert) run the SMALL_* tiles instead; with
 # SMALL_MAX_PAIRS_PER_EXPERT 0 there is no such regime.
@@ -247,7 +249,8 @@ def _moe_fused_experts_kernel(x_ptr, w1_ptr, sorted_ptr, expert_ids_ptr, act_ptr
                               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                               SCALED: tl.constexpr, A_SCALE: tl.constexpr, W_SCALE: tl.constexpr,
                               A_FNUZ: tl.constexpr, W_FNUZ: tl.constexpr, DOT_DT: tl.constexpr,
-                              GA: tl.constexpr, GN: tl.constexpr, GK: tl.constexpr, W_SCALAR: tl.constexpr):
+                              GA: tl.constexpr, GN: tl.constexpr, GK: tl.constexpr, W_SCALAR: tl.constexpr,
+                              JOINT: tl.constexpr = False):
     """act[pos, :] = silu(x[tok] @ w1[e, :I]^T) * (x[tok] @ w1[e, I:]^T) for the BLOCK_M slots of one block.
     SCALED: operands converted to DOT_DT, every BLOCK_K step (inside one scale group) promoted with the row's
     activation scale as[tok, k // GA] and the column's weight scale ws[e, row // GN, k // GK] (W_SCALAR: the
@@ -293,6 +296,24 @@ def _moe_fused_experts_kernel(x_ptr, w1_ptr, sorted_ptr, expert_ids_ptr, act_ptr
                 a_ptrs += BLOCK_K
                 g_ptrs += BLOCK_K
                 u_ptrs += BLOCK_K
+        elif JOINT:
+            # gate and up columns interleaved in one [BLOCK_K, 2 * BLOCK_N] operand: one dot twice as wide (a
+            # single N=256 wgmma on Hopper instead of two N=128 ones sharing A), split back after the loop.
+            j = tl.arange(0, 2 * BLOCK_N)
+            rows = ((j % 2) * I + (pid_n * BLOCK_N + j // 2) % I).to(tl.int64)
+            w_ptrs = w1_ptr + e.to(tl.int64) * stride_we + rows[None, :] * stride_wn + offs_k[:, None]
+            acc = tl.zeros([BLOCK_M, 2 * BLOCK_N], dtype=tl.float32)
+            for k0 in range(0, H, BLOCK_K):
+                k_ok = (k0 + offs_k) < H
+                a = tl.load(a_ptrs, mask=valid[:, None] & k_ok[None, :], other=0.0)
+                w = tl.load(w_ptrs, mask=k_ok[:, None], other=0.0)
+                if IEEE:
+                    acc = tl.dot(a, w, acc, input_precision="ieee")
+                else:
+                    acc = tl.dot(a, w, acc)
+                a_ptrs += BLOCK_K
+                w_ptrs += BLOCK_K
+            acc_g, acc_u = tl.split(tl.reshape(acc, [BLOCK_M, BLOCK_N, 2]))
         else:
             for k0 in range(0, H, BLOCK_K):
                 k_ok = (k0 + offs_k) < H
@@ -524,7 +545,8 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
                                      IEEE=ieee1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
                                      SCALED=scaled1, A_SCALE=a1_scale is not None, W_SCALE=w1_scale is not None,
                                      A_FNUZ=hidden.dtype == _FNUZ, W_FNUZ=w1.dtype == _FNUZ, DOT_DT=dot1,
-                                     GA=ga, GN=gn1, GK=gk1, W_SCALAR=scalar1, num_warps=cfg["num_warps"],
+                                     GA=ga, GN=gn1, GK=gk1, W_SCALAR=scalar1,
+                                     JOINT=bool(cfg.get("GATE_UP_JOINT", 0)), num_warps=cfg["num_warps"],
                                      num_stages=stages1)
     y_dtype = torch.float32 if cfg["PAIR_FP32"] and act_dtype != torch.float64 else act_dtype
     y = torch.empty((n, H), dtype=y_dtype, device=dev)
