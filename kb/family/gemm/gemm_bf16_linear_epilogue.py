@@ -18,7 +18,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1,
             "num_warps": 8, "num_stages": 3, "LARGE_M_MIN": 2048, "LARGE_M_BLOCK_M": 256,
             "SMALL_M_MAX": 64, "SMALL_M_BLOCK_N": 64, "SMALL_M_BLOCK_K": 256, "MID_M_MAX": 256, "MID_M_BLOCK_K": 128,
-            "TMA": 0}
+            "TMA": 0, "WARP_SPECIALIZE": 0}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -35,6 +35,7 @@ SEARCH_SPACE = {
     "MID_M_MAX": [0, 128, 256, 512],
     "MID_M_BLOCK_K": [64, 128],
     "TMA": [0, 1],
+    "WARP_SPECIALIZE": [0, 1],
 }
 # M >= LARGE_M_MIN (0: never) uses LARGE_M_BLOCK_M rows per tile. An H200 agent session (2026-11-30) measured
 # BLOCK_M 256 at 1.09x on an 8192-row down projection and 0.80x on 64- and 256-row decode GEMMs; the switch
@@ -46,7 +47,8 @@ SEARCH_SPACE = {
 # (scripts/gemm_configs_device.py, do_bench, 2026-12-03): M 64 x N 6144 x K 4096 24.7 us against 44.5 at the
 # default tiles (cuBLAS 22.8); M 256 x 7168 x 8192 with SiLU 61.5 us against 79.7 (cuBLAS + torch SiLU 52.2).
 INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}, "SMALL_M_BLOCK_N": {"SMALL_M_MAX": [0]},
-         "SMALL_M_BLOCK_K": {"SMALL_M_MAX": [0]}, "MID_M_BLOCK_K": {"MID_M_MAX": [0]}}
+         "SMALL_M_BLOCK_K": {"SMALL_M_MAX": [0]}, "MID_M_BLOCK_K": {"MID_M_MAX": [0]},
+         "WARP_SPECIALIZE": {"TMA": [0]}}
 
 ACT_IDS = {"none": 0, "gelu_tanh": 1, "silu": 2}
 REDUCE_BLOCK = 1024
@@ -134,9 +136,11 @@ def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, 
 @triton.jit
 def _gemm_tma_kernel(a_desc, b_desc, bias_ptr, res_ptr, out_ptr, M, N, K, stride_rm, stride_om,
                      ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, IEEE: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                     WS: tl.constexpr):
     """The same tile and epilogue, its operands brought in by the copy engine (TMA) through host-built
-    descriptors: no address arithmetic or masks in the loop; the descriptor zero-fills past M, N and K."""
+    descriptors: no address arithmetic or masks in the loop; the descriptor zero-fills past M, N and K.
+    WS asks the compiler to split the loop into producer (TMA) and consumer (MMA) warps."""
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -146,7 +150,7 @@ def _gemm_tma_kernel(a_desc, b_desc, bias_ptr, res_ptr, out_ptr, M, N, K, stride
     pid_m = first_m + (pid % band) % band_m
     pid_n = (pid % band) // band_m
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in tl.range(0, K, BLOCK_K, warp_specialize=WS):
         a = a_desc.load([pid_m * BLOCK_M, k0])
         b = b_desc.load([pid_n * BLOCK_N, k0])
         if IEEE:
@@ -224,7 +228,8 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
         _gemm_tma_kernel[grid](TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
                                bias_arg, res_arg, out, M, N, K, stride_rm, out.stride(0), ACT=act,
                                HAS_BIAS=has_bias, HAS_RES=has_res, IEEE=x.dtype == torch.float32, BLOCK_M=bm,
-                               BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"], num_warps=warps, num_stages=stages)
+                               BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
+                               WS=bool(cfg.get("WARP_SPECIALIZE", 0)), num_warps=warps, num_stages=stages)
         return out
     k_per_split = _cdiv(_cdiv(K, bk), split) * bk
     ws = torch.empty((split, M, N), dtype=torch.float32, device=x.device) if split > 1 else out
