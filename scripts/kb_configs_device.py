@@ -44,6 +44,8 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=10, help="rows printed per shape")
     add_sweep_options(parser, rep=30, rounds=3)
     parser.add_argument("--no-max-autotune", action="store_true", help="leave the max-autotune row out")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="leave both compiled rows out (references that loop in Python compile for minutes)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
@@ -89,8 +91,9 @@ def main() -> int:
             base = first_tensor(outputs["default"]).float()
             times = median_times(entries, bench, args.rounds)
             # the peers one after the other, each compiled afresh (dynamo's caches dropped) and timed in its turn
-            for label, mode in [("torch.compile", None)] + ([] if args.no_max_autotune else
-                                                             [("max-autotune", "max-autotune-no-cudagraphs")]):
+            peers = [] if args.no_compile else [("torch.compile", None)] + (
+                [] if args.no_max_autotune else [("max-autotune", "max-autotune-no-cudagraphs")])
+            for label, mode in peers:
                 torch._dynamo.reset()
                 compiled = torch.compile(ref_model, mode=mode, dynamic=False)
                 peer = {label: (lambda c=compiled: c(**inputs))}

@@ -141,3 +141,24 @@ def test_auto_makes_the_explicit_tiles_inert() -> None:
     auto = dict(kernel.tunables, AUTO=1)
     assert kernel.is_inert("BLOCK_M", auto) and not kernel.is_inert("BLOCK_M", dict(auto, AUTO=0))
     assert kernel.canonical(dict(auto, BLOCK_M=128)) == kernel.canonical(auto)
+
+
+@pytest.mark.parametrize("causal, pack_gqa", [(True, 0), (False, 0), (True, 1)])
+def test_tma_chunks_match_the_reference(modules: tuple[ModuleType, ModuleType], causal: bool, pack_gqa: int,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """TMA: the unmasked K/V chunks through descriptors over [tokens, kv_heads * head] (a head of 32, its own
+    power of two): chunks start at each sequence's first key and stop before the masked ones, which keep the
+    pointer loads; a head that is not a power of two (24) takes the pointer path throughout."""
+    kernel, reference = modules
+    monkeypatch.setitem(kernel.TUNABLES, "TMA", 1)
+    monkeypatch.setitem(kernel.TUNABLES, "PACK_GQA", pack_gqa)
+    torch.manual_seed(2)
+    q_lens, k_lens = [3, 40, 17], [35, 40, 17]
+    cu_q, cu_k = _offsets(q_lens), _offsets(k_lens)
+    for dim in (32, D):
+        q = torch.randn(int(cu_q[-1]), H, dim)
+        k, v = torch.randn(int(cu_k[-1]), KVH, dim), torch.randn(int(cu_k[-1]), KVH, dim)
+        assert bool(kernel._kv_descriptors(k, v, kernel.TUNABLES, 16, 32, dim, False)) == (dim == 32)
+        want = reference.Model(H, KVH, dim, causal=causal)(q, k, v, cu_q, cu_seqlens_k=cu_k)
+        got = kernel.Model(H, KVH, dim, causal=causal)(q, k, v, cu_q, cu_seqlens_k=cu_k)
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)

@@ -29,6 +29,8 @@ no software pipelining, one-load tile map, GQA heads packed, V loaded beside K â
 KV_AHEAD 1 issues a chunk's V load beside its K load, before the first dot, so the two latencies overlap in a
 program without pipelining stages; 2 also loads the next chunk's K and V before this chunk's dots (registers).
 MAXNREG caps the registers per thread (more programs per SM, at the price of spills), for heads up to 128.
+TMA loads the unmasked K/V chunks of contiguous K/V through host-built descriptors (the copy engine, no address
+arithmetic); WARP_SPECIALIZE asks the compiler to split that loop into producer and consumer warps.
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -36,9 +38,10 @@ import torch
 import triton
 import triton.language as tl
 from torch import nn
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
-            "num_warps": 4, "num_stages": 2}
+            "num_warps": 4, "num_stages": 2, "TMA": 0, "WARP_SPECIALIZE": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -49,12 +52,14 @@ SEARCH_SPACE = {
     "BLOCK_N": [16, 32, 64, 128],
     "num_warps": [4, 8],
     "num_stages": [1, 2, 3, 4],
+    "TMA": [0, 1],
+    "WARP_SPECIALIZE": [0, 1],
 }
 
 INERT = {  # AUTO picks these itself
     "BLOCK_M": {"AUTO": [1]}, "BLOCK_N": {"AUTO": [1]}, "TILE_MAP": {"AUTO": [1]}, "PACK_GQA": {"AUTO": [1]},
     "KV_AHEAD": {"AUTO": [1]}, "MAXNREG": {"AUTO": [1]}, "num_warps": {"AUTO": [1]},
-    "num_stages": {"AUTO": [1]},
+    "num_stages": {"AUTO": [1]}, "WARP_SPECIALIZE": {"TMA": [0]},
 }
 
 LOG2E = 1.4426950408889634
@@ -126,6 +131,7 @@ def _attention_prefill_varlen_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
     SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
     TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr, KV_AHEAD: tl.constexpr,
+    k_desc=None, v_desc=None, TMA: tl.constexpr = False, WS: tl.constexpr = False,
 ):
     # strides arrive divided by UNIT (see _stride_unit); multiplying by the constant proves their divisibility
     sq_t, sq_h, so_t, so_h = sq_t * UNIT, sq_h * UNIT, so_t * UNIT, so_h * UNIT
@@ -198,7 +204,12 @@ def _attention_prefill_varlen_kernel(
         n_end = kv_len
         n_full = kv_len // BLOCK_N * BLOCK_N
     # 1) chunks every row of the tile sees in full: no mask
-    if KV_AHEAD == 2:  # the next chunk's K and V are loaded before this chunk's dots (registers, no stages)
+    if TMA:  # K and V chunks through descriptors over [tokens, kv_heads * head] (contiguous K/V, head = BLOCK_D)
+        for n0 in tl.range(0, n_full, BLOCK_N, warp_specialize=WS):
+            kk = k_desc.load([k_start + n0, kv_head * BLOCK_D])
+            vv = v_desc.load([k_start + n0, kv_head * BLOCK_D])
+            m_i, l_i, acc = _softmax_step(q, tl.trans(kk), vv, m_i, l_i, acc, qk_scale)
+    elif KV_AHEAD == 2:  # the next chunk's K and V are loaded before this chunk's dots (registers, no stages)
         ok0 = offs_n0 < n_full
         k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n0, ok0, sk_b, sk_t, sv_b, sv_t, PAGED)
         kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & ok0[None, :], other=0.0)
@@ -274,6 +285,20 @@ def _register_cap(maxnreg: int, block_d: int) -> dict[str, int]:
     """The launch option that caps registers per thread; heads wider than 128 keep the compiler's own count (at
     head 256 ptxas needs 158 or more and refuses 128)."""
     return {"maxnreg": maxnreg} if maxnreg and block_d <= 128 else {}
+
+
+def _kv_descriptors(k, v, tiles: dict, block_n: int, block_d: int, head_dim: int, paged: bool) -> dict:
+    """With TMA: descriptors over contiguous K and V as [tokens, kv_heads * head] for the unmasked chunks (a head
+    that is its own power of two, 16-byte rows); otherwise nothing (the pointer loads)."""
+    if not tiles.get("TMA") or paged or head_dim != block_d:
+        return {}
+    views = []
+    for t in (k, v):
+        tokens, heads, dim = t.shape
+        if t.stride(-1) != 1 or t.stride(1) != dim or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
+            return {}
+        views.append(TensorDescriptor(t, [tokens, heads * dim], [t.stride(0), 1], [block_n, block_d]))
+    return {"k_desc": views[0], "v_desc": views[1], "TMA": True, "WS": bool(tiles.get("WARP_SPECIALIZE", 0))}
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -366,7 +391,7 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         so_t // u, so_h // u, so_d,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SEARCH=max(1, (batch - 1).bit_length()),
         CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map, PACK_GQA=pack,
-        KV_AHEAD=tiles.get("KV_AHEAD", 0),
+        KV_AHEAD=tiles.get("KV_AHEAD", 0), **_kv_descriptors(k, v, tiles, bn, block_d, head_dim, paged),
         num_warps=tiles["num_warps"], **_register_cap(tiles.get("MAXNREG", 0), block_d),
         num_stages=_cap_stages(tiles["num_stages"], 2 * bn * block_d * q.element_size(),
                                bm * block_d * q.element_size()),
