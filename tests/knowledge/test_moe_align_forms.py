@@ -85,3 +85,21 @@ def test_joint_gate_up_dot_gives_the_reference_output() -> None:
                    SMALL_MAX_PAIRS_PER_EXPERT=0)
         got = kernel.launch_moe_fused_experts(**inputs, cfg=cfg)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_tma_operands_give_the_reference_output() -> None:
+    """TMA: the weight tiles (and the down GEMM's act rows) through descriptors; padding rows of a block read
+    whatever act holds there and are masked at the store; a partial last N tile reads zero-filled rows."""
+    kernel = import_file(REPO / "kb/family/moe/moe_fused_experts.py", "fused_experts_tma")
+    reference = import_file(REPO / "problems/moe_fused_experts/reference.py", "fused_experts_reference_t")
+    make = import_file(REPO / "problems/moe_fused_experts/input.py", "fused_experts_inputs_t")._make_inputs
+    torch.manual_seed(4)
+    inputs = make(num_tokens=24, hidden_size=64, intermediate_size=48, num_experts=4, top_k=2, dtype="float32",
+                  device="cpu")
+    want = reference.Model()(**inputs)
+    for block_n in (16, 32):
+        cfg = dict(kernel.TUNABLES, TMA=1, BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=16, DOWN_BLOCK_N=block_n,
+                   DOWN_BLOCK_K=16, SMALL_MAX_PAIRS_PER_EXPERT=0)
+        assert kernel._descriptors(cfg, True, w1=(inputs["w1"], block_n, 16))
+        got = kernel.launch_moe_fused_experts(**inputs, cfg=cfg)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)

@@ -34,18 +34,23 @@ GPU the down GEMM then splits each fp32 act tile into a bf16 high and low part, 
 bf16 weights (ACT_SPLIT; an fp32 IEEE dot on the interpreter, whose bf16 dots are not reliable). Other
 activations keep the input dtype, as without scales. Without scales nothing of this is compiled: the plain
 path is unchanged.
+
+Plain-path variants (tunables, off by default): GATE_UP_JOINT loads the gate and up weight rows interleaved as
+one operand for one dot twice as wide; TMA brings the weight tiles (and the down GEMM's act rows, which are
+the block's own) in through tensor descriptors instead of pointer loads.
 """
 
 import torch
 import triton
 import triton.language as tl
 from torch import nn
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "DOWN_BLOCK_N": 256, "DOWN_BLOCK_K": 64,
             "GROUP_M": 8, "PAIR_FP32": 0, "ROUTE_CHUNK": 1024, "num_warps": 8, "num_stages": 3,
             "SMALL_MAX_PAIRS_PER_EXPERT": 32, "SMALL_BLOCK_M": 32, "SMALL_BLOCK_N": 64, "SMALL_BLOCK_K": 128,
             "SMALL_DOWN_BLOCK_N": 64, "SMALL_DOWN_BLOCK_K": 128, "SMALL_WARPS": 4, "ACT_SPLIT": 1,
-            "GATE_UP_JOINT": 0}
+            "GATE_UP_JOINT": 0, "TMA": 0}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [32, 64, 128, 256],
@@ -66,6 +71,7 @@ SEARCH_SPACE = {
     "SMALL_WARPS": [2, 4, 8],
     "ACT_SPLIT": [0, 1],
     "GATE_UP_JOINT": [0, 1],
+    "TMA": [0, 1],
 }
 # Decode-sized batches (few (token, expert) pairs per expert) run the SMALL_* tiles instead; with
 # SMALL_MAX_PAIRS_PER_EXPERT 0 there is no such regime.
@@ -250,7 +256,7 @@ def _moe_fused_experts_kernel(x_ptr, w1_ptr, sorted_ptr, expert_ids_ptr, act_ptr
                               SCALED: tl.constexpr, A_SCALE: tl.constexpr, W_SCALE: tl.constexpr,
                               A_FNUZ: tl.constexpr, W_FNUZ: tl.constexpr, DOT_DT: tl.constexpr,
                               GA: tl.constexpr, GN: tl.constexpr, GK: tl.constexpr, W_SCALAR: tl.constexpr,
-                              JOINT: tl.constexpr = False):
+                              JOINT: tl.constexpr = False, w1_desc=None, TMA: tl.constexpr = False):
     """act[pos, :] = silu(x[tok] @ w1[e, :I]^T) * (x[tok] @ w1[e, I:]^T) for the BLOCK_M slots of one block.
     SCALED: operands converted to DOT_DT, every BLOCK_K step (inside one scale group) promoted with the row's
     activation scale as[tok, k // GA] and the column's weight scale ws[e, row // GN, k // GK] (W_SCALAR: the
@@ -296,6 +302,19 @@ def _moe_fused_experts_kernel(x_ptr, w1_ptr, sorted_ptr, expert_ids_ptr, act_ptr
                 a_ptrs += BLOCK_K
                 g_ptrs += BLOCK_K
                 u_ptrs += BLOCK_K
+        elif TMA:  # weight tiles through a [E, 2I, H] descriptor (rows past 2I zero-filled; past I masked below)
+            for k0 in range(0, H, BLOCK_K):
+                k_ok = (k0 + offs_k) < H
+                a = tl.load(a_ptrs, mask=valid[:, None] & k_ok[None, :], other=0.0)
+                wg = w1_desc.load([e, pid_n * BLOCK_N, k0]).reshape(BLOCK_N, BLOCK_K)
+                wu = w1_desc.load([e, I + pid_n * BLOCK_N, k0]).reshape(BLOCK_N, BLOCK_K)
+                if IEEE:
+                    acc_g = tl.dot(a, wg.T, acc_g, input_precision="ieee")
+                    acc_u = tl.dot(a, wu.T, acc_u, input_precision="ieee")
+                else:
+                    acc_g = tl.dot(a, wg.T, acc_g)
+                    acc_u = tl.dot(a, wu.T, acc_u)
+                a_ptrs += BLOCK_K
         elif JOINT:
             # gate and up columns interleaved in one [BLOCK_K, 2 * BLOCK_N] operand: one dot twice as wide (a
             # single N=256 wgmma on Hopper instead of two N=128 ones sharing A), split back after the loop.
@@ -341,7 +360,8 @@ def _moe_down_kernel(act_ptr, w2_ptr, sorted_ptr, expert_ids_ptr, tw_ptr, y_ptr,
                      IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                      SCALED: tl.constexpr, W_SCALE: tl.constexpr, W_FNUZ: tl.constexpr, DOT_DT: tl.constexpr,
-                     GN: tl.constexpr, GK: tl.constexpr, W_SCALAR: tl.constexpr, SPLIT: tl.constexpr):
+                     GN: tl.constexpr, GK: tl.constexpr, W_SCALAR: tl.constexpr, SPLIT: tl.constexpr,
+                     act_desc=None, w2_desc=None, TMA: tl.constexpr = False):
     """y[pair, :] = topk_weight[pair] * (act[pos] @ w2[e]^T) for the BLOCK_M slots of one block (SCALED: w2
     tiles converted to DOT_DT, every K step promoted with the column's weight scale; SPLIT: fp32 act tiles as
     a bf16 high part plus a bf16 low part, two bf16 dots, ~16 bits of the act's mantissa kept)."""
@@ -378,6 +398,14 @@ def _moe_down_kernel(act_ptr, w2_ptr, sorted_ptr, expert_ids_ptr, tw_ptr, y_ptr,
                 acc += _promote(partial, 1.0, sb, False, W_SCALE, W_SCALAR)
                 a_ptrs += BLOCK_K
                 b_ptrs += BLOCK_K
+        elif TMA:  # act rows are the block's own (padding rows hold garbage: their outputs are masked below)
+            for k0 in range(0, I, BLOCK_K):
+                a = act_desc.load([pid_m * BLOCK_M, k0])
+                b = w2_desc.load([e, pid_n * BLOCK_N, k0]).reshape(BLOCK_N, BLOCK_K)
+                if IEEE:
+                    acc = tl.dot(a, b.T, acc, input_precision="ieee")
+                else:
+                    acc = tl.dot(a, b.T, acc)
         else:
             for k0 in range(0, I, BLOCK_K):
                 k_ok = (k0 + offs_k) < I
@@ -452,6 +480,21 @@ def route_chunk(num_pairs: int, most: int) -> int:
     """Pairs per routing program: the smallest power of two, at least ROUTE_SUB and at most `most`, that keeps the
     count and sort kernels at about ROUTE_PROGRAMS programs."""
     return min(most, max(ROUTE_SUB, _next_pow2(_cdiv(num_pairs, ROUTE_PROGRAMS))))
+
+
+def _descriptors(cfg: dict, plain: bool, **operands) -> dict:
+    """With TMA, on the plain (unscaled) path: a descriptor per operand (name=(tensor, rows, cols) of its tile;
+    3-D weights [E, rows, K] get [1, rows, cols] boxes) and TMA on; nothing where one operand cannot have one
+    (16-byte aligned base and strides)."""
+    if not cfg.get("TMA") or not plain:
+        return {}
+    found = {}
+    for name, (t, rows, cols) in operands.items():
+        if t.stride(-1) != 1 or t.data_ptr() % 16 or any(s * t.element_size() % 16 for s in t.stride()[:-1]):
+            return {}
+        box = [1] * (t.dim() - 2) + [rows, cols]
+        found[f"{name}_desc"] = TensorDescriptor(t, list(t.shape), list(t.stride()), box)
+    return {**found, "TMA": True}
 
 
 def _kernel_view(t: torch.Tensor) -> torch.Tensor:
@@ -547,7 +590,7 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
                                      A_FNUZ=hidden.dtype == _FNUZ, W_FNUZ=w1.dtype == _FNUZ, DOT_DT=dot1,
                                      GA=ga, GN=gn1, GK=gk1, W_SCALAR=scalar1,
                                      JOINT=bool(cfg.get("GATE_UP_JOINT", 0)), num_warps=cfg["num_warps"],
-                                     num_stages=stages1)
+                                     num_stages=stages1, **_descriptors(cfg, not scaled1, w1=(w1, bn, bk)))
     y_dtype = torch.float32 if cfg["PAIR_FP32"] and act_dtype != torch.float64 else act_dtype
     y = torch.empty((n, H), dtype=y_dtype, device=dev)
     bn2 = cfg["DOWN_BLOCK_N"]
@@ -561,7 +604,7 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
                             IEEE=ieee2, BLOCK_M=bm, BLOCK_N=bn2, BLOCK_K=bk2, GROUP_M=cfg["GROUP_M"],
                             SCALED=scaled2, W_SCALE=w2_scale is not None, W_FNUZ=w2.dtype == _FNUZ, DOT_DT=dot2,
                             GN=gn2, GK=gk2, W_SCALAR=scalar2, SPLIT=split, num_warps=cfg["num_warps"],
-                            num_stages=stages2)
+                            num_stages=stages2, **_descriptors(cfg, not scaled2, act=(act, bm, bk2), w2=(w2, bn2, bk2)))
     cb = min(COMBINE_BLOCK, _next_pow2(H))
     _moe_combine_kernel[(T, _cdiv(H, cb))](y, _kernel_view(out), k, H, y.stride(0), out.stride(0), BLOCK=cb,
                                                  OUT_FNUZ=out.dtype == _FNUZ, num_warps=4)
