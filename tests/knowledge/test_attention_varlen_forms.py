@@ -117,7 +117,7 @@ def test_auto_tiles_follow_the_workload(modules: tuple[ModuleType, ModuleType],
     few = kernel._workload_tiles(total=875, batch=1, block_d=256, group=8, kv_heads=2)  # short, but one sequence
     mha = kernel._workload_tiles(total=300 * 256, batch=300, block_d=128, group=1, kv_heads=16)
     assert (short["BLOCK_M"], short["num_warps"], short["num_stages"], short["PACK_GQA"], short["KV_AHEAD"],
-            short["MAXNREG"]) == (128, 8, 1, 1, 1, 128)  # a GQA group packed into 128 rows, two warpgroups
+            short["MAXNREG"], short["TMA"]) == (128, 8, 1, 1, 1, 128, 0)  # GQA packed into 128 rows, two warpgroups
     assert (mha["BLOCK_M"], mha["num_warps"], mha["BLOCK_N"]) == (64, 4, 32)  # one head's tokens: 64 rows
     assert (long["BLOCK_M"], long["BLOCK_N"], long["num_warps"]) == (128, 128, 8)
     assert (wide["BLOCK_M"], wide["BLOCK_N"]) == (128, 64)  # a 256-wide head halves the key chunk
