@@ -69,19 +69,25 @@ def test_fused_experts_routing_over_several_chunks_matches_the_reference() -> No
     torch.testing.assert_close(kernel.Model()(**inputs), reference.Model()(**inputs), rtol=1e-4, atol=1e-5)
 
 
+
+def _small_case(name: str, seed: int):  # type: ignore[no-untyped-def]
+    """The kernel module, 24 tokens over 4 experts (top-2, I 48) as fp32 inputs, and the reference's output."""
+    kernel = import_file(REPO / "kb/family/moe/moe_fused_experts.py", f"fused_experts_{name}")
+    reference = import_file(REPO / "problems/moe_fused_experts/reference.py", f"fused_experts_reference_{name}")
+    make = import_file(REPO / "problems/moe_fused_experts/input.py", f"fused_experts_inputs_{name}")._make_inputs
+    torch.manual_seed(seed)
+    inputs = make(num_tokens=24, hidden_size=64, intermediate_size=48, num_experts=4, top_k=2, dtype="float32",
+                  device="cpu")
+    return kernel, inputs, reference.Model()(**inputs)
+
+
 def test_joint_gate_up_dot_gives_the_reference_output() -> None:
     """GATE_UP_JOINT loads the gate and up weight rows interleaved as one operand and splits the one dot's
     columns back; odd tile widths against I (a partial last N tile) must still pair each gate column with its
     own up column."""
-    kernel = import_file(REPO / "kb/family/moe/moe_fused_experts.py", "fused_experts_joint")
-    reference = import_file(REPO / "problems/moe_fused_experts/reference.py", "fused_experts_reference_j")
-    make = import_file(REPO / "problems/moe_fused_experts/input.py", "fused_experts_inputs_j")._make_inputs
-    torch.manual_seed(3)
-    inputs = make(num_tokens=24, hidden_size=64, intermediate_size=48, num_experts=4, top_k=2, dtype="float32",
-                  device="cpu")
-    want = reference.Model()(**inputs)
-    for block_n in (16, 32):  # 48 = 3 x 16; 32 leaves a partial tile
-        cfg = dict(kernel.TUNABLES, GATE_UP_JOINT=1, BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=32,
+    kernel, inputs, want = _small_case("joint", 3)
+    for joint, block_n in ((1, 16), (1, 32), (0, 32)):  # 48 = 3 x 16; 32 leaves a partial tile
+        cfg = dict(kernel.TUNABLES, GATE_UP_JOINT=joint, BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=32,
                    SMALL_MAX_PAIRS_PER_EXPERT=0)
         got = kernel.launch_moe_fused_experts(**inputs, cfg=cfg)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
@@ -90,13 +96,7 @@ def test_joint_gate_up_dot_gives_the_reference_output() -> None:
 def test_tma_operands_give_the_reference_output() -> None:
     """TMA: the weight tiles (and the down GEMM's act rows) through descriptors; padding rows of a block read
     whatever act holds there and are masked at the store; a partial last N tile reads zero-filled rows."""
-    kernel = import_file(REPO / "kb/family/moe/moe_fused_experts.py", "fused_experts_tma")
-    reference = import_file(REPO / "problems/moe_fused_experts/reference.py", "fused_experts_reference_t")
-    make = import_file(REPO / "problems/moe_fused_experts/input.py", "fused_experts_inputs_t")._make_inputs
-    torch.manual_seed(4)
-    inputs = make(num_tokens=24, hidden_size=64, intermediate_size=48, num_experts=4, top_k=2, dtype="float32",
-                  device="cpu")
-    want = reference.Model()(**inputs)
+    kernel, inputs, want = _small_case("tma", 4)
     for block_n in (16, 32):
         cfg = dict(kernel.TUNABLES, TMA=1, BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=16, DOWN_BLOCK_N=block_n,
                    DOWN_BLOCK_K=16, SMALL_MAX_PAIRS_PER_EXPERT=0)

@@ -89,21 +89,24 @@ def _linear_epilogue(z, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm,
 
 
 @triton.jit
+def _tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """GROUP_M swizzle: program pid's (row block, column block), walking a band of GROUP_M row blocks down each
+    column of tiles."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    band = GROUP_M * tl.cdiv(N, BLOCK_N)
+    first_m = (pid // band) * GROUP_M
+    band_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    return first_m + (pid % band) % band_m, (pid % band) // band_m
+
+
+@triton.jit
 def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, ws_ptr, M, N, K, k_per_split,
                                       stride_xm, stride_wn, stride_rm, stride_om,
                                       ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
                                       SPLIT_K: tl.constexpr, IEEE: tl.constexpr, BLOCK_M: tl.constexpr,
                                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
     pid_k = tl.program_id(1)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    # GROUP_M swizzle: walk a band of GROUP_M row blocks down each column of tiles
-    band = GROUP_M * num_pid_n
-    first_m = (pid // band) * GROUP_M
-    band_m = tl.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % band) % band_m
-    pid_n = (pid % band) // band_m
+    pid_m, pid_n = _tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -144,14 +147,7 @@ def _gemm_tma_kernel(a_desc, b_desc, bias_ptr, res_ptr, out_ptr, M, N, K, stride
     """The same tile and epilogue, its operands brought in by the copy engine (TMA) through host-built
     descriptors: no address arithmetic or masks in the loop; the descriptor zero-fills past M, N and K.
     WS asks the compiler to split the loop into producer (TMA) and consumer (MMA) warps."""
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    band = GROUP_M * num_pid_n
-    first_m = (pid // band) * GROUP_M
-    band_m = tl.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % band) % band_m
-    pid_n = (pid % band) // band_m
+    pid_m, pid_n = _tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k0 in tl.range(0, K, BLOCK_K, warp_specialize=WS):
         a = a_desc.load([pid_m * BLOCK_M, k0])
