@@ -212,14 +212,13 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
     stride_rm = residual.stride(0) if has_res else 0
     bm, bn, bk, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["SPLIT_K"]
     warps, stages = cfg["num_warps"], cfg["num_stages"]
-    large = M > cfg.get("SMALL_M_MAX", 0) and M > cfg.get("MID_M_MAX", 0) and bool(cfg.get("LARGE_M_MIN")) \
-        and M >= cfg["LARGE_M_MIN"]
+    large = False
     if M <= cfg.get("SMALL_M_MAX", 0):
         bm, bn, bk, warps, stages = 64, cfg["SMALL_M_BLOCK_N"], cfg["SMALL_M_BLOCK_K"], 4, 4
     elif M <= cfg.get("MID_M_MAX", 0):
         bk = cfg["MID_M_BLOCK_K"]
-    elif large:
-        bm = cfg["LARGE_M_BLOCK_M"]
+    elif cfg.get("LARGE_M_MIN") and M >= cfg["LARGE_M_MIN"]:
+        bm, large = cfg["LARGE_M_BLOCK_M"], True
     stages, bk = _fit_smem(stages, bk, (bm + bn) * x.element_size())
     act = ACT_IDS[activation]
     if split == 1 and cfg.get("TMA") and large and _tma_ok(x, w):  # the large-M tiles only (where timed)
