@@ -3,10 +3,10 @@ reference (a GPU): the sweep behind a kernel's default tiles for the kernels who
 call time (the norms, the activations, the quantisers, ...).
 
 For each shape (default: every full-tier shape) prints one Markdown table, fastest first: each grid point's
-device time (`triton.testing.do_bench`, median, L2 flushed; the median over shuffled rounds, since whichever
-configuration runs first on a cold GPU reads 10-18% slow), the row "default" (the file as it is) and the rows
-"torch.compile" / "max-autotune" (the reference compiled, dynamic=False; max-autotune without CUDA graphs), each
-output compared with the default's. A grid point sets those TUNABLES keys on the module before the call. The
+device time (`triton.testing.do_bench`, median, L2 flushed; with --saturated the evaluator's GPU-saturated
+timer; the median over shuffled rounds, since whichever configuration runs first on a cold GPU reads 10-18%
+slow), the row "default" (the file as it is) and the rows "torch.compile" / "max-autotune" (the reference
+compiled, dynamic=False; max-autotune without CUDA graphs), each output compared with the default's. A grid point sets those TUNABLES keys on the module before the call. The
 kernel's configurations are timed in shuffled rounds (scripts/sweep_timing.py), the compiled peers one after the
 other (each compiled afresh).
 
@@ -46,14 +46,22 @@ def main() -> int:
     parser.add_argument("--no-max-autotune", action="store_true", help="leave the max-autotune row out")
     parser.add_argument("--no-compile", action="store_true",
                         help="leave both compiled rows out (references that loop in Python compile for minutes)")
+    parser.add_argument("--saturated", action="store_true",
+                        help="time with the evaluator's GPU-saturated timer instead of do_bench (decode-sized shapes, "
+                             "where do_bench's back-to-back calls are paced by the host's launch path)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
     import triton
 
+    from aka_tui.bench.measure.timing import Timers, time_cuda
     from aka_tui.bench.problem.inputs import make_inputs
     from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.bench.problem.module_loading import import_file
+    from aka_tui.bench.roofline.hardware import detect_profile
+
+    timers = Timers.capture()
+    l2_bytes = detect_profile("cuda").l2_bytes if args.saturated else 0
 
     grid = grid_with({}, args.grid)
     problem = load_problem(args.problem)
@@ -84,6 +92,8 @@ def main() -> int:
             entries[" | ".join(str(v) for v in values)] = ours({**defaults, **dict(zip(keys, values))})
 
         def bench(call) -> float:
+            if args.saturated:
+                return time_cuda(lambda _inputs: call(), [{}], timers, l2_bytes).median_ms
             return triton.testing.do_bench(call, rep=args.rep)
 
         with torch.no_grad():

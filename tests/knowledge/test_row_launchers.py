@@ -92,3 +92,36 @@ def test_rms_norm_launch_plans_follow_tunables_edited_in_place() -> None:
     finally:
         kernel.TUNABLES.clear()
         kernel.TUNABLES.update(saved)
+
+
+def _norm_formulas(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> dict[str, tuple[Callable, torch.Tensor]]:
+    """Each norm kernel's launch with a config, and what it must return (torch in fp32)."""
+    rms = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-6)
+    s = x + x.flip(-1)
+    return {
+        "norm/rms_norm.py": (lambda k, cfg: k.launch_rms_norm(x, w, 1e-6, cfg), rms * w),
+        "norm/layer_norm.py": (lambda k, cfg: k.launch_layer_norm(x, w, b, 1e-6, cfg),
+                               torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-6)),
+        "norm/fused_add_rms_norm.py": (lambda k, cfg: k.launch_fused_add_rms_norm(x, x.flip(-1), w, 1e-6, cfg)[0],
+                                       s * torch.rsqrt(s.square().mean(-1, keepdim=True) + 1e-6) * w),
+    }
+
+
+@pytest.mark.parametrize("path", ["norm/rms_norm.py", "norm/layer_norm.py", "norm/fused_add_rms_norm.py"])
+@pytest.mark.parametrize("early", [False, True])
+def test_norms_with_weights_loaded_before_or_after_the_reduction(path: str, early: bool) -> None:
+    """EARLY_WEIGHTS only moves where the weight (and bias) loads are issued: the same normalised rows, a masked
+    tail (100 of a 128-wide tile) and several rows a program (layer_norm's AUTO) included."""
+    kernel = _kernel(path)
+    torch.manual_seed(4)
+    x, w, b = torch.randn(7, 100), torch.randn(100), torch.randn(100)
+    launch, want = _norm_formulas(x, w, b)[path]
+    for cfg in (dict(kernel.TUNABLES, EARLY_WEIGHTS=early), dict(kernel.TUNABLES, EARLY_WEIGHTS=early, AUTO=1)):
+        torch.testing.assert_close(launch(kernel, cfg), want, rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_auto_tiles_like_rms_norm() -> None:
+    kernel = _kernel("norm/layer_norm.py")
+    assert kernel._auto(128) == {"ROWS_PER_PROGRAM": 32, "num_warps": 8}
+    assert kernel._auto(1152) == {"ROWS_PER_PROGRAM": 2, "num_warps": 8}
+    assert kernel._auto(8192) == {"ROWS_PER_PROGRAM": 1, "num_warps": 8}

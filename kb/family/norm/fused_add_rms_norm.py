@@ -16,9 +16,11 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_N": 1024, "ONE_PASS": True, "REREAD_SUM": True, "ROWS_PER_PROGRAM": 1, "num_warps": 8, "num_stages": 1}
+TUNABLES = {"BLOCK_N": 1024, "EARLY_WEIGHTS": False, "ONE_PASS": True, "REREAD_SUM": True, "ROWS_PER_PROGRAM": 1,
+            "num_warps": 8, "num_stages": 1}
 SEARCH_SPACE = {
     "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
+    "EARLY_WEIGHTS": [False, True],
     "ONE_PASS": [True, False],
     "REREAD_SUM": [True, False],
     "ROWS_PER_PROGRAM": [1, 2, 4, 8],
@@ -29,7 +31,7 @@ SEARCH_SPACE = {
 # ROWS_PER_PROGRAM * next_power_of_2(row) <= _MAX_TILE_ELEMS, true for every suite shape), so there is no column
 # loop to chunk or pipeline.
 INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]},
-         "REREAD_SUM": {"ONE_PASS": [True]}}
+         "REREAD_SUM": {"ONE_PASS": [True]}, "EARLY_WEIGHTS": {"ONE_PASS": [False]}}
 
 _MAX_TILE_ELEMS = 65536  # largest ROWS * BLOCK register tile ONE_PASS may form; beyond it the loop is used
 
@@ -38,7 +40,7 @@ _MAX_TILE_ELEMS = 65536  # largest ROWS * BLOCK register tile ONE_PASS may form;
 def _fused_add_rms_norm_kernel(x_ptr, r_ptr, w_ptr, y_ptr, ro_ptr, n_rows, n_cols,
                                stride_x, stride_r, stride_y, stride_ro, eps,
                                ROWS: tl.constexpr, BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr,
-                               REREAD_SUM: tl.constexpr):
+                               REREAD_SUM: tl.constexpr, EARLY_WEIGHTS: tl.constexpr):
     pid = tl.program_id(0)
     rows = pid.to(tl.int64) * ROWS + tl.arange(0, ROWS)
     row_mask = rows < n_rows
@@ -50,13 +52,16 @@ def _fused_add_rms_norm_kernel(x_ptr, r_ptr, w_ptr, y_ptr, ro_ptr, n_rows, n_col
     if SINGLE_TILE:
         col_mask = offs < n_cols
         mask = row_mask[:, None] & col_mask[None, :]
+        if EARLY_WEIGHTS:  # issued with x and r: its latency hides under theirs instead of following the reduction
+            w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
         x = tl.load(x_rows + offs[None, :], mask=mask, other=0.0).to(tl.float32)
         r = tl.load(r_rows + offs[None, :], mask=mask, other=0.0).to(tl.float32)
         s_lp = (x + r).to(ro_ptr.dtype.element_ty)
         tl.store(ro_rows + offs[None, :], s_lp, mask=mask)
         s = s_lp.to(tl.float32)
         rstd = 1.0 / tl.sqrt(tl.sum(s * s, axis=1) / n_cols + eps)
-        w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
+        if not EARLY_WEIGHTS:
+            w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
         y = s * rstd[:, None] * w[None, :]
         tl.store(y_rows + offs[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
     else:
@@ -134,6 +139,7 @@ def launch_fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: t
         _fused_add_rms_norm_kernel[grid](
             x2, r2, weight, y, r_out, n_rows, n_cols, stride_x, stride_r, n_cols, n_cols, eps,
             ROWS=rows, BLOCK=block, SINGLE_TILE=single, REREAD_SUM=cfg["REREAD_SUM"],
+            EARLY_WEIGHTS=bool(cfg.get("EARLY_WEIGHTS", False)) and single,
             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     return y, r_out
 

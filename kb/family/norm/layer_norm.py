@@ -9,6 +9,10 @@ Tiling: each program owns ROWS_PER_PROGRAM rows as a [ROWS, BLOCK] register tile
     merges them into the running (mean, M2) with Chan's parallel update, so the statistics cost one sweep
     and do not suffer the cancellation of sum/sum-of-squares. Pass 2 re-reads the row (L2-resident thanks
     to the evict_last hint of pass 1), normalises and stores.
+
+AUTO 1 picks ROWS_PER_PROGRAM and num_warps from the row width as the RMSNorm kernel does (a tile of about
+AUTO_TILE elements, 16 a thread, at most 8 warps); AUTO 0 launches the explicit tunables. EARLY_WEIGHTS issues
+the weight and bias loads with the row's, so their latency is not paid after the reductions.
 """
 
 import torch
@@ -16,8 +20,11 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_N": 1024, "ONE_PASS": True, "ROWS_PER_PROGRAM": 1, "num_warps": 8, "num_stages": 1}
+TUNABLES = {"AUTO": 0, "BLOCK_N": 1024, "EARLY_WEIGHTS": False, "ONE_PASS": True, "ROWS_PER_PROGRAM": 1,
+            "num_warps": 8, "num_stages": 1}
 SEARCH_SPACE = {
+    "AUTO": [0, 1],
+    "EARLY_WEIGHTS": [False, True],
     "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
     "ONE_PASS": [True, False],
     "ROWS_PER_PROGRAM": [1, 2, 4, 8],
@@ -27,14 +34,17 @@ SEARCH_SPACE = {
 # Tunables with no effect (the offline search skips them): with ONE_PASS a row is one register tile (as long as
 # ROWS_PER_PROGRAM * next_power_of_2(row) <= _MAX_TILE_ELEMS, true for every suite shape), so there is no column
 # loop to chunk or pipeline.
-INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]}}
+INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]}, "EARLY_WEIGHTS": {"ONE_PASS": [False]},
+         "ROWS_PER_PROGRAM": {"AUTO": [1]}, "num_warps": {"AUTO": [1]}}
+AUTO_TILE = 4096  # elements of a program's tile under AUTO
 
 _MAX_TILE_ELEMS = 65536  # largest ROWS * BLOCK register tile ONE_PASS may form; beyond it the loop is used
 
 
 @triton.jit
 def _layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, eps,
-                       ROWS: tl.constexpr, BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr):
+                       ROWS: tl.constexpr, BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr,
+                       EARLY_WEIGHTS: tl.constexpr):
     pid = tl.program_id(0)
     rows = pid.to(tl.int64) * ROWS + tl.arange(0, ROWS)
     row_mask = rows < n_rows
@@ -44,12 +54,16 @@ def _layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_rows, n_cols, stride_x, str
     if SINGLE_TILE:
         col_mask = offs < n_cols
         mask = row_mask[:, None] & col_mask[None, :]
+        if EARLY_WEIGHTS:
+            w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
         x = tl.load(x_rows + offs[None, :], mask=mask, other=0.0).to(tl.float32)
         mean = tl.sum(x, axis=1) / n_cols
         xc = tl.where(mask, x - mean[:, None], 0.0)
         rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, axis=1) / n_cols + eps)
-        w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
-        b = tl.load(b_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
+        if not EARLY_WEIGHTS:
+            w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
         y = xc * rstd[:, None] * w[None, :] + b[None, :]
         tl.store(y_rows + offs[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
     else:
@@ -109,10 +123,19 @@ def _tile(n_cols: int, cfg: dict) -> tuple[int, bool]:
     return block, block >= n_cols
 
 
+def _auto(n_cols: int) -> dict[str, int]:
+    """AUTO's rows per program and warps for rows of n_cols (see the module docstring)."""
+    full = _next_pow2(n_cols)
+    rows = max(1, min(64, AUTO_TILE // full))
+    return {"ROWS_PER_PROGRAM": rows, "num_warps": max(1, min(8, rows * full // 512))}
+
+
 def launch_layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float,
                       cfg: dict | None = None) -> torch.Tensor:
     cfg = TUNABLES if cfg is None else cfg
     n_cols = x.shape[-1]
+    if cfg.get("AUTO", 0):
+        cfg = {**cfg, **_auto(n_cols)}
     x2, stride_x = _rows(x, n_cols)
     weight = weight.contiguous()
     bias = bias.contiguous()
@@ -124,6 +147,7 @@ def launch_layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
         grid = (_cdiv(n_rows, rows),)
         _layer_norm_kernel[grid](x2, weight, bias, y, n_rows, n_cols, stride_x, n_cols, eps,
                                  ROWS=rows, BLOCK=block, SINGLE_TILE=single,
+                                 EARLY_WEIGHTS=bool(cfg.get("EARLY_WEIGHTS", False)) and single,
                                  num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     return y
 

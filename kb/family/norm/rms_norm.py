@@ -21,9 +21,11 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"AUTO": 1, "BLOCK_N": 1024, "ONE_PASS": True, "ROWS_PER_PROGRAM": 1, "num_warps": 8, "num_stages": 1}
+TUNABLES = {"AUTO": 1, "BLOCK_N": 1024, "EARLY_WEIGHTS": False, "ONE_PASS": True, "ROWS_PER_PROGRAM": 1,
+            "num_warps": 8, "num_stages": 1}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
+    "EARLY_WEIGHTS": [False, True],
     "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
     "ONE_PASS": [True, False],
     "ROWS_PER_PROGRAM": [1, 2, 4, 8],
@@ -33,7 +35,7 @@ SEARCH_SPACE = {
 # Tunables with no effect (the offline search skips them): with ONE_PASS a row is one register tile (as long as
 # ROWS_PER_PROGRAM * next_power_of_2(row) <= _MAX_TILE_ELEMS, true for every suite shape), so there is no column
 # loop to chunk or pipeline.
-INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]},
+INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]}, "EARLY_WEIGHTS": {"ONE_PASS": [False]},
          "ROWS_PER_PROGRAM": {"AUTO": [1]}, "num_warps": {"AUTO": [1]}}
 AUTO_TILE = 4096  # elements of a program's tile under AUTO
 
@@ -43,7 +45,8 @@ _MAX_TILE_ELEMS = 65536
 
 @triton.jit
 def _rms_norm_kernel(x_ptr, w_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, eps,
-                     ROWS: tl.constexpr, BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr):
+                     ROWS: tl.constexpr, BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr,
+                     EARLY_WEIGHTS: tl.constexpr):
     pid = tl.program_id(0)
     rows = pid.to(tl.int64) * ROWS + tl.arange(0, ROWS)
     row_mask = rows < n_rows
@@ -53,9 +56,12 @@ def _rms_norm_kernel(x_ptr, w_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, ep
     if SINGLE_TILE:
         col_mask = offs < n_cols
         mask = row_mask[:, None] & col_mask[None, :]
+        if EARLY_WEIGHTS:  # issued with x: its latency hides under x's instead of following the reduction
+            w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
         x = tl.load(x_rows + offs[None, :], mask=mask, other=0.0).to(tl.float32)
         rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / n_cols + eps)
-        w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
+        if not EARLY_WEIGHTS:
+            w = tl.load(w_ptr + offs, mask=col_mask, other=0.0).to(tl.float32)
         y = x * rstd[:, None] * w[None, :]
         tl.store(y_rows + offs[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
     else:
@@ -118,15 +124,16 @@ def _auto(n_cols: int) -> dict[str, int]:
 # Launch plans by (row width, tunables' values): the tile arithmetic runs once per width, not on every call (a
 # decode-sized call spends more time on the host than on the GPU). Keyed by the values, so a search that edits
 # TUNABLES in place gets fresh plans.
-_PLANS: dict[tuple, tuple[int, int, bool, int, int]] = {}
+_PLANS: dict[tuple, tuple[int, int, bool, int, int, bool]] = {}
 
 
-def _plan(n_cols: int, cfg: dict) -> tuple[int, int, bool, int, int]:
-    """(rows per program, BLOCK, SINGLE_TILE, num_warps, num_stages) for rows of n_cols under cfg."""
+def _plan(n_cols: int, cfg: dict) -> tuple[int, int, bool, int, int, bool]:
+    """(rows per program, BLOCK, SINGLE_TILE, num_warps, num_stages, EARLY_WEIGHTS) for rows of n_cols."""
     if cfg.get("AUTO", 0):
         cfg = {**cfg, **_auto(n_cols)}
     block, single = _tile(n_cols, cfg)
-    return cfg["ROWS_PER_PROGRAM"], block, single, cfg["num_warps"], 1 if single else cfg["num_stages"]
+    return (cfg["ROWS_PER_PROGRAM"], block, single, cfg["num_warps"], 1 if single else cfg["num_stages"],
+            bool(cfg.get("EARLY_WEIGHTS", False)) and single)
 
 
 def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict | None = None) -> torch.Tensor:
@@ -136,7 +143,7 @@ def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict
     plan = _PLANS.get(key)
     if plan is None:
         plan = _PLANS[key] = _plan(n_cols, cfg)
-    rows, block, single, warps, stages = plan
+    rows, block, single, warps, stages, early = plan
     x2, stride_x = _rows(x, n_cols)
     weight = weight.contiguous()
     n_rows = x.numel() // n_cols if n_cols else 0
@@ -144,7 +151,7 @@ def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict
     if n_rows == 0:
         return y
     _rms_norm_kernel[(_cdiv(n_rows, rows),)](x2, weight, y, n_rows, n_cols, stride_x, n_cols, eps,
-                                             ROWS=rows, BLOCK=block, SINGLE_TILE=single,
+                                             ROWS=rows, BLOCK=block, SINGLE_TILE=single, EARLY_WEIGHTS=early,
                                              num_warps=warps, num_stages=stages)
     return y
 
