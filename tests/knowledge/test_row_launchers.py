@@ -108,8 +108,8 @@ def _norm_formulas(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> dict[st
 
 
 @pytest.mark.parametrize("path", ["norm/rms_norm.py", "norm/layer_norm.py", "norm/fused_add_rms_norm.py"])
-@pytest.mark.parametrize("early", [False, True])
-def test_norms_with_weights_loaded_before_or_after_the_reduction(path: str, early: bool) -> None:
+@pytest.mark.parametrize("early", [0, 2])
+def test_norms_with_weights_loaded_before_or_after_the_reduction(path: str, early: int) -> None:
     """EARLY_WEIGHTS only moves where the weight (and bias) loads are issued: the same normalised rows, a masked
     tail (100 of a 128-wide tile) and several rows a program (layer_norm's AUTO) included."""
     kernel = _kernel(path)
@@ -125,3 +125,13 @@ def test_layer_norm_auto_tiles_like_rms_norm() -> None:
     assert kernel._auto(128) == {"ROWS_PER_PROGRAM": 32, "num_warps": 8}
     assert kernel._auto(1152) == {"ROWS_PER_PROGRAM": 2, "num_warps": 8}
     assert kernel._auto(8192) == {"ROWS_PER_PROGRAM": 1, "num_warps": 8}
+
+
+def test_weights_go_early_only_on_small_grids() -> None:
+    """EARLY_WEIGHTS 1 issues the weight loads with the row's while the grid is at most EARLY_WAVES programs per
+    SM, never for a looped row; 0 and 2 force either way."""
+    kernel = _kernel("norm/rms_norm.py")
+    cpu, limit = torch.device("cpu"), kernel.EARLY_WAVES * 132
+    assert kernel._early_weights(1, True, limit, cpu) and not kernel._early_weights(1, True, limit + 1, cpu)
+    assert not kernel._early_weights(1, False, 1, cpu) and not kernel._early_weights(0, True, 1, cpu)
+    assert kernel._early_weights(2, True, 10 * limit, cpu)

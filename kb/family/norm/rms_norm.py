@@ -21,11 +21,11 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"AUTO": 1, "BLOCK_N": 1024, "EARLY_WEIGHTS": False, "ONE_PASS": True, "ROWS_PER_PROGRAM": 1,
+TUNABLES = {"AUTO": 1, "BLOCK_N": 1024, "EARLY_WEIGHTS": 1, "ONE_PASS": True, "ROWS_PER_PROGRAM": 1,
             "num_warps": 8, "num_stages": 1}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
-    "EARLY_WEIGHTS": [False, True],
+    "EARLY_WEIGHTS": [0, 1, 2],
     "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
     "ONE_PASS": [True, False],
     "ROWS_PER_PROGRAM": [1, 2, 4, 8],
@@ -92,6 +92,28 @@ def _next_pow2(n: int) -> int:
     """triton.next_power_of_2 in plain Python: Triton's host helpers cost microseconds a call."""
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
+# EARLY_WEIGHTS: 0 loads the weights after the reduction, 2 with the row, 1 (the default) with the row when the
+# grid is at most EARLY_WAVES programs per SM. H200 (saturated timer): issued early they save 2-4% where each SM
+# holds a few programs (128-512 rows of 2880-8192) and cost 4-8% where many programs queue per SM (2048-8192
+# rows: the weights held across the reduction take registers from the resident programs).
+EARLY_WAVES = 4
+_SMS: dict[int, int] = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    """The device's SM count, cached (the property lookup costs microseconds a call); 132 off CUDA."""
+    if device.type != "cuda":
+        return 132
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index]
+
+
+def _early_weights(mode: int, single: bool, programs: int, device: torch.device) -> bool:
+    """Whether the weight loads go with the row's (EARLY_WEIGHTS mode; only a single-tile row has them apart)."""
+    return single and (mode == 2 or (mode == 1 and programs <= EARLY_WAVES * _sm_count(device)))
+
 
 def _rows(t: torch.Tensor, n_cols: int) -> tuple[torch.Tensor, int]:
     """t as rows of n_cols with unit column stride, and its row stride; a contiguous t as it is (a reshape
@@ -124,16 +146,16 @@ def _auto(n_cols: int) -> dict[str, int]:
 # Launch plans by (row width, tunables' values): the tile arithmetic runs once per width, not on every call (a
 # decode-sized call spends more time on the host than on the GPU). Keyed by the values, so a search that edits
 # TUNABLES in place gets fresh plans.
-_PLANS: dict[tuple, tuple[int, int, bool, int, int, bool]] = {}
+_PLANS: dict[tuple, tuple[int, int, bool, int, int, int]] = {}
 
 
-def _plan(n_cols: int, cfg: dict) -> tuple[int, int, bool, int, int, bool]:
-    """(rows per program, BLOCK, SINGLE_TILE, num_warps, num_stages, EARLY_WEIGHTS) for rows of n_cols."""
+def _plan(n_cols: int, cfg: dict) -> tuple[int, int, bool, int, int, int]:
+    """(rows per program, BLOCK, SINGLE_TILE, num_warps, num_stages, EARLY_WEIGHTS mode) for rows of n_cols."""
     if cfg.get("AUTO", 0):
         cfg = {**cfg, **_auto(n_cols)}
     block, single = _tile(n_cols, cfg)
     return (cfg["ROWS_PER_PROGRAM"], block, single, cfg["num_warps"], 1 if single else cfg["num_stages"],
-            bool(cfg.get("EARLY_WEIGHTS", False)) and single)
+            cfg.get("EARLY_WEIGHTS", 1))
 
 
 def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict | None = None) -> torch.Tensor:
@@ -143,16 +165,18 @@ def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict
     plan = _PLANS.get(key)
     if plan is None:
         plan = _PLANS[key] = _plan(n_cols, cfg)
-    rows, block, single, warps, stages, early = plan
+    rows, block, single, warps, stages, early_mode = plan
     x2, stride_x = _rows(x, n_cols)
     weight = weight.contiguous()
     n_rows = x.numel() // n_cols if n_cols else 0
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if n_rows == 0:
         return y
-    _rms_norm_kernel[(_cdiv(n_rows, rows),)](x2, weight, y, n_rows, n_cols, stride_x, n_cols, eps,
-                                             ROWS=rows, BLOCK=block, SINGLE_TILE=single, EARLY_WEIGHTS=early,
-                                             num_warps=warps, num_stages=stages)
+    programs = _cdiv(n_rows, rows)
+    _rms_norm_kernel[(programs,)](x2, weight, y, n_rows, n_cols, stride_x, n_cols, eps,
+                                  ROWS=rows, BLOCK=block, SINGLE_TILE=single,
+                                  EARLY_WEIGHTS=_early_weights(early_mode, single, programs, x.device),
+                                  num_warps=warps, num_stages=stages)
     return y
 
 
