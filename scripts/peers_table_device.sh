@@ -5,7 +5,9 @@
 # takes longer). Each group writes its own report; `aka bench rescore` merges them into one table.
 #   DEADLINE_S=560 OUT=… bash scripts/peers_table_device.sh CANDIDATES "op1,op2" "op3,op4" …
 # Env: OUT (results), SUITE (default the shipped problems/), DEADLINE_S (seconds from the start after which no
-# group starts and the running one is stopped; default 560), BENCH_ARGS (default below).
+# group starts and the running one is stopped; default 560), BENCH_ARGS (default below), PACK=1 (every file the
+# groups wrote goes into $OUT/peers.tgz and only the merged table stays beside it: a device command returns a
+# bounded number of files, and each group writes several).
 set -uo pipefail
 cands="${1:?candidate directory}"; shift
 export PYTHONPATH="${PYTHONPATH:-.}" PYTHONUNBUFFERED=1 AKA_HOME="${AKA_HOME:-/tmp/aka-home-peers}"
@@ -33,3 +35,8 @@ if [ -n "$reports" ]; then
   tail -40 "$OUT/peers-merged.txt"
 fi
 echo "all groups: $(( $(date +%s) - began )) s"
+if [ "${PACK:-0}" = 1 ]; then
+  tar czf "$OUT/peers.tgz" -C "$OUT" $(cd "$OUT" && ls | grep -v '^peers.tgz$') && \
+    find "$OUT" -maxdepth 1 -type f ! -name peers.tgz ! -name peers-merged.md -delete
+  echo "packed: $OUT/peers.tgz"
+fi
