@@ -162,3 +162,34 @@ def test_tma_chunks_match_the_reference(modules: tuple[ModuleType, ModuleType], 
         want = reference.Model(H, KVH, dim, causal=causal)(q, k, v, cu_q, cu_seqlens_k=cu_k)
         got = kernel.Model(H, KVH, dim, causal=causal)(q, k, v, cu_q, cu_seqlens_k=cu_k)
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kv_ahead", [0, 1])
+@pytest.mark.parametrize("causal, paged", [(True, False), (False, True)])
+def test_split_head_matches_the_reference(modules: tuple[ModuleType, ModuleType], kv_ahead: int, causal: bool,
+                                          paged: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A head that is not a power of two (40 = 32 + 8 padded to 16) run as two parts, each with its own dots:
+    the reference's output in both parts of the head, masked and unmasked chunks, contiguous and paged K/V."""
+    kernel, reference = modules
+    d = 40
+    assert kernel._head_parts(d, True) == (32, 16) and kernel._head_parts(d, False) == (64, 0)
+    assert kernel._head_parts(72, True) == (64, 16) and kernel._head_parts(192, True) == (128, 64)
+    assert kernel._head_parts(128, True) == (128, 0) and kernel._head_parts(120, True) == (128, 0)
+    assert kernel._head_parts(D, True) == (32, 0)  # 24: 16 + 16 is no narrower than 32
+    monkeypatch.setitem(kernel.TUNABLES, "SPLIT_HEAD", 1)
+    monkeypatch.setitem(kernel.TUNABLES, "KV_AHEAD", kv_ahead)
+    torch.manual_seed(1)
+    q_lens = k_lens = [3, 40, 17]
+    cu = _offsets(q_lens)
+    q = torch.randn(int(cu[-1]), H, d)
+    k, v = torch.randn(int(cu[-1]), KVH, d), torch.randn(int(cu[-1]), KVH, d)
+    extra: dict[str, torch.Tensor] = {}
+    if paged:
+        per_seq = (max(k_lens) + PAGE - 1) // PAGE
+        pool_k, pool_v = torch.randn(per_seq * 3 + 2, PAGE, KVH, d), torch.randn(per_seq * 3 + 2, PAGE, KVH, d)
+        table = torch.randperm(per_seq * 3 + 2)[: per_seq * 3].view(3, per_seq).to(torch.int32)
+        extra = {"cu_seqlens_k": cu, "seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table}
+        k, v = pool_k, pool_v
+    want = reference.Model(H, KVH, d, causal=causal)(q, k, v, cu, **extra)
+    got = kernel.Model(H, KVH, d, causal=causal)(q, k, v, cu, **extra)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)

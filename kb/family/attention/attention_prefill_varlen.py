@@ -33,6 +33,9 @@ TMA loads the unmasked K/V chunks of contiguous K/V through host-built descripto
 arithmetic); AUTO keeps it for the long-sequence tiles only (H200, in the suite: 4 x 4096 tokens 0.714 -> 0.655 ms,
 8192 and 16384 tokens 9% and 11% faster; the short tiles, unpipelined, lost 12-13%). WARP_SPECIALIZE asks the
 compiler to split that loop into producer and consumer warps (no effect on Triton 3.6, H200).
+SPLIT_HEAD runs a head that is not a power of two as two parts, each its own dots (head 72 as 64 + 16 lanes of
+MMA width instead of 128 padded: 37.5% less tensor-core work; 192 as 128 + 64), with no TMA or KV_AHEAD 2 form;
+off by default until measured on a GPU.
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -43,7 +46,7 @@ from torch import nn
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
-            "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0}
+            "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -56,6 +59,7 @@ SEARCH_SPACE = {
     "num_stages": [1, 2, 3, 4],
     "TMA": [0, 1],
     "WARP_SPECIALIZE": [0, 1],
+    "SPLIT_HEAD": [0, 1],
 }
 
 INERT = {  # AUTO picks these itself
@@ -114,15 +118,42 @@ def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_
 
 
 @triton.jit
-def _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale):
-    """One unmasked key chunk of the online softmax: (m, l, acc) after K chunk kt [D, N] and V chunk vv [N, D]."""
-    s = tl.dot(q, kt, input_precision="ieee") * qk_scale
+def _scores(q, kt, q2, kt2, SPLIT: tl.constexpr):
+    """Q K^T of a chunk; with SPLIT the head's second part (q2 [M, D2], kt2 [D2, N]) adds its own dot."""
+    s = tl.dot(q, kt, input_precision="ieee")
+    if SPLIT:
+        s += tl.dot(q2, kt2, input_precision="ieee")
+    return s
+
+
+@triton.jit
+def _load_part(ptrs, mask, fallback, SPLIT: tl.constexpr):
+    """A tile of the head's second part (SPLIT), else `fallback` (nothing loaded; the split code is not emitted)."""
+    if SPLIT:
+        return tl.load(ptrs, mask=mask, other=0.0)
+    return fallback
+
+
+@triton.jit
+def _pv(acc, acc2, alpha, p, vv, vv2, SPLIT: tl.constexpr):
+    """The accumulators rescaled by alpha plus P V of a chunk (and of the head's second part with SPLIT)."""
+    acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
+    if SPLIT:
+        acc2 = acc2 * alpha[:, None] + tl.dot(p.to(vv2.dtype), vv2, input_precision="ieee")
+    return acc, acc2
+
+
+@triton.jit
+def _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q2, kt2, vv2, acc2, SPLIT: tl.constexpr):
+    """One unmasked key chunk of the online softmax: (m, l, acc, acc2) after K chunk kt [D, N] and V chunk
+    vv [N, D] (and the head's second part kt2, vv2 with SPLIT)."""
+    s = _scores(q, kt, q2, kt2, SPLIT) * qk_scale
     m_new = tl.maximum(m_i, tl.max(s, axis=1))
     alpha = tl.exp2(m_i - m_new)
     p = tl.exp2(s - m_new[:, None])
     l_i = l_i * alpha + tl.sum(p, axis=1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
-    return m_new, l_i, acc
+    acc, acc2 = _pv(acc, acc2, alpha, p, vv, vv2, SPLIT)
+    return m_new, l_i, acc, acc2
 
 
 @triton.jit
@@ -131,6 +162,7 @@ def _attention_prefill_varlen_kernel(
     batch, group, tile_tokens, qk_scale, page, s_bt,
     sq_t, sq_h, sq_d, sk_b, sk_t, sk_h, sk_d, sv_b, sv_t, sv_h, sv_d, so_t, so_h, so_d,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, HEAD_DIM: tl.constexpr,
+    SPLIT: tl.constexpr, BLOCK_D2: tl.constexpr,
     SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
     TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr, KV_AHEAD: tl.constexpr,
     k_desc=None, v_desc=None, TMA: tl.constexpr = False, WS: tl.constexpr = False,
@@ -190,14 +222,22 @@ def _attention_prefill_varlen_kernel(
     d_ok = offs_d < HEAD_DIM
     rows_m = (q_start.to(tl.int64) + offs_m).to(tl.int64)
 
-    q = tl.load(q_ptr + rows_m[:, None] * sq_t + q_head + offs_d[None, :] * sq_d,
-                mask=m_ok[:, None] & d_ok[None, :], other=0.0)
+    q_rows = q_ptr + rows_m[:, None] * sq_t + q_head
+    q = tl.load(q_rows + offs_d[None, :] * sq_d, mask=m_ok[:, None] & d_ok[None, :], other=0.0)
     k_base = k_ptr + kv_head * sk_h + offs_d[:, None] * sk_d   # [BLOCK_D, 1] (K read transposed)
     v_base = v_ptr + kv_head * sv_h + offs_d[None, :] * sv_d   # [1, BLOCK_D]
+    # SPLIT: a head that is not a power of two is BLOCK_D (a power of two below it) + the rest, padded to
+    # BLOCK_D2, each part its own dots (head 72: 64 + 16 of MMA width instead of 128)
+    offs_d2 = BLOCK_D + tl.arange(0, BLOCK_D2)
+    d2_ok = offs_d2 < HEAD_DIM
+    k_base2 = k_ptr + kv_head * sk_h + offs_d2[:, None] * sk_d
+    v_base2 = v_ptr + kv_head * sv_h + offs_d2[None, :] * sv_d
+    q2 = _load_part(q_rows + offs_d2[None, :] * sq_d, m_ok[:, None] & d2_ok[None, :], q, SPLIT)
 
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK_M, BLOCK_D2) if SPLIT else (1, 1), dtype=tl.float32)  # (1, 1): never used
 
     if CAUSAL:
         n_end = tl.minimum(kv_len, m_start + tile_tokens + shift)
@@ -210,7 +250,8 @@ def _attention_prefill_varlen_kernel(
         for n0 in tl.range(0, n_full, BLOCK_N, warp_specialize=WS):
             kk = k_desc.load([k_start + n0, kv_head * BLOCK_D])
             vv = v_desc.load([k_start + n0, kv_head * BLOCK_D])
-            m_i, l_i, acc = _softmax_step(q, tl.trans(kk), vv, m_i, l_i, acc, qk_scale)
+            kt = tl.trans(kk)
+            m_i, l_i, acc, acc2 = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q, kt, vv, acc2, False)
     elif KV_AHEAD == 2:  # the next chunk's K and V are loaded before this chunk's dots (registers, no stages)
         ok0 = offs_n0 < n_full
         k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n0, ok0, sk_b, sk_t, sv_b, sv_t, PAGED)
@@ -222,7 +263,7 @@ def _attention_prefill_varlen_kernel(
             k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, nxt, nxt_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
             kt_next = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & nxt_ok[None, :], other=0.0)
             vv_next = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & nxt_ok[:, None], other=0.0)
-            m_i, l_i, acc = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale)
+            m_i, l_i, acc, acc2 = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q, kt, vv, acc2, False)
             kt = kt_next
             vv = vv_next
     else:
@@ -230,17 +271,20 @@ def _attention_prefill_varlen_kernel(
             k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, n0 + offs_n0, n0 + offs_n0 < kv_len,
                                       sk_b, sk_t, sv_b, sv_t, PAGED)
             kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None], other=0.0)
+            kt2 = _load_part(k_base2 + k_rows[None, :], d2_ok[:, None], kt, SPLIT)
             if KV_AHEAD:  # V in flight with K, before the first dot
                 vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
-                m_i, l_i, acc = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale)
+                vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :], vv, SPLIT)
+                m_i, l_i, acc, acc2 = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q2, kt2, vv2, acc2, SPLIT)
             else:
-                s = tl.dot(q, kt, input_precision="ieee") * qk_scale
+                s = _scores(q, kt, q2, kt2, SPLIT) * qk_scale
                 m_new = tl.maximum(m_i, tl.max(s, axis=1))
                 alpha = tl.exp2(m_i - m_new)
                 p = tl.exp2(s - m_new[:, None])
                 l_i = l_i * alpha + tl.sum(p, axis=1)
                 vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
-                acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
+                vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :], vv, SPLIT)
+                acc, acc2 = _pv(acc, acc2, alpha, p, vv, vv2, SPLIT)
                 m_i = m_new
 
     # 2) the rest: the causal diagonal and the sequence's end, masked
@@ -249,9 +293,11 @@ def _attention_prefill_varlen_kernel(
         n_ok = offs_n < kv_len
         k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
         kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & n_ok[None, :], other=0.0)
+        kt2 = _load_part(k_base2 + k_rows[None, :], d2_ok[:, None] & n_ok[None, :], kt, SPLIT)
         if KV_AHEAD:
             vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
-        s = tl.dot(q, kt, input_precision="ieee") * qk_scale
+            vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :] & n_ok[:, None], vv, SPLIT)
+        s = _scores(q, kt, q2, kt2, SPLIT) * qk_scale
         vis = n_ok[None, :]
         if CAUSAL:
             vis = vis & (offs_n[None, :] <= offs_m[:, None] + shift)
@@ -262,13 +308,17 @@ def _attention_prefill_varlen_kernel(
         l_i = l_i * alpha + tl.sum(p, axis=1)
         if not KV_AHEAD:
             vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv, input_precision="ieee")
+            vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :] & n_ok[:, None], vv, SPLIT)
+        acc, acc2 = _pv(acc, acc2, alpha, p, vv, vv2, SPLIT)
         m_i = m_new
 
     l_safe = tl.where(m_ok, l_i, 1.0)
-    o = acc / l_safe[:, None]
-    tl.store(out_ptr + rows_m[:, None] * so_t + o_head + offs_d[None, :] * so_d,
-             o.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & d_ok[None, :])
+    o_rows = out_ptr + rows_m[:, None] * so_t + o_head
+    tl.store(o_rows + offs_d[None, :] * so_d, (acc / l_safe[:, None]).to(out_ptr.dtype.element_ty),
+             mask=m_ok[:, None] & d_ok[None, :])
+    if SPLIT:
+        tl.store(o_rows + offs_d2[None, :] * so_d, (acc2 / l_safe[:, None]).to(out_ptr.dtype.element_ty),
+                 mask=m_ok[:, None] & d2_ok[None, :])
 
 
 def _stride_unit(element_size: int, *strides: int) -> int:
@@ -301,6 +351,18 @@ def _kv_descriptors(k, v, tiles: dict, block_n: int, block_d: int, head_dim: int
             return {}
         views.append(TensorDescriptor(t, [tokens, heads * dim], [t.stride(0), 1], [block_n, block_d]))
     return {"k_desc": views[0], "v_desc": views[1], "TMA": True, "WS": bool(tiles.get("WARP_SPECIALIZE", 0))}
+
+
+def _head_parts(head_dim: int, split: bool) -> tuple[int, int]:
+    """(BLOCK_D, BLOCK_D2): the head padded to one power of two (BLOCK_D2 0), or with `split` a power of two
+    below it plus the rest padded to a power of two (at least 16, the MMA's K step) where that is narrower:
+    72 -> 64 + 16, 80 -> 64 + 16, 96 -> 64 + 32, 192 -> 128 + 64, 40 -> 32 + 16 (24 stays 32: no narrower)."""
+    full = max(16, _next_pow2(head_dim))
+    if not split or head_dim == full or head_dim <= 16:
+        return full, 0
+    main = full // 2
+    rest = max(16, _next_pow2(head_dim - main))
+    return (main, rest) if main + rest < full else (full, 0)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -364,6 +426,9 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     tiles = TUNABLES
     if TUNABLES.get("AUTO", 0):
         tiles = {**TUNABLES, **_workload_tiles(total, batch, block_d, group, num_kv_heads, _sm_count(q.device))}
+    block_d, block_d2 = _head_parts(head_dim, bool(tiles.get("SPLIT_HEAD", 0)))
+    if block_d2:  # the split has no TMA or look-ahead form
+        tiles = {**tiles, "TMA": 0, "KV_AHEAD": min(tiles.get("KV_AHEAD", 0), 1)}
     bm, bn = tiles["BLOCK_M"], tiles["BLOCK_N"]
     prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
     pack = bool(tiles.get("PACK_GQA", 0)) and 1 < group <= bm
@@ -393,12 +458,13 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         batch, group, tile_tokens, softmax_scale * LOG2E, page, s_bt,
         sq_t // u, sq_h // u, sq_d, sk_b // u, sk_t // u, sk_h // u, sk_d, sv_b // u, sv_t // u, sv_h // u, sv_d,
         so_t // u, so_h // u, so_d,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SEARCH=max(1, (batch - 1).bit_length()),
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SPLIT=block_d2 > 0, BLOCK_D2=block_d2 or 16,
+        SEARCH=max(1, (batch - 1).bit_length()),
         CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map, PACK_GQA=pack,
         KV_AHEAD=tiles.get("KV_AHEAD", 0), **_kv_descriptors(k, v, tiles, bn, block_d, head_dim, paged),
-        num_warps=tiles["num_warps"], **_register_cap(tiles.get("MAXNREG", 0), block_d),
-        num_stages=_cap_stages(tiles["num_stages"], 2 * bn * block_d * q.element_size(),
-                               bm * block_d * q.element_size()),
+        num_warps=tiles["num_warps"], **_register_cap(tiles.get("MAXNREG", 0), block_d + block_d2),
+        num_stages=_cap_stages(tiles["num_stages"], 2 * bn * (block_d + block_d2) * q.element_size(),
+                               bm * (block_d + block_d2) * q.element_size()),
     )
     return out
 
