@@ -3,6 +3,9 @@ aligned at the bottom right or not causal, keys in a paged cache (CPU interprete
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from types import ModuleType
 
 import pytest
@@ -193,3 +196,40 @@ def test_split_head_matches_the_reference(modules: tuple[ModuleType, ModuleType]
     want = reference.Model(H, KVH, d, causal=causal)(q, k, v, cu, **extra)
     got = kernel.Model(H, KVH, d, causal=causal)(q, k, v, cu, **extra)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+
+# Compiles the kernel for sm_90 with Triton's NVIDIA backend, which needs no GPU, in a process without the
+# interpreter (the interpreter runs code the compiler rejects, e.g. a function whose constexpr branches return
+# different types), and prints the wgmma count of the padded head-72 kernel and of its split form.
+_HOPPER_COMPILE = """
+import sys
+from pathlib import Path
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile as triton_compile
+from aka_tui.bench.problem.module_loading import import_file
+kernel = import_file(Path(sys.argv[1]), "varlen_kernel_compiled")
+fn = kernel._attention_prefill_varlen_kernel
+for split in (False, True):
+    block_d, block_d2 = kernel._head_parts(72, split)
+    constexprs = dict(BLOCK_M=128, BLOCK_N=64, BLOCK_D=block_d, HEAD_DIM=72, SPLIT=block_d2 > 0,
+                      BLOCK_D2=block_d2 or 16, SEARCH=4, CAUSAL=True, PAGED=False, USED=False, UNIT=8,
+                      TILE_MAP=False, PACK_GQA=False, KV_AHEAD=0, TMA=False, WS=False, k_desc=None, v_desc=None)
+    types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "out_ptr": "*bf16", "qk_scale": "fp32"}
+    signature = {p.name: "constexpr" if p.name in constexprs else
+                 types.get(p.name, "*i32" if p.name.endswith("_ptr") else "i32") for p in fn.params}
+    compiled = triton_compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": 8, "num_stages": 2})
+    print(split, compiled.asm["ptx"].count("wgmma.mma_async"))
+"""
+
+
+def test_head_72_compiles_for_hopper_padded_and_split() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(REPO)
+    path = REPO / "kb/family/attention/attention_prefill_varlen.py"
+    run = subprocess.run([sys.executable, "-c", _HOPPER_COMPILE, str(path)], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    counts = dict(line.split() for line in run.stdout.split("\n") if line)
+    assert int(counts["False"]) > 0 and int(counts["True"]) > 0, run.stdout

@@ -129,9 +129,11 @@ def _scores(q, kt, q2, kt2, SPLIT: tl.constexpr):
 @triton.jit
 def _load_part(ptrs, mask, fallback, SPLIT: tl.constexpr):
     """A tile of the head's second part (SPLIT), else `fallback` (nothing loaded; the split code is not emitted)."""
-    if SPLIT:
-        return tl.load(ptrs, mask=mask, other=0.0)
-    return fallback
+    if SPLIT:  # one assignment per constexpr branch: a compiled function's returns must share one type
+        part = tl.load(ptrs, mask=mask, other=0.0)
+    else:
+        part = fallback
+    return part
 
 
 @triton.jit
