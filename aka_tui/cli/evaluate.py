@@ -31,8 +31,25 @@ def register(sub: Any) -> None:
                    help="fuzzed shapes to add (default 4 for a candidate file, 0 for baselines)")
     p.add_argument("--no-hardening", action="store_true",
                    help="the naive check only (allclose, no poison/fuzz/attribution/tamper checks): to measure their cost")
+    p.add_argument("--compile-for", metavar="ARCH",
+                   help="instead of evaluating: compile the candidate's Triton kernels for a GPU architecture (sm_90, "
+                        "sm_80, ...) on this machine, no GPU needed, at --shape or the first smoke shape, sandboxed")
     add_eval_flags(p)
     p.set_defaults(func=cmd_eval)
+
+
+def _compile_for(args: argparse.Namespace, problem: Any) -> int:
+    """`--compile-for`: one line saying whether every launch compiles for the architecture, and the sandbox."""
+    from aka_tui.bench.evaluator.target_compile import compile_for_target, parse_arch
+
+    if args.candidate in BASELINE_KINDS:
+        print(f"--compile-for compiles a candidate file's kernels; {args.candidate!r} is a baseline", file=sys.stderr)
+        return 2
+    result = compile_for_target(problem.directory, Path(args.candidate), parse_arch(args.compile_for), args.shape,
+                                getattr(args, "sandbox", None))
+    print(f"{problem.name}: {Path(args.candidate).name}: {result.line()}")
+    print(result.sandbox, file=sys.stderr)
+    return 0 if result.ok else 1
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -42,6 +59,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from aka_tui.bench.scoring.score import score_op
 
     problem = find_problem(args, args.problem)
+    if args.compile_for:
+        return _compile_for(args, problem)
     options = eval_options(args)
     if args.shape:
         options.shape_ids = args.shape
