@@ -2,14 +2,16 @@
 
 Prediction rule. Every evaluation the loop runs is timed by kind: the baseline, full evaluations (a
 candidate's hardened evaluation, or a person's edit), quick ones (a screening or one re-measurement
-evaluation: the weighted shapes, one case, no fuzzing) and best-of-k screening batches. The rest of an
-iteration (retrieval, the proposer, recording) is its overhead. The next iteration is predicted as the
+evaluation: the weighted shapes, one case, no fuzzing), best-of-k screening batches and the checks that a
+candidate compiles for a GPU architecture (`compile_for`). The rest of an iteration (retrieval, the proposer,
+recording) is its overhead. The next iteration is predicted as the
 worst path it can take, each part at the longest duration measured so far:
 
-    overhead + [screening] + full + [2 × remeasure_rounds × quick]
+    overhead + [screening] + full + [2 × remeasure_rounds × quick] + [compile check]
 
 with the screening only when there is an incumbent and screening is on, and the re-measurement only when
-there is an incumbent and rounds are configured (a win or a close call is re-measured). A full estimate
+there is an incumbent and rounds are configured (a win or a close call is re-measured), and the compile check
+only when one is configured (its estimate is 0 until one ran). A full estimate
 falls back to the baseline until a candidate's full evaluation was timed, a quick one to the full estimate
 (a quick evaluation runs a subset of a full one), a batch to the quick estimate.
 
@@ -27,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
-KINDS = ("baseline", "full", "quick", "batch")
+KINDS = ("baseline", "full", "quick", "batch", "target-compile")
 
 
 @dataclass
@@ -86,7 +88,7 @@ class WallBudget:
         return self.estimate_s(fallback) if fallback else None
 
     def predict_iteration_s(self, has_incumbent: bool, screen: bool, parallel_screen: bool,
-                            remeasure_rounds: int) -> float | None:
+                            remeasure_rounds: int, target_compile: bool = False) -> float | None:
         """The next iteration's worst-path duration, or None before any evaluation was timed."""
         full = self.estimate_s("full")
         if full is None:
@@ -96,6 +98,8 @@ class WallBudget:
             predicted += self.estimate_s("batch" if parallel_screen else "quick") or 0.0
         if has_incumbent and remeasure_rounds > 0:
             predicted += 2 * remeasure_rounds * (self.estimate_s("quick") or 0.0)
+        if target_compile:
+            predicted += self.estimate_s("target-compile") or 0.0
         return predicted
 
     def round_fits(self) -> tuple[bool, float, float]:

@@ -162,13 +162,13 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         "screen": not args.no_screen, "kb": not args.no_kb, "model": args.model, "remeasure_rounds": rounds,
         "replay_from": str(Path(args.replay_from).resolve()) if args.replay_from else None,
         "start": str(Path(args.start).resolve()) if args.start else None,
-        "start_path": getattr(proposer, "path", args.proposer)})
+        "start_path": getattr(proposer, "path", args.proposer), "compile_for": args.compile_for})
     claim(session)
     show = _progress_printer()
     config = LoopConfig(iterations=args.iterations, wall_time_s=args.wall_time, target_s=args.target,
                         dropout_p=args.dropout, seed=args.seed, max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
                         screen=not args.no_screen, best_of=args.best_of, remeasure_rounds=rounds,
-                        baseline=not args.no_baseline)
+                        baseline=not args.no_baseline, compile_for=_compile_for(args.compile_for))
     executor = None
     if args.best_of > 1:
         from aka_tui.executors.local import LocalExecutor
@@ -264,7 +264,8 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
                         max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
                         screen=bool(meta.get("screen", not args.no_screen)) and not args.no_screen,
                         remeasure_rounds=int(meta.get("remeasure_rounds", LoopConfig.remeasure_rounds))
-                        if args.remeasure_rounds is None else args.remeasure_rounds)
+                        if args.remeasure_rounds is None else args.remeasure_rounds,
+                        compile_for=_compile_for(args.compile_for or meta.get("compile_for")))
     args.no_kb = args.no_kb or meta.get("kb") is False
     loop = AgentLoop(problem, proposer, profile, options, config, session.path / ".work", session,
                      retrieve=_retriever(args, problem, profile), on_event=_progress_printer())
@@ -295,6 +296,12 @@ def _report(args: argparse.Namespace, session: Any, problem: Any, proposer: Any,
         print("note: CPU interpreter timings are not representative of any GPU")
 
 
+def _compile_for(arch: str | None) -> int | None:
+    from aka_tui.bench.evaluator.target_compile import parse_arch
+
+    return parse_arch(arch) if arch else None
+
+
 def register(sub: Any) -> None:
     """`aka optimize`, then the commands on recorded sessions (`aka sessions`, `aka export`, `aka replay`)."""
     from aka_tui.agent.session_commands import register as register_session_commands
@@ -312,6 +319,10 @@ def register(sub: Any) -> None:
                         "finish in what is left (from the evaluations timed so far, re-measurement included), and "
                         "a re-measurement runs only the rounds that fit")
     p.add_argument("--target", type=positive_float, help="stop when S_op reaches this fraction of the roofline")
+    p.add_argument("--compile-for", metavar="ARCH",
+                   help="accept only candidates that also compile for this GPU architecture (sm_90, ...): on a "
+                        "machine without that GPU, Triton's compiler, which the CPU interpreter skips, checks each "
+                        "candidate that would be accepted")
     p.add_argument("--dropout", type=fraction(high_open=True), default=0.5, help="optimization dropout p (default 0.5)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")

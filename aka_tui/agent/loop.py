@@ -60,6 +60,10 @@ class LoopConfig:
     max_tokens: int | None = None  # model tokens (input + output, cache included) for the whole session
     max_cost_usd: float | None = None
     baseline: bool = True  # measure the eager reference first (its S is 0 by definition: a fallback)
+    # A GPU architecture (90: sm_90) a candidate must also compile for to be accepted, checked once it would be
+    # (bench/evaluator/target_compile.py): a CPU run's evaluations go through Triton's interpreter, which accepts
+    # code that Triton's compiler rejects.
+    compile_for: int | None = None
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,7 @@ class AgentLoop:
         """The next iteration's predicted worst-path duration (aka_tui/agent/budget.py)."""
         return self._budget.predict_iteration_s(
             incumbent is not None, self.config.screen, self.config.best_of > 1 and self.executor is not None,
-            self.config.remeasure_rounds)
+            self.config.remeasure_rounds, self.config.compile_for is not None)
 
     def _wall_time_stop(self, predicted_s: float | None) -> str:
         """Why the next iteration may not start under the wall-time budget; "" when it may."""
@@ -294,7 +298,11 @@ class AgentLoop:
                    changed={k: list(v) for k, v in proposal.changed.items()}, masked=proposed.masked)
         evaluated = self._evaluate(proposal, iteration, incumbent, screened)
         better, remeasured = self._decide(evaluated, proposal, iteration, incumbent)
-        attempt = self._record(iteration, proposed, evaluated, better, remeasured, outcome)
+        target_error = ""
+        if better and self.config.compile_for is not None:
+            target_error = self._measurer.target_compile_error(iteration, self.config.compile_for)
+            better = not target_error
+        attempt = self._record(iteration, proposed, evaluated, better, remeasured, outcome, target_error)
         return iteration, attempt if better else incumbent
 
     def _context(self, iteration: int, incumbent: Attempt | None, history: list[Attempt]) -> dict[str, Any]:
@@ -373,14 +381,16 @@ class AgentLoop:
         return better, {}
 
     def _record(self, iteration: int, proposed: _Proposed, evaluated: _Evaluated, better: bool,
-                remeasured: dict[str, Any], outcome: LoopOutcome) -> Attempt:
-        """The attempt, committed to the session (when there is one), added to the outcome and announced."""
+                remeasured: dict[str, Any], outcome: LoopOutcome, target_error: str = "") -> Attempt:
+        """The attempt, committed to the session (when there is one), added to the outcome and announced;
+        `target_error` says why a candidate that would have been accepted does not compile for the GPU."""
         proposal, score, result, screened_out = proposed.proposal, evaluated.score, evaluated.result, evaluated.screened_out
-        attempt = Attempt(iteration, proposal, score, better, error=first_error(result))
+        attempt = Attempt(iteration, proposal, score, better, error=target_error or first_error(result))
         skipped = " (not re-measured: budget)" if remeasured and not remeasured["rounds"] else ""
         summary = (f"{'accepted' if better else 'rejected'}{' (screened)' if screened_out else ''}{skipped} "
                    f"S_op={score.s_op:.4f} "
-                   f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")
+                   f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}"
+                   f"{f', {target_error}' if target_error else ''}")
         if self.session is not None:
             attempt.sha = self.session.record_candidate(
                 iteration, proposal.source, result.to_json(),
@@ -388,7 +398,8 @@ class AgentLoop:
                     proposal, proposed.bottleneck, proposed.masked, screened_out,
                     transcript=list(getattr(self.proposer, "transcript", [])[-1:]),
                     usage=vars(getattr(self.proposer, "usage", None)) if hasattr(self.proposer, "usage") else None,
-                    **({"remeasure": remeasured} if remeasured else {})),
+                    **({"remeasure": remeasured} if remeasured else {}),
+                    **({"target_compile": target_error} if target_error else {})),
                 summary)
         outcome.attempts.append(attempt)
         self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,

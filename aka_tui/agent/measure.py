@@ -50,6 +50,16 @@ class Measurer:
             baseline = evaluate_candidate(self.problem, CandidateSpec("eager"), self.options)
         return score_op(self.problem, baseline, self.profile).s_raw_op
 
+    def target_compile_error(self, iteration: int, arch: int) -> str:
+        """"" when the iteration's candidate (written by `full`) compiles for GPU architecture `arch`, else one
+        line saying why not."""
+        from aka_tui.bench.evaluator.target_compile import compile_for_target
+
+        with self.budget.timed("target-compile"):
+            result = compile_for_target(self.problem.directory, self.work_dir / f"candidate_{iteration:04d}.py", arch,
+                                        sandbox=self.options.limits.sandbox)
+        return "" if result.ok else f"does not compile for sm_{arch}: {result.error}"
+
     def full(self, source: str, iteration: int) -> tuple[OpScore, Any]:
         """The full evaluation of a candidate: its score and the evaluator's result."""
         path = self.work_dir / f"candidate_{iteration:04d}.py"

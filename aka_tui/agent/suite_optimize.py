@@ -79,7 +79,7 @@ def _child_command(args: argparse.Namespace, problem_dir: Path) -> list[str]:
                "--cases", str(args.cases), "--seed", str(args.seed), "--dropout", str(args.dropout),
                "--transfer-budget", str(args.transfer_budget), "--no-propose"]
     for flag, value in (("--wall-time", args.wall_time), ("--tier", args.tier), ("--target", args.target),
-                        ("--remeasure-rounds", args.remeasure_rounds)):
+                        ("--remeasure-rounds", args.remeasure_rounds), ("--compile-for", getattr(args, "compile_for", None))):
         if value is not None:
             command += [flag, str(value)]
     switches = (("--no-kb", args.no_kb), ("--no-screen", args.no_screen), ("--no-baseline", args.no_baseline))

@@ -164,3 +164,24 @@ def test_best_of_k_screens_k_proposals_in_parallel_and_records_each(loops: Prefe
     loser = session.iteration_files(2)["proposal"]
     assert loser["best_of"] == {"k": 2, "rank": 1 - parallel[0]["best_rank"], "chosen": False}
     assert outcome.attempts[1].proposal.source != outcome.attempts[2].proposal.source
+
+
+def test_a_candidate_that_does_not_compile_for_the_gpu_is_not_accepted(tmp_path: Path) -> None:
+    """With compile_for, a candidate the CPU interpreter runs correctly but Triton's compiler rejects (two return
+    types from one helper) is rejected with the compiler's reason; one that compiles is accepted."""
+    from tests.conftest import REPO
+
+    interpreter_only = (REPO / "tests/data/candidates/rms_norm_interpreter_only.py").read_text()
+    kb_kernel = (REPO / "kb/family/norm/rms_norm.py").read_text()
+    problem = load_problem(PROBLEMS / "rms_norm")
+    events: list[AgentEvent] = []
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
+    config = LoopConfig(iterations=2, seed=0, remeasure_rounds=0, screen=False, baseline=False, compile_for=90)
+    outcome = AgentLoop(problem, _ScriptedProposer([interpreter_only, kb_kernel]), get_profile("cpu"), options,
+                        config, tmp_path / "work", on_event=events.append).run()
+    first, second = outcome.attempts
+    assert first.score.correct and first.score.real and not first.accepted
+    assert first.error.startswith("does not compile for sm_90: CompilationError")
+    assert second.accepted and not second.error
+    evaluated = [e.data for e in events if e.kind == "candidate_evaluated"]
+    assert evaluated[0]["why"].startswith("does not compile for sm_90") and evaluated[1]["accepted"]
