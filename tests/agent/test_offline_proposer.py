@@ -87,7 +87,8 @@ def test_inert_tunables_are_never_proposed_and_equivalent_points_count_once() ->
     proposer = OfflineProposer(kernels_for_op(KB, "layer_norm"), seed=5)
     kernel = proposer.kernel
     assert kernel.inert["BLOCK_N"] == {"ONE_PASS": [True]}
-    incumbent = dict(kernel.tunables)  # ONE_PASS on: BLOCK_N and num_stages do nothing
+    # ONE_PASS on: BLOCK_N and num_stages do nothing; AUTO 0: the explicit rows and warps reach the launch
+    incumbent = dict(kernel.tunables, AUTO=0)
     assert kernel.is_inert("BLOCK_N", incumbent) and not kernel.is_inert("BLOCK_N", {**incumbent, "ONE_PASS": False})
     remembered: list[dict] = []
     for _ in range(8):
