@@ -305,6 +305,7 @@ def _compile_for(arch: str | None) -> int | None:
 def register(sub: Any) -> None:
     """`aka optimize`, then the commands on recorded sessions (`aka sessions`, `aka export`, `aka replay`)."""
     from aka_tui.agent.session_commands import register as register_session_commands
+    from aka_tui.agent.suite_optimize import add_suite_flags
 
     p = sub.add_parser("optimize", help="run the agent's measure–revise loop on one problem",
                        description="Baseline, then propose → evaluate → decide for N iterations; every candidate "
@@ -346,30 +347,13 @@ def register(sub: Any) -> None:
                         "accept on the full evaluation's S_op alone; with --resume: the recorded value)")
     p.add_argument("--model", help="model id for --proposer anthropic (default: $AKA_MODEL or claude-sonnet-5-5)")
     p.add_argument("--from", dest="replay_from", help="with --proposer replay: the recorded session to re-issue")
-    p.add_argument("--suite", metavar="DIR",
-                   help="run the offline proposer on every operator of a suite directory (native or Atrex-Bench) "
-                        "and print the path used, real or fallback, S_op eager → after and S_agg per operator")
-    p.add_argument("--ops", help="with --suite: only these operators (comma-separated directory names)")
     p.add_argument("--no-baseline", action="store_true",
                    help="do not time the eager reference first (a fallback, S = 0 either way; saves one full "
                         "evaluation)")
-    p.add_argument("--shard", metavar="K/N",
-                   help="with --suite: only the K-th of N interleaved parts of the operators (sorted by name), to "
-                        "split a suite over several runs sharing --sessions")
-    p.add_argument("--score-only", action="store_true",
-                   help="with --suite: run nothing; print the table from the newest session of each operator under "
-                        "--sessions")
-    p.add_argument("--op-timeout", type=float, default=600.0, metavar="S",
-                   help="with --suite: stop an operator's session after S seconds (it keeps what it committed; "
-                        "default 600)")
     p.add_argument("--transfer-budget", type=float, default=60.0, metavar="S",
                    help="seconds the search for a knowledge-base kernel that reproduces a new problem may take "
                         "(default 60)")
-    p.add_argument("--compare-compile", action="store_true",
-                   help="with --suite: re-evaluate each incumbent once with torch.compile timed beside it "
-                        "(the speed-up column)")
-    p.add_argument("--compare-compile-max-autotune", dest="compare_compile_max", action="store_true",
-                   help="with --suite: also time torch.compile in max-autotune mode, without CUDA graphs (the vs max-autotune column)")
+    add_suite_flags(p)
     p.add_argument("--start", metavar="FILE",
                    help="with the offline proposer: start from this kernel (a candidate file that declares TUNABLES "
                         "and SEARCH_SPACE dict literals) and tune it")

@@ -1,19 +1,17 @@
 """The measure–revise loop: baseline → (retrieve → propose → evaluate → decide → record) × N.
 
-A library API with an event stream (`on_event`, the kinds in aka_tui/agent/events.py); the CLI prints it, the TUI will post it as messages.
-Accepts only a correct, real candidate whose S_op beats the incumbent by more than the noise margin, confirmed
-by an interleaved re-measurement of both whenever the candidate looks better or close. The evaluations
-themselves (baseline, screening, full, re-measurement) are in aka_tui/agent/measure.py.
+A library API with an event stream (`on_event`, kinds in aka_tui/agent/events.py) that the CLI and the app show.
+It accepts only a correct, real candidate whose S_op beats the incumbent by more than the noise margin, confirmed
+by an interleaved re-measurement whenever it looks better or close; with `compile_for`, it must also compile
+for that GPU. The evaluations (baseline, screening, full, re-measurement) are in aka_tui/agent/measure.py.
 
 Wall time (`wall_time_s`, aka_tui/agent/budget.py): an iteration starts only when its predicted worst-path
-duration, from the evaluations this run has timed, fits in what is left; the re-measurement runs only the
-rounds that fit, and a win that no round fits for is not accepted.
+duration fits in what is left; a re-measurement runs only the rounds that fit; a win no round fits is rejected.
 
-Cost control (each evaluation is a worker process; on a GPU most of a full evaluation is start-up, fuzzed
-shapes and extra correctness cases): once there is an incumbent, a proposal is first *screened* on the
-shapes that carry weight in S_op, with one case and no fuzzing. Only a candidate that is correct, real and
-not clearly slower (within `close_rel` of the incumbent or better) gets the full hardened evaluation, so a
-screened-out candidate can never be accepted; it is still recorded, as screened.
+Cost control (each evaluation is a worker process; on a GPU most of a full evaluation is start-up, fuzzed shapes
+and extra correctness cases): once there is an incumbent, a proposal is first *screened* on the weighted shapes,
+one case, no fuzzing. Only a candidate that is correct, real and not clearly slower (within `close_rel` of the
+incumbent or better) gets the full hardened evaluation; a screened-out one is recorded, never accepted.
 """
 
 from __future__ import annotations
@@ -60,10 +58,7 @@ class LoopConfig:
     max_tokens: int | None = None  # model tokens (input + output, cache included) for the whole session
     max_cost_usd: float | None = None
     baseline: bool = True  # measure the eager reference first (its S is 0 by definition: a fallback)
-    # A GPU architecture (90: sm_90) a candidate must also compile for to be accepted, checked once it would be
-    # (bench/evaluator/target_compile.py): a CPU run's evaluations go through Triton's interpreter, which accepts
-    # code that Triton's compiler rejects.
-    compile_for: int | None = None
+    compile_for: int | None = None  # a GPU arch (90: sm_90) a winner must also compile for (docs/agent.md)
 
 
 @dataclass(frozen=True)
@@ -146,8 +141,8 @@ class AgentLoop:
             attempt.sha = self.session.record_candidate(
                 iteration, injection.source, result.to_json(),
                 {"proposer": "person", "path": proposal.path, "author": injection.author[0],
-                 "rationale": injection.rationale,
-                 "point": injection.point, "changed": {}}, summary, author=injection.author)
+                 "rationale": injection.rationale, "point": injection.point, "changed": {}}, summary,
+                author=injection.author)
         outcome.attempts.append(attempt)
         self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
                    correct=score.correct, real=score.real, accepted=adopted, sha=attempt.sha,
@@ -298,10 +293,8 @@ class AgentLoop:
                    changed={k: list(v) for k, v in proposal.changed.items()}, masked=proposed.masked)
         evaluated = self._evaluate(proposal, iteration, incumbent, screened)
         better, remeasured = self._decide(evaluated, proposal, iteration, incumbent)
-        target_error = ""
-        if better and self.config.compile_for is not None:
-            target_error = self._measurer.target_compile_error(iteration, self.config.compile_for)
-            better = not target_error
+        target_error = self._measurer.target_compile_error(iteration, self.config.compile_for) if better else ""
+        better = better and not target_error
         attempt = self._record(iteration, proposed, evaluated, better, remeasured, outcome, target_error)
         return iteration, attempt if better else incumbent
 
@@ -382,15 +375,14 @@ class AgentLoop:
 
     def _record(self, iteration: int, proposed: _Proposed, evaluated: _Evaluated, better: bool,
                 remeasured: dict[str, Any], outcome: LoopOutcome, target_error: str = "") -> Attempt:
-        """The attempt, committed to the session (when there is one), added to the outcome and announced;
-        `target_error` says why a candidate that would have been accepted does not compile for the GPU."""
+        """The attempt, committed to the session (if any), added to the outcome and announced (`target_error`:
+        why a candidate that would have been accepted does not compile for the GPU)."""
         proposal, score, result, screened_out = proposed.proposal, evaluated.score, evaluated.result, evaluated.screened_out
         attempt = Attempt(iteration, proposal, score, better, error=target_error or first_error(result))
         skipped = " (not re-measured: budget)" if remeasured and not remeasured["rounds"] else ""
         summary = (f"{'accepted' if better else 'rejected'}{' (screened)' if screened_out else ''}{skipped} "
-                   f"S_op={score.s_op:.4f} "
-                   f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}"
-                   f"{f', {target_error}' if target_error else ''}")
+                   f"S_op={score.s_op:.4f} {'correct' if score.correct else 'incorrect'}"
+                   f"{'' if score.real else ' fallback'}{f', {target_error}' if target_error else ''}")
         if self.session is not None:
             attempt.sha = self.session.record_candidate(
                 iteration, proposal.source, result.to_json(),

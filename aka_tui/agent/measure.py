@@ -50,11 +50,13 @@ class Measurer:
             baseline = evaluate_candidate(self.problem, CandidateSpec("eager"), self.options)
         return score_op(self.problem, baseline, self.profile).s_raw_op
 
-    def target_compile_error(self, iteration: int, arch: int) -> str:
-        """"" when the iteration's candidate (written by `full`) compiles for GPU architecture `arch`, else one
-        line saying why not."""
+    def target_compile_error(self, iteration: int, arch: int | None) -> str:
+        """"" when the iteration's candidate (written by `full`) compiles for GPU architecture `arch` (or there is
+        none to check), else one line saying why not."""
         from aka_tui.bench.evaluator.target_compile import compile_for_target
 
+        if arch is None:
+            return ""
         with self.budget.timed("target-compile"):
             result = compile_for_target(self.problem.directory, self.work_dir / f"candidate_{iteration:04d}.py", arch,
                                         sandbox=self.options.limits.sandbox)

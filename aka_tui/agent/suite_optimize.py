@@ -21,6 +21,29 @@ HEADERS = ["op", "w%", "path", "kernel", "min own_share", "S_op eager (S_raw)", 
 MAX_AUTOTUNE_HEADER = "vs max-autotune"  # after "vs compile", with --compare-compile-max-autotune
 
 
+def add_suite_flags(p: argparse.ArgumentParser) -> None:
+    """`aka optimize`'s flags for a whole suite directory (`--suite` and the options that go with it)."""
+    p.add_argument("--suite", metavar="DIR",
+                   help="run the offline proposer on every operator of a suite directory (native or Atrex-Bench) "
+                        "and print the path used, real or fallback, S_op eager → after and S_agg per operator")
+    p.add_argument("--ops", help="with --suite: only these operators (comma-separated directory names)")
+    p.add_argument("--shard", metavar="K/N",
+                   help="with --suite: only the K-th of N interleaved parts of the operators (sorted by name), to "
+                        "split a suite over several runs sharing --sessions")
+    p.add_argument("--score-only", action="store_true",
+                   help="with --suite: run nothing; print the table from the newest session of each operator under "
+                        "--sessions")
+    p.add_argument("--op-timeout", type=float, default=600.0, metavar="S",
+                   help="with --suite: stop an operator's session after S seconds (it keeps what it committed; "
+                        "default 600)")
+    p.add_argument("--compare-compile", action="store_true",
+                   help="with --suite: re-evaluate each incumbent once with torch.compile timed beside it "
+                        "(the speed-up column)")
+    p.add_argument("--compare-compile-max-autotune", dest="compare_compile_max", action="store_true",
+                   help="with --suite: also time torch.compile in max-autotune mode, without CUDA graphs (the vs "
+                        "max-autotune column)")
+
+
 def _session_path(sessions: Path, problem: str) -> Path | None:
     candidates = sorted(sessions.glob(f"{problem}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
     return candidates[0] if candidates else None
