@@ -199,28 +199,26 @@ def test_split_head_matches_the_reference(modules: tuple[ModuleType, ModuleType]
 
 
 
-# Compiles the kernel for sm_90 with Triton's NVIDIA backend, which needs no GPU, in a process without the
-# interpreter (the interpreter runs code the compiler rejects, e.g. a function whose constexpr branches return
-# different types), and prints the wgmma count of the padded head-72 kernel and of its split form.
+# The launcher's kernels compiled for sm_90 with Triton's NVIDIA backend, which needs no GPU
+# (bench/evaluator/target_compile.py), in a process without the interpreter: the interpreter runs code the
+# compiler rejects (e.g. a function whose constexpr branches return different types). Prints the PTX lines of
+# the attention kernel for a head of 72, padded (SPLIT_HEAD 0) and split (1).
 _HOPPER_COMPILE = """
 import sys
 from pathlib import Path
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource, compile as triton_compile
+import torch
+from aka_tui.bench.evaluator.target_compile import install_compile_only
 from aka_tui.bench.problem.module_loading import import_file
+compiled = install_compile_only(90)
 kernel = import_file(Path(sys.argv[1]), "varlen_kernel_compiled")
-fn = kernel._attention_prefill_varlen_kernel
-for split in (False, True):
-    block_d, block_d2 = kernel._head_parts(72, split)
-    constexprs = dict(BLOCK_M=128, BLOCK_N=64, BLOCK_D=block_d, HEAD_DIM=72, SPLIT=block_d2 > 0,
-                      BLOCK_D2=block_d2 or 16, SEARCH=4, CAUSAL=True, PAGED=False, USED=False, UNIT=8,
-                      TILE_MAP=False, PACK_GQA=False, KV_AHEAD=0, TMA=False, WS=False, k_desc=None, v_desc=None)
-    types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "out_ptr": "*bf16", "qk_scale": "fp32"}
-    signature = {p.name: "constexpr" if p.name in constexprs else
-                 types.get(p.name, "*i32" if p.name.endswith("_ptr") else "i32") for p in fn.params}
-    compiled = triton_compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32),
-                              options={"num_warps": 8, "num_stages": 2})
-    print(split, compiled.asm["ptx"].count("wgmma.mma_async"))
+q = torch.randn(300, 4, 72, dtype=torch.bfloat16)
+k, v = torch.randn(300, 2, 72, dtype=torch.bfloat16), torch.randn(300, 2, 72, dtype=torch.bfloat16)
+cu = torch.tensor([0, 100, 300], dtype=torch.int32)
+for split in (0, 1):
+    kernel.TUNABLES["SPLIT_HEAD"] = split
+    compiled.clear()
+    kernel.Model(4, 2, 72)(q, k, v, cu)
+    print(split, dict(compiled)["_attention_prefill_varlen_kernel"])
 """
 
 
@@ -231,5 +229,5 @@ def test_head_72_compiles_for_hopper_padded_and_split() -> None:
     run = subprocess.run([sys.executable, "-c", _HOPPER_COMPILE, str(path)], capture_output=True, text=True, env=env,
                          timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    counts = dict(line.split() for line in run.stdout.split("\n") if line)
-    assert int(counts["False"]) > 0 and int(counts["True"]) > 0, run.stdout
+    lines = dict(line.split() for line in run.stdout.split("\n") if line)
+    assert int(lines["0"]) > 0 and int(lines["1"]) > 0 and lines["0"] != lines["1"], run.stdout
