@@ -33,38 +33,26 @@ def main() -> int:
     if os.environ.get("TRITON_INTERPRET"):
         raise SystemExit("kb_compile_check: unset TRITON_INTERPRET (the interpreter compiles nothing)")
     sys.path.insert(0, str(ROOT))
-    import torch
-
-    from aka_tui.bench.evaluator.target_compile import install_compile_only
-    from aka_tui.bench.problem.inputs import make_inputs
+    from aka_tui.bench.evaluator.target_compile import run_in_process
     from aka_tui.bench.problem.lookup import load_problem
-    from aka_tui.bench.problem.module_loading import import_file
     from aka_tui.knowledge.reference_kernels import reference_kernels
     from aka_tui.knowledge.store import default_kb_dir, load_kb
 
-    compiled = install_compile_only(args.arch)
     wanted = set(args.ops.split(",")) if args.ops else None
     failed = 0
     for kernel in reference_kernels(load_kb(default_kb_dir())):
         for op in kernel.ops:
-            if not (ROOT / "problems" / op).is_dir() or (wanted is not None and op not in wanted):
+            problem_dir = ROOT / "problems" / op
+            if not problem_dir.is_dir() or (wanted is not None and op not in wanted):
                 continue
-            problem = load_problem(ROOT / "problems" / op)
-            module = import_file(kernel.path, f"compile_check_{kernel.path.stem}")
-            inputs_module = import_file(problem.input_path, f"compile_check_inputs_{op}")
-            shapes = problem.shapes_for("smoke")
-            compiled.clear()
-            try:
-                for shape in shapes if args.all_shapes else shapes[:1]:
-                    inputs = make_inputs(problem, inputs_module, shape, "cpu", 0)
-                    with torch.no_grad():
-                        module.Model(**shape.init_kwargs)(**inputs)
-            except Exception as exc:  # one line per failure; the run goes on to the next kernel
+            shape_ids = ([s.shape_id for s in load_problem(problem_dir).shapes_for("smoke")] if args.all_shapes
+                         else None)  # None: the first smoke shape
+            result = run_in_process(problem_dir, kernel.path, args.arch, shape_ids)
+            if not result.ok:
                 failed += 1
-                first = str(exc).strip().splitlines()
-                print(f"FAIL {kernel.path.name} on {op}: {type(exc).__name__}: {first[0][:200] if first else ''}")
+                print(f"FAIL {kernel.path.name} on {op}: {result.error}")
                 continue
-            kernels = ", ".join(f"{name} ({lines} PTX lines)" for name, lines in compiled) or "no Triton launch"
+            kernels = ", ".join(f"{name} ({lines} PTX lines)" for name, lines in result.kernels) or "no Triton launch"
             print(f"ok   {kernel.path.name} on {op}: {kernels}")
     print(f"sm_{args.arch}: {failed} failed")
     return 1 if failed else 0

@@ -79,16 +79,22 @@ class _TargetDriver:
         return self.target
 
 
+_COMPILED: list[tuple[str, int]] | None = None  # the launches compiled in this process, once installed
+
+
 def install_compile_only(arch: int) -> list[tuple[str, int]]:
     """From now on in this process, Triton compiles for `arch` and every launch is a compile-only warm-up;
     returns the list each compiled launch is appended to, as (kernel name, PTX lines). Needs a process whose
-    Triton was imported without TRITON_INTERPRET."""
+    Triton was imported without TRITON_INTERPRET. Called again, it only changes the target."""
+    global _COMPILED
     from triton.runtime import driver
     from triton.runtime.jit import JITFunction
 
     if os.environ.get("TRITON_INTERPRET"):
         raise AkaError("compiling for a GPU target needs a process without TRITON_INTERPRET")
     driver.set_active(_TargetDriver(arch))
+    if _COMPILED is not None:
+        return _COMPILED
     compiled: list[tuple[str, int]] = []
     run = JITFunction.run
 
@@ -98,11 +104,13 @@ def install_compile_only(arch: int) -> list[tuple[str, int]]:
         return kernel
 
     JITFunction.run = warm_run  # type: ignore[method-assign]
+    _COMPILED = compiled
     return compiled
 
 
 def run_in_process(problem_dir: Path, candidate: Path, arch: int, shape_ids: list[str] | None = None) -> TargetCompile:
-    """The check in this process (trusted code only: `compile_for_target` is the sandboxed form)."""
+    """The check in this process (trusted code only: `compile_for_target` is the sandboxed form); the kernels
+    of this call only, when called for several candidates."""
     import torch
 
     from aka_tui.bench.problem.inputs import make_inputs
@@ -110,6 +118,7 @@ def run_in_process(problem_dir: Path, candidate: Path, arch: int, shape_ids: lis
     from aka_tui.bench.problem.module_loading import import_file
 
     compiled = install_compile_only(arch)
+    compiled.clear()
     problem = load_problem(problem_dir)
     try:
         shapes = [problem.shapes[s] for s in shape_ids] if shape_ids else problem.shapes_for("smoke")[:1]
