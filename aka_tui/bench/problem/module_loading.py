@@ -12,6 +12,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from aka_tui.bench.problem.interpreter_bf16 import install_if_interpreting
+
 
 def unique_module_name(path: Path, prefix: str) -> str:
     """A module name unique to this file path, so two problems' `reference.py` never collide."""
@@ -20,7 +22,8 @@ def unique_module_name(path: Path, prefix: str) -> str:
 
 
 def import_file(path: Path, prefix: str) -> ModuleType:
-    """Import `path` as a fresh module (re-executed on every call); exceptions propagate to the caller."""
+    """Import `path` as a fresh module (re-executed on every call); exceptions propagate to the caller. Under the
+    CPU interpreter, the first import that loads it also corrects its bf16 dots (`interpreter_bf16`)."""
     name = unique_module_name(path, prefix)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -32,6 +35,7 @@ def import_file(path: Path, prefix: str) -> ModuleType:
     except BaseException:
         sys.modules.pop(name, None)
         raise
+    install_if_interpreting()  # a kernel module just loaded the CPU interpreter: its bf16 dots must be right
     return module
 
 
