@@ -294,6 +294,20 @@ def _representatives(shapes: list[Shape], others: list[Shape] | None = None) -> 
     return chosen
 
 
+def _capture_shapes(problem: Problem, tier: str | None) -> list[Shape]:
+    """The shapes whose programs the seed captures: the representatives of `tier`, then one of every other
+    combination of init arguments and dtype names among the problem's other tiers, up to WIDEN_LIMIT times the
+    largest of those. A candidate built on one tier is timed on others (the CPU builds on smoke shapes, the GPU
+    times full ones), and a program traced for other init arguments is wrong there: they are constants of the
+    graph (a seed traced with 32 heads gave (1, 32, 128) outputs where 40 heads were asked for)."""
+    everything = problem.shapes_for(None)
+    chosen = _representatives(problem.shapes_for(tier) or everything, everything)
+    covered = {_group_key(s) for s in chosen}
+    bound = WIDEN_LIMIT * max(_size(s) for s in chosen) if chosen else 0.0
+    return chosen + [s for s in _representatives(everything)
+                     if _group_key(s) not in covered and _size(s) <= bound]
+
+
 def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: str) -> SeedResult:
     """Capture every program the problem's shapes of `tier` need, write the candidate, verify it on the probes."""
     from aka_tui.agent.probe import load_modules
@@ -301,8 +315,7 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
 
     reference, input_module = load_modules(problem)
     groups: dict[str, tuple[Shape, dict[str, Any], tuple[dict[str, Any], list[str]]]] = {}
-    for index, shape in enumerate(_representatives(problem.shapes_for(tier) or problem.shapes_for(None),
-                                                   problem.shapes_for(None))):
+    for index, shape in enumerate(_capture_shapes(problem, tier)):
         inputs = make_inputs(problem, input_module, shape, device, 7 + index)
         key, dtypes = _key(reference.Model, shape, inputs)
         groups.setdefault(key, (shape, inputs, dtypes))

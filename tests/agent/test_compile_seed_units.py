@@ -366,3 +366,40 @@ def _flags(x_ptr, nan_ptr, inf_ptr, n, BLOCK: tl.constexpr):
     nan, inf = torch.empty(6, dtype=torch.int8), torch.empty(6, dtype=torch.int8)
     module._flags[(1,)](x, nan, inf, x.numel(), BLOCK=8)
     assert nan.bool().tolist() == torch.isnan(x).tolist() and inf.bool().tolist() == torch.isinf(x).tolist()
+
+
+def test_init_arguments_of_another_tier_get_their_own_program(tmp_path: Path) -> None:
+    """Init arguments are constants of a traced graph: a seed built on the smoke tier also captures the
+    combinations that only the full tier has, so it is right where the GPU times it (not the nearest program,
+    traced with other constants)."""
+    import json
+    import shutil
+
+    import torch
+
+    from aka_tui.agent.own_semantics import import_interpreted
+    from aka_tui.agent.probe import make_probes
+    from aka_tui.agent.seed_source import build_seed
+    from aka_tui.bench.problem.lookup import load_problem
+    from aka_tui.bench.problem.module_loading import import_file
+    from tests.conftest import DATA
+
+    directory = tmp_path / "two_scale_swish"
+    shutil.copytree(DATA / "unseen" / "centered_swish", directory)
+    (directory / "shapes.json").write_text(json.dumps({
+        "smoke": {"init_kwargs": {"scale": 0.5}, "input_kwargs": {"rows": 3, "cols": 40, "dtype": "float32"},
+                  "tier": "smoke", "weight": 1.0},
+        "full": {"init_kwargs": {"scale": 2.0}, "input_kwargs": {"rows": 64, "cols": 40, "dtype": "float32"},
+                 "tier": "full", "weight": 1.0}}))
+    problem = load_problem(directory)
+    probes = [p for p in make_probes(problem, "cpu") if p.shape.shape_id == "smoke"][:1]
+    seeded = build_seed(problem, probes, "smoke", "cpu")
+    assert seeded.source is not None, seeded.reason
+    assert "2 program(s)" in seeded.reason
+    path = tmp_path / "seed.py"
+    path.write_text(seeded.source)
+    module = import_interpreted(path)
+    reference = import_file(directory / "reference.py", "two_scale_reference")
+    x = torch.randn(5, 40)
+    for g, w in zip(module.Model(2.0)(x), reference.Model(2.0)(x)):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
