@@ -32,6 +32,13 @@ def main(argv: list[str] | None = None, run: Callable[..., int] | None = None) -
     except AkaError as exc:
         print(f"{exc.title}: {exc.message}", file=sys.stderr)
         return EXIT_ERROR
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if not missing or missing == "aka_tui":
+            raise
+        print(f"aka: this Python ({sys.executable}) has no module {missing!r}, which this command needs: run "
+              "scripts/setup.sh, then use .venv/bin/python -m aka_tui", file=sys.stderr)
+        return EXIT_ERROR
     except Terminated:
         print("terminated", file=sys.stderr)
         return 143

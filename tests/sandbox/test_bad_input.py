@@ -83,3 +83,23 @@ def test_a_mistyped_settings_file_gives_defaults_and_one_line(tmp_path: Path, te
     assert all(getattr(config, name) == getattr(TuiConfig(), name) for name in bad)  # each bad field: its default
     path.write_text(json.dumps({"iterations": 6, "dropout_p": 0}))
     assert load_config(path) == (TuiConfig(iterations=6, dropout_p=0), "")
+
+
+def test_a_python_without_the_projects_packages_gets_one_line() -> None:
+    """`python -m aka_tui eval …` from a Python where torch is not installed (not the project's .venv): one line
+    that says what to run, not the import chain's traceback."""
+    import subprocess
+    import sys
+
+    blocker = ("import importlib.abc, sys\n"
+               "class NoTorch(importlib.abc.MetaPathFinder):\n"
+               "    def find_spec(self, name, path=None, target=None):\n"
+               "        if name == 'torch' or name.startswith('torch.'):\n"
+               "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+               "sys.meta_path.insert(0, NoTorch())\n"
+               "from aka_tui.cli import main\n"
+               f"sys.exit(main({EVAL!r}))\n")
+    done = subprocess.run([sys.executable, "-c", blocker], cwd=REPO, capture_output=True, text=True, timeout=120)
+    err = done.stderr.strip()
+    assert done.returncode == 2 and len(err.splitlines()) == 1, err
+    assert "has no module 'torch'" in err and "scripts/setup.sh" in err, err
