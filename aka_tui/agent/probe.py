@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
@@ -76,13 +77,25 @@ def probe_shapes(problem: Problem, count: int = 2, groups_max: int = 4) -> list[
             chosen.append(shape)
     if count > 1:
         seen = {_semantic_group(c) for c in chosen}
-        for shape in sorted(smoke or problem.shapes_for(None), key=lambda s: _shape_size(problem, s)):
+        for shape in _group_candidates(problem, smoke, shrink):
             if len(chosen) >= max(groups_max, count):
                 break
             if _semantic_group(shape) not in seen:
                 seen.add(_semantic_group(shape))
                 chosen.append(shape)
     return chosen
+
+
+def _group_candidates(problem: Problem, smoke: list[Shape], shrink: Any) -> Iterator[Shape]:
+    """Shapes that may add a combination of init arguments and string arguments: the smoke tier's, smallest
+    first, then (for a derived smoke tier) the other tiers' combinations, shrunk as the probes are. A start is
+    timed on every tier, and a published suite's smoke tier holds one combination of its many (a fused QKV +
+    RoPE: 32 heads in smoke, 40 and 64 only in the full tier)."""
+    yield from sorted(smoke or problem.shapes_for(None), key=lambda s: _shape_size(problem, s))
+    if smoke and shrink is not None:
+        for shape in sorted(problem.shapes_for(None), key=lambda s: _shape_size(problem, s)):
+            if shape.tier != "smoke":
+                yield shrink(shape)
 
 
 def _shrinker(problem: Problem) -> Any:

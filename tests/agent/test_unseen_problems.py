@@ -336,3 +336,14 @@ def test_every_probe_of_a_published_problem_is_shrunk_to_fit_the_cpu() -> None:
     assert second.shape_id.startswith("smoke.") and second.shape_id.endswith("@big")
     assert input_bytes(problem, module, second) <= CPU_INPUT_BUDGET_BYTES
 
+
+
+def test_a_published_problems_probes_cover_init_arguments_only_its_larger_shapes_have() -> None:
+    """A published problem's smoke tier is its smallest shape, shrunk: one combination of init arguments. A
+    start is timed on every shape, so the probes also take the other combinations (shrunk as well)."""
+    from aka_tui.agent.probe import probe_shapes
+
+    problem = load_problem(REPO / "tests" / "data" / "atrex_published" / "scaled_tanh_rows")
+    assert all(s.init_kwargs.get("cap") is None for s in problem.shapes_for("smoke"))
+    caps = {(s.init_kwargs or {}).get("cap") for s in probe_shapes(problem, 2)}
+    assert 10.0 in caps, caps
