@@ -4,6 +4,7 @@ for CUDA (device guard, raw streams, CUDA buffers) and with library calls; no in
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -261,42 +262,51 @@ def test_large_probes_are_left_to_the_evaluation_on_the_cpu() -> None:
     assert "output 0 differs on big" in found  # a small one is run, and its wrong outputs are found
 
 
-def test_a_size_of_one_in_the_tier_is_not_captured_when_another_tier_has_it_wider(tmp_path: Path) -> None:
-    """A tier whose only shape has a size of 1 (one token) would give a program with that 1 baked in: the
-    capture takes the smallest wide shape of the problem's other tiers instead, and the seed is right on
-    sizes it never saw."""
+def _swish_problem(tmp_path: Path, name: str, smoke: dict, full: dict) -> tuple[Any, Path]:
+    """The centered-swish test problem with one smoke and one full shape, each {"init_kwargs", "input_kwargs"}."""
     import json
     import shutil
 
-    import torch
-
-    from aka_tui.agent.probe import make_probes
-    from aka_tui.agent.seed_source import build_seed
     from aka_tui.bench.problem.lookup import load_problem
-    from aka_tui.bench.problem.module_loading import import_file
     from tests.conftest import DATA
 
-    directory = tmp_path / "one_row_swish"
+    directory = tmp_path / name
     shutil.copytree(DATA / "unseen" / "centered_swish", directory)
     (directory / "shapes.json").write_text(json.dumps({
-        "smoke_r1_c40": {"init_kwargs": {"scale": 0.5}, "input_kwargs": {"rows": 1, "cols": 40, "dtype": "float32"},
-                         "tier": "smoke", "weight": 1.0},
-        "full_r3_c40": {"init_kwargs": {"scale": 0.5}, "input_kwargs": {"rows": 3, "cols": 40, "dtype": "float32"},
-                        "tier": "full", "weight": 1.0}}))
-    problem = load_problem(directory)
-    probes = [p for p in make_probes(problem, "cpu") if p.inputs["x"].shape[0] == 1][:1]
+        "smoke": {**smoke, "tier": "smoke", "weight": 1.0}, "full": {**full, "tier": "full", "weight": 1.0}}))
+    return load_problem(directory), directory
+
+
+def _seeded_module(problem: Any, keep: Any, tmp_path: Path) -> tuple[Any, str]:
+    """The seed built on the smoke tier from the probes `keep` selects, imported interpreted, and its line."""
+    from aka_tui.agent.own_semantics import import_interpreted
+    from aka_tui.agent.probe import make_probes
+    from aka_tui.agent.seed_source import build_seed
+
+    probes = [p for p in make_probes(problem, "cpu") if keep(p)][:1]
     seeded = build_seed(problem, probes, "smoke", "cpu")
     assert seeded.source is not None, seeded.reason
     path = tmp_path / "seed.py"
     path.write_text(seeded.source)
-    from aka_tui.agent.own_semantics import import_interpreted
+    return import_interpreted(path), seeded.reason
 
-    module = import_interpreted(path)
+
+def test_a_size_of_one_in_the_tier_is_not_captured_when_another_tier_has_it_wider(tmp_path: Path) -> None:
+    """A tier whose only shape has a size of 1 (one token) would give a program with that 1 baked in: the
+    capture takes the smallest wide shape of the problem's other tiers instead, and the seed is right on
+    sizes it never saw."""
+    import torch
+
+    from aka_tui.bench.problem.module_loading import import_file
+
+    problem, directory = _swish_problem(
+        tmp_path, "one_row_swish",
+        {"init_kwargs": {"scale": 0.5}, "input_kwargs": {"rows": 1, "cols": 40, "dtype": "float32"}},
+        {"init_kwargs": {"scale": 0.5}, "input_kwargs": {"rows": 3, "cols": 40, "dtype": "float32"}})
+    module, _ = _seeded_module(problem, lambda p: p.inputs["x"].shape[0] == 1, tmp_path)
     reference = import_file(directory / "reference.py", "one_row_reference")
     x = torch.randn(5, 40)
-    want = reference.Model(0.5)(x)
-    got = module.Model(0.5)(x)
-    for g, w in zip(got, want):
+    for g, w in zip(module.Model(0.5)(x), reference.Model(0.5)(x)):
         torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
 
 
@@ -372,33 +382,16 @@ def test_init_arguments_of_another_tier_get_their_own_program(tmp_path: Path) ->
     """Init arguments are constants of a traced graph: a seed built on the smoke tier also captures the
     combinations that only the full tier has, so it is right where the GPU times it (not the nearest program,
     traced with other constants)."""
-    import json
-    import shutil
-
     import torch
 
-    from aka_tui.agent.own_semantics import import_interpreted
-    from aka_tui.agent.probe import make_probes
-    from aka_tui.agent.seed_source import build_seed
-    from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.bench.problem.module_loading import import_file
-    from tests.conftest import DATA
 
-    directory = tmp_path / "two_scale_swish"
-    shutil.copytree(DATA / "unseen" / "centered_swish", directory)
-    (directory / "shapes.json").write_text(json.dumps({
-        "smoke": {"init_kwargs": {"scale": 0.5}, "input_kwargs": {"rows": 3, "cols": 40, "dtype": "float32"},
-                  "tier": "smoke", "weight": 1.0},
-        "full": {"init_kwargs": {"scale": 2.0}, "input_kwargs": {"rows": 64, "cols": 40, "dtype": "float32"},
-                 "tier": "full", "weight": 1.0}}))
-    problem = load_problem(directory)
-    probes = [p for p in make_probes(problem, "cpu") if p.shape.shape_id == "smoke"][:1]
-    seeded = build_seed(problem, probes, "smoke", "cpu")
-    assert seeded.source is not None, seeded.reason
-    assert "2 program(s)" in seeded.reason
-    path = tmp_path / "seed.py"
-    path.write_text(seeded.source)
-    module = import_interpreted(path)
+    problem, directory = _swish_problem(
+        tmp_path, "two_scale_swish",
+        {"init_kwargs": {"scale": 0.5}, "input_kwargs": {"rows": 3, "cols": 40, "dtype": "float32"}},
+        {"init_kwargs": {"scale": 2.0}, "input_kwargs": {"rows": 64, "cols": 40, "dtype": "float32"}})
+    module, reason = _seeded_module(problem, lambda p: p.shape.shape_id == "smoke", tmp_path)
+    assert "2 program(s)" in reason
     reference = import_file(directory / "reference.py", "two_scale_reference")
     x = torch.randn(5, 40)
     for g, w in zip(module.Model(2.0)(x), reference.Model(2.0)(x)):
