@@ -6,6 +6,12 @@ WIDTH taps it loads the shifted window x[t - (WIDTH-1) + j] (masked for t' < 0: 
 and accumulates in fp32, starting from the bias, taps in order j = 0..WIDTH-1 as the reference does;
 then y * sigmoid(y). The shifted windows overlap, so on a GPU the WIDTH loads of a tile hit L1/L2 after
 the first: HBM traffic is one read of x and one write of out.
+
+REGISTER_SHIFT 1 forms the shifted windows from registers instead: each thread loads its aligned 16-byte chunk
+of x and the chunk before it (two vector loads), and the windows are picked from those by warp shuffles. At 0,
+the three shifted loads are 2 bytes out of 16-byte alignment, so sm_90 code loads them one element at a time
+(2 vector and 57 scalar loads per program at the defaults; neighbouring lanes 16 bytes apart) while the data
+is already on chip. Off by default until timed on a GPU.
 """
 
 import torch
@@ -13,11 +19,12 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_C": 4, "BLOCK_T": 256, "T_TILES": 2, "num_warps": 4}
+TUNABLES = {"BLOCK_C": 4, "BLOCK_T": 256, "T_TILES": 2, "REGISTER_SHIFT": 0, "num_warps": 4}
 SEARCH_SPACE = {
     "BLOCK_C": [1, 2, 4, 8, 16],
     "BLOCK_T": [64, 128, 256, 512],
     "T_TILES": [1, 2, 4, 8],
+    "REGISTER_SHIFT": [0, 1],
     "num_warps": [2, 4, 8],
 }
 
@@ -53,8 +60,55 @@ def _linear_attn_causal_conv1d_kernel(
                  mask=c_ok[:, None] & t_ok[None, :])
 
 
+@triton.jit
+def _conv1d_register_shift_kernel(
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    dim, seqlen,
+    sx_b, sx_c, sx_t, sw_c, sw_j, so_b, so_c, so_t,
+    WIDTH: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr, T_TILES: tl.constexpr, V: tl.constexpr,
+):
+    """The kernel above with time as [BLOCK_T // V chunks, V steps]: tap j's window (shift s = WIDTH-1-j <= V)
+    is step i - s of the thread's own chunk, or of the chunk before it where i < s."""
+    pid_t = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    pid_b = tl.program_id(2).to(tl.int64)
+    cs = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    c_ok = cs < dim
+    cs64 = cs.to(tl.int64)
+    bias = tl.load(b_ptr + cs64, mask=c_ok, other=0.0).to(tl.float32)
+    x_rows = x_ptr + pid_b * sx_b + cs64[:, None, None] * sx_c
+    o_rows = out_ptr + pid_b * so_b + cs64[:, None, None] * so_c
+    steps = tl.zeros((BLOCK_C, BLOCK_T // V, V), dtype=tl.int32) + tl.arange(0, V)[None, None, :]
+    for tt in tl.static_range(T_TILES):
+        start = (pid_t * T_TILES + tt) * BLOCK_T
+        ts = (start + tl.arange(0, BLOCK_T // V)[:, None] * V + tl.arange(0, V)[None, :])[None, :, :]
+        ok = c_ok[:, None, None] & (ts < seqlen)
+        cur = tl.load(x_rows + ts.to(tl.int64) * sx_t, mask=ok, other=0.0).to(tl.float32)
+        before = ts - V
+        prev = tl.load(x_rows + before.to(tl.int64) * sx_t, mask=c_ok[:, None, None] & (before >= 0)
+                       & (before < seqlen), other=0.0).to(tl.float32)
+        acc = tl.zeros((BLOCK_C, BLOCK_T // V, V), dtype=tl.float32) + bias[:, None, None]
+        for j in tl.static_range(WIDTH):
+            w = tl.load(w_ptr + cs64 * sw_c + j * sw_j, mask=c_ok, other=0.0).to(tl.float32)
+            if j == WIDTH - 1:
+                xv = cur
+            else:
+                pick = (steps - (WIDTH - 1 - j) + V) % V
+                xv = tl.where(steps >= WIDTH - 1 - j, tl.gather(cur, pick, 2), tl.gather(prev, pick, 2))
+            acc = acc + w[:, None, None] * xv
+        y = acc / (1.0 + tl.exp(-acc))
+        tl.store(o_rows + ts.to(tl.int64) * so_t, y.to(out_ptr.dtype.element_ty), mask=ok)
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def _chunk(x: torch.Tensor, width: int, block_t: int) -> int:
+    """Steps per chunk for REGISTER_SHIFT: 16 bytes of x, at least the largest shift, at most the tile (0: the
+    shifted-load kernel instead)."""
+    steps = max(16 // x.element_size(), 1 << max(width - 2, 0).bit_length())
+    return steps if steps <= block_t else 0
 
 
 def launch_linear_attn_causal_conv1d(x, weight, bias, width):
@@ -64,11 +118,14 @@ def launch_linear_attn_causal_conv1d(x, weight, bias, width):
         return out
     bc, bt, tt = TUNABLES["BLOCK_C"], TUNABLES["BLOCK_T"], TUNABLES["T_TILES"]
     grid = (_cdiv(seqlen, bt * tt), _cdiv(dim, bc), batch)
-    _linear_attn_causal_conv1d_kernel[grid](
-        x, weight, bias, out, dim, seqlen,
-        *x.stride(), *weight.stride(), *out.stride(),
-        WIDTH=width, BLOCK_C=bc, BLOCK_T=bt, T_TILES=tt, num_warps=TUNABLES["num_warps"],
-    )
+    args = (x, weight, bias, out, dim, seqlen, *x.stride(), *weight.stride(), *out.stride())
+    chunk = _chunk(x, width, bt) if TUNABLES.get("REGISTER_SHIFT", 0) else 0
+    if chunk:
+        _conv1d_register_shift_kernel[grid](*args, WIDTH=width, BLOCK_C=bc, BLOCK_T=bt, T_TILES=tt, V=chunk,
+                                            num_warps=TUNABLES["num_warps"])
+    else:
+        _linear_attn_causal_conv1d_kernel[grid](*args, WIDTH=width, BLOCK_C=bc, BLOCK_T=bt, T_TILES=tt,
+                                                num_warps=TUNABLES["num_warps"])
     return out
 
 
