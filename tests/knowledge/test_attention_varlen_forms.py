@@ -3,9 +3,6 @@ aligned at the bottom right or not causal, keys in a paged cache (CPU interprete
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from types import ModuleType
 
 import pytest
@@ -13,6 +10,7 @@ import torch
 
 from aka_tui.bench.problem.module_loading import import_file
 from tests.conftest import REPO
+from tests.knowledge.hopper_compile import run_compile_script
 
 H, KVH, D, PAGE = 4, 2, 24, 4
 
@@ -223,11 +221,6 @@ for split in (0, 1):
 
 
 def test_head_72_compiles_for_hopper_padded_and_split() -> None:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(REPO)
-    path = REPO / "kb/family/attention/attention_prefill_varlen.py"
-    run = subprocess.run([sys.executable, "-c", _HOPPER_COMPILE, str(path)], capture_output=True, text=True, env=env,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = run_compile_script(_HOPPER_COMPILE, str(REPO / "kb/family/attention/attention_prefill_varlen.py"))
     lines = dict(line.split() for line in run.stdout.split("\n") if line)
     assert int(lines["0"]) > 0 and int(lines["1"]) > 0 and lines["0"] != lines["1"], run.stdout

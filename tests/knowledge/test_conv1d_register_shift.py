@@ -9,6 +9,7 @@ import torch
 
 from aka_tui.bench.problem.module_loading import import_file
 from tests.conftest import REPO
+from tests.knowledge.hopper_compile import run_compile_script
 
 
 @pytest.mark.parametrize("batch, dim, seqlen, width, dtype", [
@@ -55,16 +56,7 @@ for shift in (0, 1):
 
 
 def test_both_paths_compile_for_hopper() -> None:
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(REPO)
-    path = REPO / "kb/family/linear_attention/linear_attn_causal_conv1d.py"
-    run = subprocess.run([sys.executable, "-c", _HOPPER_COMPILE, str(path)], capture_output=True, text=True, env=env,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = run_compile_script(_HOPPER_COMPILE, str(REPO / "kb/family/linear_attention/linear_attn_causal_conv1d.py"))
     lines = {line.split()[0]: line for line in run.stdout.splitlines() if line}
     assert "_linear_attn_causal_conv1d_kernel" in lines["0"], run.stdout
     assert "_conv1d_register_shift_kernel" in lines["1"], run.stdout

@@ -30,6 +30,15 @@ SEARCH_SPACE = {
 
 
 @triton.jit
+def _channel_block(b_ptr, dim, BLOCK_C: tl.constexpr):
+    """This program's channels (int64), which exist, and their biases in fp32."""
+    cs = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    c_ok = cs < dim
+    cs64 = cs.to(tl.int64)
+    return cs64, c_ok, tl.load(b_ptr + cs64, mask=c_ok, other=0.0).to(tl.float32)
+
+
+@triton.jit
 def _linear_attn_causal_conv1d_kernel(
     x_ptr, w_ptr, b_ptr, out_ptr,
     dim, seqlen,
@@ -37,12 +46,8 @@ def _linear_attn_causal_conv1d_kernel(
     WIDTH: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr, T_TILES: tl.constexpr,
 ):
     pid_t = tl.program_id(0)
-    pid_c = tl.program_id(1)
     pid_b = tl.program_id(2).to(tl.int64)
-    cs = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    c_ok = cs < dim
-    cs64 = cs.to(tl.int64)
-    bias = tl.load(b_ptr + cs64, mask=c_ok, other=0.0).to(tl.float32)
+    cs64, c_ok, bias = _channel_block(b_ptr, dim, BLOCK_C)
     x_rows = x_ptr + pid_b * sx_b + cs64[:, None] * sx_c
     o_rows = out_ptr + pid_b * so_b + cs64[:, None] * so_c
     for tt in tl.static_range(T_TILES):
@@ -70,12 +75,8 @@ def _conv1d_register_shift_kernel(
     """The kernel above with time as [BLOCK_T // V chunks, V steps]: tap j's window (shift s = WIDTH-1-j <= V)
     is step i - s of the thread's own chunk, or of the chunk before it where i < s."""
     pid_t = tl.program_id(0)
-    pid_c = tl.program_id(1)
     pid_b = tl.program_id(2).to(tl.int64)
-    cs = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    c_ok = cs < dim
-    cs64 = cs.to(tl.int64)
-    bias = tl.load(b_ptr + cs64, mask=c_ok, other=0.0).to(tl.float32)
+    cs64, c_ok, bias = _channel_block(b_ptr, dim, BLOCK_C)
     x_rows = x_ptr + pid_b * sx_b + cs64[:, None, None] * sx_c
     o_rows = out_ptr + pid_b * so_b + cs64[:, None, None] * so_c
     steps = tl.zeros((BLOCK_C, BLOCK_T // V, V), dtype=tl.int32) + tl.arange(0, V)[None, None, :]
