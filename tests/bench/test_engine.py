@@ -79,6 +79,19 @@ def test_timing_protocol_calls_the_hooks_around_every_call_and_passes_checkpoint
     assert plain.stats.reps == 2
 
 
+def test_sampled_outputs_follow_the_overflow_rule_of_the_full_comparison() -> None:
+    """The timed and parent checks judge sampled elements as the full comparison does: the format's largest
+    code matches a reference that overflowed it; any other value there is a wrong element."""
+    from aka_tui.bench.measure.samples import bad_elements
+
+    expected = torch.tensor([1.0, 300.0, -3.0]).to(torch.float8_e4m3fnuz).double()  # NaN at 1
+    tol = Tolerance(0.125, 0.125)
+    at_edge = torch.tensor([1.0, 240.0, -3.0]).to(torch.float8_e4m3fnuz)
+    inside = torch.tensor([1.0, 224.0, -3.0]).to(torch.float8_e4m3fnuz)
+    assert bad_elements(at_edge, expected, tol).tolist() == [False, False, False]
+    assert bad_elements(inside, expected, tol).tolist() == [False, True, False]
+
+
 def test_sample_positions_cover_the_ends_and_wrong_calls_are_found() -> None:
     pos = positions(10_000, 64, seed=3)
     assert pos[0] == 0 and pos[-1] == 9_999 and bool((pos[1:] > pos[:-1]).all())

@@ -137,7 +137,42 @@ def test_an_fp8_output_is_compared_with_the_float64_reference_rounded_to_its_for
         return Tolerance(0.125, 0.125)
 
     assert compare_outputs(native.clone(), native, exact, tol, 0.0).ok  # a faithful kernel: NaN where the format has it
-    wrong = torch.tensor([1.0, 240.0, -3.0, 0.3]).to(torch.float8_e4m3fnuz)  # saturated instead of NaN
-    assert not compare_outputs(wrong, native, exact, tol, 0.0).ok
     off = torch.tensor([1.0, 250.0, -2.0, 0.3]).to(torch.float8_e4m3fnuz)
     assert not compare_outputs(off, native, exact, tol, 0.0).ok
+
+
+def _fnuz(values: list[float]) -> torch.Tensor:
+    return torch.tensor(values).to(torch.float8_e4m3fnuz)
+
+
+def _fp8_tol(dtype: torch.dtype) -> Tolerance:
+    return Tolerance(0.125, 0.125)
+
+
+def test_the_largest_code_matches_a_reference_that_overflowed_by_less_than_the_tolerance() -> None:
+    """A sum a few ulps below the overflow threshold (248 in e4m3fnuz) lands on 240 where the float64
+    reference's 250 rounds to NaN: one code apart, as the tolerance allows anywhere else. Saturating a value
+    far past the range, or with the wrong sign, still fails."""
+    exact = torch.tensor([1.0, 250.0, -3.0, -251.0], dtype=torch.float64)
+    native = exact.to(torch.float8_e4m3fnuz)
+    assert compare_outputs(_fnuz([1.0, 240.0, -3.0, -240.0]), native, exact, _fp8_tol, 0.0).ok
+    wrong_sign = compare_outputs(_fnuz([1.0, -240.0, -3.0, -240.0]), native, exact, _fp8_tol, 0.0)
+    assert not wrong_sign.ok and "not reproduced at 1 of 2" in wrong_sign.reason
+    far = torch.tensor([1.0, 400.0, -3.0, -251.0], dtype=torch.float64)
+    assert not compare_outputs(_fnuz([1.0, 240.0, -3.0, -240.0]), far.to(torch.float8_e4m3fnuz), far,
+                               _fp8_tol, 0.0).ok
+    assert not compare_outputs(_fnuz([1.0, 224.0, -3.0, -240.0]), native, exact, _fp8_tol, 0.0).ok
+
+
+def test_without_the_float64_reference_an_overflow_code_is_matched_by_the_largest_code_only() -> None:
+    """A native reference's NaN in a format without infinity: only +-max (the nearest code) matches it.
+    Where the format has infinity, +-max matches an inf of the same sign, and a NaN must be reproduced."""
+    native = _fnuz([1.0, 300.0, -3.0])  # NaN at 1
+    assert compare_outputs(_fnuz([1.0, -240.0, -3.0]), native, native, _fp8_tol, 0.0).ok
+    assert not compare_outputs(_fnuz([1.0, 224.0, -3.0]), native, native, _fp8_tol, 0.0).ok
+    top = torch.finfo(torch.bfloat16).max
+    ref = torch.tensor([1.0, float("inf"), float("-inf"), float("nan")], dtype=torch.bfloat16)
+    bf = Tolerance(0.02, 0.02)
+    assert _cmp(torch.tensor([1.0, top, -top, float("nan")], dtype=torch.bfloat16), ref, tol=bf).ok
+    assert not _cmp(torch.tensor([1.0, -top, -top, float("nan")], dtype=torch.bfloat16), ref, tol=bf).ok
+    assert not _cmp(torch.tensor([1.0, top, -top, top], dtype=torch.bfloat16), ref, tol=bf).ok

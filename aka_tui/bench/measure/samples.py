@@ -18,6 +18,7 @@ import torch
 from aka_tui.bench.problem.seeds import derive_seed
 from aka_tui.bench.problem.tolerance import (
     Tolerance,
+    at_overflow_edge,
     check_plain_tensor,
     flatten_outputs,
     output_rms,
@@ -98,6 +99,8 @@ def bad_elements(candidate: torch.Tensor, expected: torch.Tensor, tol: Tolerance
     x = expected.to(device=c.device, dtype=torch.float64)
     finite = torch.isfinite(x)
     same = (c == x) | (torch.isnan(c) & torch.isnan(x))
+    if candidate.is_floating_point() and not bool(finite.all()):
+        same = same | at_overflow_edge(c, x, None, tol, candidate.dtype)
     bound = scale * (tol.atol + tol.rtol * torch.where(finite, x.abs(), torch.zeros_like(x)))
     within = torch.where(finite, (c - x).abs() <= bound, same)
     return ~within

@@ -147,9 +147,10 @@ def compare_outputs(candidate: Any, reference_native: Any, reference_exact: Any,
                 wrong = (cand != ref_x.to(cand.dtype)).sum().item()
                 return Comparison(False, f"{name}: {wrong} of {cand.numel()} integer elements differ (exact match required)")
             continue
-        ref_x = in_output_format(ref_x, ref_n.dtype)
-        tol = scaled_to(tolerance_for(cand.dtype), output_rms(ref_x))
-        leaf = _compare_floating(name, cand, ref_x, tol, max_mismatch_fraction)
+        rounded = in_output_format(ref_x, ref_n.dtype)
+        tol = scaled_to(tolerance_for(cand.dtype), output_rms(rounded))
+        unrounded = ref_x if rounded is not ref_x else None
+        leaf = _compare_floating(name, cand, rounded, tol, max_mismatch_fraction, unrounded)
         if leaf.max_abs_error is not None:
             worst_abs = max(worst_abs, leaf.max_abs_error)
             worst_rel = max(worst_rel, leaf.max_rel_error or 0.0)
@@ -178,12 +179,39 @@ class _LeafTally:
     max_rel: float = 0.0
 
 
-def _tally_chunk(tally: _LeafTally, c: torch.Tensor, r: torch.Tensor, tol: Tolerance, offset: int) -> None:
+_FORMATS_WITHOUT_INF = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)
+
+
+def at_overflow_edge(c: torch.Tensor, r: torch.Tensor, x: torch.Tensor | None, tol: Tolerance,
+                      fmt: torch.dtype) -> torch.Tensor:
+    """Where a reference value that overflowed the output format is matched by the candidate's nearest code.
+
+    Rounding to a narrow format turns the magnitudes past its largest finite value into inf (formats with
+    one) or NaN (e4m3fn, e4m3fnuz, e5m2fnuz). A faithful kernel whose sum differs from the reference's in the
+    last bits lands one code lower, on +-max, exactly as it may land one code off anywhere else under the
+    format's tolerance. So a candidate at +-max (same sign as an inf) matches such a value; where the
+    unrounded float64 reference `x` is known, only if it is within tolerance of it (saturating a value far
+    past the range still fails). A NaN in a format that has inf is a true NaN and must be reproduced."""
+    top = torch.finfo(fmt).max
+    if fmt not in _FORMATS_WITHOUT_INF:
+        edge = torch.isinf(r) & (c == torch.sign(r) * top)
+    else:
+        edge = torch.isnan(r) & (c.abs() == top)
+    if x is None:
+        return edge
+    close = torch.isfinite(x) & ((c - x).abs() <= tol.atol + tol.rtol * x.abs())
+    return edge & close
+
+
+def _tally_chunk(tally: _LeafTally, c: torch.Tensor, r: torch.Tensor, tol: Tolerance, offset: int,
+                 fmt: torch.dtype, x: torch.Tensor | None = None) -> None:
     ref_finite = torch.isfinite(r)
     tally.cand_nonfinite += int((~torch.isfinite(c) & ref_finite).sum().item())
     tally.cand_nonzero = tally.cand_nonzero or bool((c != 0).any())
     tally.ref_nonzero = tally.ref_nonzero or bool((r != 0).any())
     reproduced = (c == r) | (torch.isnan(c) & torch.isnan(r))
+    if not bool(ref_finite.all()):
+        reproduced |= at_overflow_edge(c, r, x, tol, fmt)
     ref_nonfinite = ~ref_finite
     unreproduced = ref_nonfinite & ~reproduced
     missed = int(unreproduced.sum().item())
@@ -208,15 +236,18 @@ def _tally_chunk(tally: _LeafTally, c: torch.Tensor, r: torch.Tensor, tol: Toler
 
 
 def _compare_floating(name: str, cand: torch.Tensor, ref: torch.Tensor, tol: Tolerance,
-                      max_mismatch_fraction: float) -> Comparison:
-    """One floating output against the reference values, in float64, chunk by chunk (bounded memory)."""
+                      max_mismatch_fraction: float, unrounded: torch.Tensor | None = None) -> Comparison:
+    """One floating output against the reference values, in float64, chunk by chunk (bounded memory).
+    `unrounded`: the float64 reference before `ref` was rounded to the output's format, where it was."""
     flat_c, flat_r = cand.detach().reshape(-1), ref.detach().reshape(-1)
+    flat_x = unrounded.detach().reshape(-1) if unrounded is not None else None
     tally = _LeafTally()
     for start in range(0, flat_c.numel(), COMPARE_CHUNK_ELEMENTS):
         stop = start + COMPARE_CHUNK_ELEMENTS
         c = flat_c[start:stop].to(torch.float64)
         r = flat_r[start:stop].to(device=c.device, dtype=torch.float64)
-        _tally_chunk(tally, c, r, tol, start)
+        x = flat_x[start:stop].to(device=c.device, dtype=torch.float64) if flat_x is not None else None
+        _tally_chunk(tally, c, r, tol, start, cand.dtype, x)
     if tally.cand_nonfinite:
         return Comparison(False, f"{name}: {tally.cand_nonfinite} NaN/Inf elements where the reference is finite")
     if not tally.cand_nonzero and tally.ref_nonzero:
