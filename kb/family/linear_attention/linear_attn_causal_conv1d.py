@@ -11,7 +11,12 @@ REGISTER_SHIFT 1 forms the shifted windows from registers instead: each thread l
 of x and the chunk before it (two vector loads), and the windows are picked from those by warp shuffles. At 0,
 the three shifted loads are 2 bytes out of 16-byte alignment, so sm_90 code loads them one element at a time
 (2 vector and 57 scalar loads per program at the defaults; neighbouring lanes 16 bytes apart) while the data
-is already on chip. Off by default until timed on a GPU.
+is already on chip. Measured slower (H200, 2026-12-03, scripts/kb_configs_device.py on the four suite shapes,
+median of 3 shuffled rounds): 0.68-0.88x of the direct loads at every tile, so it stays off; the scalar loads
+are served from L1 and were not what bounds the kernel. What moved it was 8 warps on the 4 x 256 tile (four
+elements a thread instead of eight, twice the loads in flight an SM): 117.5 vs 131.9 us at 1 x 8192 steps,
+118.3 vs 131.8 at 4 x 2048, 61.6 vs 68.7 at 16 x 1024, 152.7 vs 169.9 at 8 x 2048 (1.11-1.12x; torch.compile
+132.8, 134.2, 81.3, 177.0 us on the same shapes).
 """
 
 import torch
@@ -19,7 +24,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
-TUNABLES = {"BLOCK_C": 4, "BLOCK_T": 256, "T_TILES": 2, "REGISTER_SHIFT": 0, "num_warps": 4}
+TUNABLES = {"BLOCK_C": 4, "BLOCK_T": 256, "T_TILES": 2, "REGISTER_SHIFT": 0, "num_warps": 8}
 SEARCH_SPACE = {
     "BLOCK_C": [1, 2, 4, 8, 16],
     "BLOCK_T": [64, 128, 256, 512],
