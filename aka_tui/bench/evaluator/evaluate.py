@@ -252,6 +252,9 @@ def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[
 
 
 def _with_baselines(result: ShapeResult, baseline: ShapeResult | None) -> ShapeResult:
+    if baseline is not None and not baseline.passed and baseline.error is not None:
+        return replace(result, verification=result.verification | {
+            "baselines": f"not timed: {baseline.error.message}"[:400]})
     if baseline is None or not baseline.passed:
         return result
     return replace(result, **{name: getattr(baseline, name) for name in BASELINE_TIMING_FIELDS.values()})

@@ -49,6 +49,8 @@ def _compile_one(problem_dir: str, shape_id: str, device: str, cache_kind: str) 
         inputs_module = import_file(problem.input_path, "inp")
         inputs = make_inputs(problem, inputs_module, shape, device, 0)
         model = reference.Model(**shape.init_kwargs).to(device).eval()
+        if problem.compile_form_path is not None:  # what the compile baselines compile (measure/session.py)
+            model = import_file(problem.compile_form_path, "compile_form").Model(**shape.init_kwargs).to(device).eval()
         with torch.no_grad():
             torch.compile(model, dynamic=False)(**inputs)
         if device.startswith("cuda"):

@@ -19,7 +19,7 @@ from aka_tui.bench.measure.results import PASSED, AuditReport, ShapeResult, Timi
 from aka_tui.bench.measure.timed_checks import drive_protocol
 from aka_tui.bench.measure.timing import Timers, TimingHooks, cpu_protocol, cuda_protocol
 from aka_tui.bench.problem.inputs import make_inputs
-from aka_tui.bench.problem.model import Problem, Shape
+from aka_tui.bench.problem.model import COMPILE_FORM, Problem, Shape
 from aka_tui.bench.problem.seeds import derive_seed
 
 
@@ -101,8 +101,27 @@ def build_candidate_model(model_cls: Any, shape: Shape, ref_model: torch.nn.Modu
     return cand
 
 
-def baseline_model(kind: str, ref_model: torch.nn.Module) -> Any:
-    """The reference as the baseline `kind` runs it: itself (eager), or torch.compile'd in the kind's mode.
+def compile_form_model(problem: Problem, shape: Shape, ref_model: torch.nn.Module, device: str) -> Any:
+    """The problem's compile form (`compile_form.py`), built as the reference is and given its weights; None
+    where the problem has none."""
+    path = problem.compile_form_path
+    if path is None:
+        return None
+    from aka_tui.bench.problem.module_loading import import_file
+
+    def build() -> torch.nn.Module:
+        form = import_file(path, "compile_form").Model(**shape.init_kwargs).to(device).eval()
+        state = ref_model.state_dict()
+        if state:
+            form.load_state_dict(state)
+        return form
+    return problem_call(build, "compile form init")
+
+
+def baseline_model(kind: str, ref_model: torch.nn.Module, form: Any = None) -> Any:
+    """The reference as the baseline `kind` runs it: itself (eager), or torch.compile'd in the kind's mode (the
+    problem's compile form in its place where there is one: a reference that loops in Python over a batch
+    unrolls into a graph inductor takes minutes to compile, which no one would deploy).
 
     Dynamo's in-memory caches are dropped before each compile: one worker compiles the reference for every
     shape, in up to two modes, and past dynamo's recompile limit (8 per code object) it would run the rest
@@ -111,7 +130,7 @@ def baseline_model(kind: str, ref_model: torch.nn.Module) -> Any:
     if kind == "eager":
         return ref_model
     torch._dynamo.reset()
-    return torch.compile(ref_model, mode=COMPILE_MODES[kind], dynamic=False)
+    return torch.compile(form if form is not None else ref_model, mode=COMPILE_MODES[kind], dynamic=False)
 
 
 class WrittenInputsAsOutputs:
@@ -131,7 +150,9 @@ def build_candidate(session: Session, shape: Shape, cases: ShapeCases) -> Any:
     the reference returns None (known once the first case is built)."""
     kind = session.job.candidate.kind
     if kind in COMPILE_MODES or kind == "eager":
-        model = baseline_model(kind, cases.ref_model)
+        form = compile_form_model(session.problem, shape, cases.ref_model, session.device) \
+            if kind in COMPILE_MODES else None
+        model = baseline_model(kind, cases.ref_model, form)
     else:
         model = build_candidate_model(session.model_cls, shape, cases.ref_model, session.device)
     cases.case(0)
@@ -161,7 +182,7 @@ def measure_shape(session: Session, shape: Shape, fuzz: bool) -> tuple[ShapeResu
         measured = run_calls(model, plan.run())
         audit = measured.audit
         if audit is None and not fuzz:
-            audit = AuditReport(real=False, method="baseline", reason=f"PyTorch reference ({job.candidate.kind} baseline)") \
+            audit = AuditReport(real=False, method="baseline", reason=_baseline_reason(job.candidate.kind, problem)) \
                 if not session.is_file else AuditReport(real=False, method="none", reason="naive check: no attribution")
         precision = cases.precision  # "native (why)" when the float64 reference could not run
         result = ShapeResult(shape.shape_id, PASSED, seeds, None, precision, measured.max_abs, measured.max_rel,
@@ -188,8 +209,12 @@ def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
                 for s in seeds]
         ref_model = reference_model(problem, shape, session.ref_module, session.device)
         hooks = TimingHooks(harness_seconds=lambda: session.recorder.own_seconds)
+        form = compile_form_model(problem, shape, ref_model, session.device) \
+            if any(kind in COMPILE_MODES for kind in job.baselines) else None
         for kind in job.baselines:
-            model = baseline_model(kind, ref_model)
+            model = baseline_model(kind, ref_model, form if kind in COMPILE_MODES else None)
+            if model is not ref_model and form is not None:
+                check_compile_form(problem, model, ref_model, sets[0], kind)
             protocol = cuda_protocol(len(sets), session.timers, job.l2_bytes, hooks) \
                 if session.device.startswith("cuda") else cpu_protocol(len(sets), session.timers, job.cpu_reps, hooks)
             timings[kind] = run_calls(model, _timing_only(protocol, sets)).stats
@@ -197,6 +222,29 @@ def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
         return ShapeResult(shape.shape_id, failure.error.kind, seeds, failure.error)
     return ShapeResult(shape.shape_id, PASSED, seeds, eager_timing=timings.get("eager"),
                        compile_timing=timings.get("compile"), compile_max_timing=timings.get("compile-max-autotune"))
+
+
+def _baseline_reason(kind: str, problem: Problem) -> str:
+    form = f", its {COMPILE_FORM}" if kind in COMPILE_MODES and problem.compile_form_path is not None else ""
+    return f"PyTorch reference ({kind} baseline{form})"
+
+
+def check_compile_form(problem: Problem, compiled: Any, ref_model: torch.nn.Module, inputs: dict[str, Any],
+                       kind: str) -> None:
+    """The compiled form's outputs on one timing set against the reference's (each on its own copy of the
+    inputs, which either may write): a form that disagrees is the baseline's failure, never a timing."""
+    from aka_tui.bench.problem.tolerance import compare_outputs
+
+    def run(model: Any) -> Any:
+        copy = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+        with torch.no_grad():
+            return problem_call(lambda: model(**copy), f"{kind} of the compile form")
+    expected = run(ref_model)
+    got = run(compiled)
+    verdict = compare_outputs(got, expected, expected, problem.tolerance_for, problem.max_mismatch_fraction)
+    if not verdict.ok:
+        raise MeasureFailure("wrong_output", "correctness",
+                             f"{kind}: the problem's {COMPILE_FORM} disagrees with the reference: {verdict.reason}")
 
 
 def _timing_only(protocol: Any, sets: list[dict[str, Any]]) -> Any:

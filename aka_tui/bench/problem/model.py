@@ -82,6 +82,9 @@ class RooflineEntry:
                              tuple(sorted((str(k), float(v)) for k, v in split.items())))
 
 
+COMPILE_FORM = "compile_form.py"
+
+
 @dataclass
 class Problem:
     """A benchmark operator: reference semantics, input maker, shapes, tolerances and weights."""
@@ -125,6 +128,13 @@ class Problem:
     @property
     def roofline_path(self) -> Path:
         return self.directory / "roofline.json"
+
+    @property
+    def compile_form_path(self) -> Path | None:
+        """`compile_form.py`: the reference's semantics written for torch.compile to trace (batched where the
+        reference loops in Python), which the compile baselines compile instead; checked against the reference."""
+        path = self.directory / COMPILE_FORM
+        return path if path.is_file() else None
 
     def shapes_for(self, tier: str | None) -> list[Shape]:
         """Shapes of one tier (all shapes when tier is None or 'all')."""

@@ -1,0 +1,81 @@
+"""A problem's compile form: what the torch.compile baselines compile in place of a reference that loops in
+Python, and the check that it computes what the reference computes before it is timed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from aka_tui.bench.measure.calls import MeasureFailure
+from aka_tui.bench.measure.session import baseline_model, check_compile_form, compile_form_model
+from aka_tui.bench.problem.inputs import make_inputs
+from aka_tui.bench.problem.lookup import load_problem
+from aka_tui.bench.problem.module_loading import import_file
+
+GATED_DELTA = Path(__file__).resolve().parents[2] / "problems" / "linear_attn_gated_delta_decode"
+
+
+def _setup(tmp_path: Path, form_source: str | None):  # type: ignore[no-untyped-def]
+    directory = tmp_path / GATED_DELTA.name
+    shutil.copytree(GATED_DELTA, directory)
+    if form_source is None:
+        (directory / "compile_form.py").unlink()
+    elif form_source:
+        (directory / "compile_form.py").write_text(form_source)
+    problem = load_problem(directory)
+    shape = problem.shapes_for("smoke")[0]
+    reference = import_file(problem.reference_path, "ref").Model(**shape.init_kwargs).eval()
+    inputs = make_inputs(problem, import_file(problem.input_path, "inp"), shape, "cpu", 7)
+    return problem, shape, reference, inputs
+
+
+def test_the_shipped_form_is_compiled_in_place_of_the_reference_and_agrees_with_it(tmp_path: Path) -> None:
+    problem, shape, reference, inputs = _setup(tmp_path, "")
+    form = compile_form_model(problem, shape, reference, "cpu")
+    assert form is not None and type(form).__module__ != type(reference).__module__
+    assert baseline_model("compile", reference, form)._orig_mod is form
+    assert baseline_model("eager", reference, form) is reference
+    before = inputs["state"].clone()
+    check_compile_form(problem, form, reference, inputs, "compile")  # eager here: the check, not inductor
+    assert torch.equal(inputs["state"], before)  # each side ran on its own copy of the inputs it writes
+
+
+def test_a_form_that_disagrees_with_the_reference_is_the_baseline_failure(tmp_path: Path) -> None:
+    wrong = (GATED_DELTA / "compile_form.py").read_text().replace(
+        "S = S * torch.exp(g[:, t])[..., None, None]", "S = S * torch.exp(0.5 * g[:, t])[..., None, None]")
+    problem, shape, reference, inputs = _setup(tmp_path, wrong)
+    form = compile_form_model(problem, shape, reference, "cpu")
+    with pytest.raises(MeasureFailure) as failure:
+        check_compile_form(problem, form, reference, inputs, "compile")
+    assert failure.value.error.kind == "wrong_output"
+    assert "compile_form.py disagrees with the reference" in failure.value.error.message
+
+
+def test_without_a_form_the_reference_itself_is_compiled(tmp_path: Path) -> None:
+    problem, shape, reference, _ = _setup(tmp_path, None)
+    assert problem.compile_form_path is None and compile_form_model(problem, shape, reference, "cpu") is None
+    assert baseline_model("compile", reference, None)._orig_mod is reference
+
+
+@pytest.mark.slow
+def test_a_disagreeing_form_leaves_the_compile_column_empty_and_says_why(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the evaluator: the baselines' worker checks the form before timing it; the candidate's own
+    verdict stands, and the shape records why it has no torch.compile time."""
+    from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
+    from aka_tui.bench.evaluator.isolation import WorkerLimits
+
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    monkeypatch.setenv("TORCHINDUCTOR_VEC_ISA_OK", "1")
+    wrong = (GATED_DELTA / "compile_form.py").read_text().replace("outs.append(torch.einsum(", "outs.append(2 * torch.einsum(")
+    problem, shape, _, _ = _setup(tmp_path, wrong)
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=2, input_sets=1, fuzz=0, compare_compile=True,
+                          shape_ids=[shape.shape_id], limits=WorkerLimits(startup_s=120, per_shape_s=300))
+    kernel = GATED_DELTA.parents[1] / "kb" / "family" / "linear_attention" / "linear_attn_gated_delta_decode.py"
+    result = evaluate_candidate(problem, CandidateSpec.file(kernel), options).shapes[0]
+    assert result.status == "passed", result.error
+    assert result.compile_timing is None
+    assert "compile_form.py disagrees with the reference" in result.verification.get("baselines", "")
