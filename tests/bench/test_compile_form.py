@@ -43,6 +43,22 @@ def test_the_shipped_form_is_compiled_in_place_of_the_reference_and_agrees_with_
     assert torch.equal(inputs["state"], before)  # each side ran on its own copy of the inputs it writes
 
 
+FORMS = sorted(p.parent for p in (GATED_DELTA.parent).glob("*/compile_form.py"))
+
+
+@pytest.mark.parametrize("directory", FORMS, ids=[d.name for d in FORMS])
+def test_every_shipped_form_agrees_with_its_reference_on_the_smoke_shapes(directory: Path) -> None:
+    """Run eagerly (what inductor compiles is the same program): the form must give the reference's outputs,
+    or the compile peers would time something else."""
+    problem = load_problem(directory)
+    input_module = import_file(problem.input_path, "inp")
+    reference_module = import_file(problem.reference_path, "ref")
+    for shape in problem.shapes_for("smoke"):
+        reference = reference_module.Model(**shape.init_kwargs).eval()
+        form = compile_form_model(problem, shape, reference, "cpu")
+        check_compile_form(problem, form, reference, make_inputs(problem, input_module, shape, "cpu", 11), "compile")
+
+
 def test_a_form_that_disagrees_with_the_reference_is_the_baseline_failure(tmp_path: Path) -> None:
     wrong = (GATED_DELTA / "compile_form.py").read_text().replace(
         "S = S * torch.exp(g[:, t])[..., None, None]", "S = S * torch.exp(0.5 * g[:, t])[..., None, None]")
