@@ -176,3 +176,13 @@ def test_without_the_float64_reference_an_overflow_code_is_matched_by_the_larges
     assert _cmp(torch.tensor([1.0, top, -top, float("nan")], dtype=torch.bfloat16), ref, tol=bf).ok
     assert not _cmp(torch.tensor([1.0, -top, -top, float("nan")], dtype=torch.bfloat16), ref, tol=bf).ok
     assert not _cmp(torch.tensor([1.0, top, -top, top], dtype=torch.bfloat16), ref, tol=bf).ok
+
+
+def test_a_nan_in_e4m3fn_is_never_an_overflow() -> None:
+    """torch's e4m3fn cast saturates at +-448 (it has no overflow code), so a NaN in such a reference is a
+    true NaN: the largest code does not stand in for it."""
+    assert torch.tensor([1e6]).to(torch.float8_e4m3fn).float().item() == 448.0
+    ref = torch.tensor([1.0, float("nan")]).to(torch.float8_e4m3fn)
+    cand = torch.tensor([1.0, 448.0]).to(torch.float8_e4m3fn)
+    assert not compare_outputs(cand, ref, ref, _fp8_tol, 0.0).ok
+    assert compare_outputs(ref.clone(), ref, ref, _fp8_tol, 0.0).ok

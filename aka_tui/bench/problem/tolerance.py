@@ -179,24 +179,28 @@ class _LeafTally:
     max_rel: float = 0.0
 
 
-_FORMATS_WITHOUT_INF = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)
+_OVERFLOW_TO_NAN = (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)  # no inf: torch's cast gives NaN past the range
+_SATURATING = (torch.float8_e4m3fn,)  # torch's cast clamps to +-448: a NaN there never came from overflow
 
 
 def at_overflow_edge(c: torch.Tensor, r: torch.Tensor, x: torch.Tensor | None, tol: Tolerance,
-                      fmt: torch.dtype) -> torch.Tensor:
+                     fmt: torch.dtype) -> torch.Tensor:
     """Where a reference value that overflowed the output format is matched by the candidate's nearest code.
 
     Rounding to a narrow format turns the magnitudes past its largest finite value into inf (formats with
-    one) or NaN (e4m3fn, e4m3fnuz, e5m2fnuz). A faithful kernel whose sum differs from the reference's in the
-    last bits lands one code lower, on +-max, exactly as it may land one code off anywhere else under the
-    format's tolerance. So a candidate at +-max (same sign as an inf) matches such a value; where the
-    unrounded float64 reference `x` is known, only if it is within tolerance of it (saturating a value far
-    past the range still fails). A NaN in a format that has inf is a true NaN and must be reproduced."""
+    one) or NaN (e4m3fnuz, e5m2fnuz). A faithful kernel whose sum differs from the reference's in the last
+    bits lands one code lower, on +-max, exactly as it may land one code off anywhere else under the format's
+    tolerance. So a candidate at +-max (same sign as an inf) matches such a value; where the unrounded float64
+    reference `x` is known, only if it is within tolerance of it (saturating a value far past the range still
+    fails). A NaN in a format that has inf, or in e4m3fn (whose cast saturates), is a true NaN and must be
+    reproduced."""
+    if fmt in _SATURATING:
+        return torch.zeros_like(r, dtype=torch.bool)
     top = torch.finfo(fmt).max
-    if fmt not in _FORMATS_WITHOUT_INF:
-        edge = torch.isinf(r) & (c == torch.sign(r) * top)
-    else:
+    if fmt in _OVERFLOW_TO_NAN:
         edge = torch.isnan(r) & (c.abs() == top)
+    else:
+        edge = torch.isinf(r) & (c == torch.sign(r) * top)
     if x is None:
         return edge
     close = torch.isfinite(x) & ((c - x).abs() <= tol.atol + tol.rtol * x.abs())
