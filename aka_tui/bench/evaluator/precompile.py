@@ -45,12 +45,11 @@ def _compile_one(problem_dir: str, shape_id: str, device: str, cache_kind: str) 
     problem = load_problem(problem_dir)
     try:
         shape = problem.shapes[shape_id]
-        reference = import_file(problem.reference_path, "ref")
+        # what the compile baselines compile: the problem's compile form where it has one (measure/session.py)
+        compiled = import_file(problem.compile_form_path or problem.reference_path, "ref")
         inputs_module = import_file(problem.input_path, "inp")
         inputs = make_inputs(problem, inputs_module, shape, device, 0)
-        model = reference.Model(**shape.init_kwargs).to(device).eval()
-        if problem.compile_form_path is not None:  # what the compile baselines compile (measure/session.py)
-            model = import_file(problem.compile_form_path, "compile_form").Model(**shape.init_kwargs).to(device).eval()
+        model = compiled.Model(**shape.init_kwargs).to(device).eval()
         with torch.no_grad():
             torch.compile(model, dynamic=False)(**inputs)
         if device.startswith("cuda"):

@@ -20,7 +20,9 @@ from aka_tui.bench.measure.timed_checks import drive_protocol
 from aka_tui.bench.measure.timing import Timers, TimingHooks, cpu_protocol, cuda_protocol
 from aka_tui.bench.problem.inputs import make_inputs
 from aka_tui.bench.problem.model import COMPILE_FORM, Problem, Shape
+from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.bench.problem.seeds import derive_seed
+from aka_tui.bench.problem.tolerance import compare_outputs
 
 
 @dataclass
@@ -107,7 +109,6 @@ def compile_form_model(problem: Problem, shape: Shape, ref_model: torch.nn.Modul
     path = problem.compile_form_path
     if path is None:
         return None
-    from aka_tui.bench.problem.module_loading import import_file
 
     def build() -> torch.nn.Module:
         form = import_file(path, "compile_form").Model(**shape.init_kwargs).to(device).eval()
@@ -213,7 +214,7 @@ def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
             if any(kind in COMPILE_MODES for kind in job.baselines) else None
         for kind in job.baselines:
             model = baseline_model(kind, ref_model, form if kind in COMPILE_MODES else None)
-            if model is not ref_model and form is not None:
+            if form is not None and kind in COMPILE_MODES:
                 check_compile_form(problem, model, ref_model, sets[0], kind)
             protocol = cuda_protocol(len(sets), session.timers, job.l2_bytes, hooks) \
                 if session.device.startswith("cuda") else cpu_protocol(len(sets), session.timers, job.cpu_reps, hooks)
@@ -233,8 +234,6 @@ def check_compile_form(problem: Problem, compiled: Any, ref_model: torch.nn.Modu
                        kind: str) -> None:
     """The compiled form's outputs on one timing set against the reference's (each on its own copy of the
     inputs, which either may write): a form that disagrees is the baseline's failure, never a timing."""
-    from aka_tui.bench.problem.tolerance import compare_outputs
-
     def run(model: Any) -> Any:
         copy = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
         with torch.no_grad():
