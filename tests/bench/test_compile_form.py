@@ -95,36 +95,3 @@ def test_a_disagreeing_form_leaves_the_compile_column_empty_and_says_why(tmp_pat
     assert result.status == "passed", result.error
     assert result.compile_timing is None
     assert "compile_form.py disagrees with the reference" in result.verification.get("baselines", "")
-
-
-VARLEN = GATED_DELTA.parent / "attention_prefill_varlen"
-
-
-def _offsets(lengths: list[int]) -> torch.Tensor:
-    return torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32)
-
-
-@pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("layout", ["separate_keys", "paged", "empty_sequence"])
-def test_the_varlen_attention_form_agrees_on_the_forms_the_smoke_shapes_leave_out(causal: bool, layout: str) -> None:
-    """The smoke shapes are contiguous, causal, equal lengths; the reference also takes separate key offsets,
-    a paged cache read through a block table, and empty sequences, and the form must agree on every one."""
-    form = import_file(VARLEN / "compile_form.py", "varlen_form")
-    reference = import_file(VARLEN / "reference.py", "varlen_ref")
-    heads, kv_heads, dim, page = 6, 2, 24, 4
-    q_lens, k_lens = {"separate_keys": ([3, 1, 20], [40, 9, 20]), "paged": ([1, 4, 17], [30, 9, 17]),
-                      "empty_sequence": ([5, 33, 0, 17], [5, 33, 0, 17])}[layout]
-    torch.manual_seed(0)
-    cu_q, cu_k = _offsets(q_lens), _offsets(k_lens)
-    q = torch.randn(int(cu_q[-1]), heads, dim)
-    k, v = torch.randn(int(cu_k[-1]), kv_heads, dim), torch.randn(int(cu_k[-1]), kv_heads, dim)
-    extra: dict[str, torch.Tensor] = {"cu_seqlens_k": cu_k}
-    if layout == "paged":
-        per_sequence = (max(k_lens) + page - 1) // page
-        blocks = per_sequence * len(k_lens) + 3
-        k, v = torch.randn(blocks, page, kv_heads, dim), torch.randn(blocks, page, kv_heads, dim)
-        table = torch.randperm(blocks)[: per_sequence * len(k_lens)].view(len(k_lens), per_sequence)
-        extra = {"seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table.to(torch.int32)}
-    want = reference.Model(heads, kv_heads, dim, causal=causal)(q, k, v, cu_q, **extra)
-    got = form.Model(heads, kv_heads, dim, causal=causal)(q, k, v, cu_q, **extra)
-    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
