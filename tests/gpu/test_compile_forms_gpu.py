@@ -27,10 +27,8 @@ def test_every_compiled_form_agrees_with_its_reference_on_a_full_shape(directory
     problem = load_problem(directory)
     input_module = import_file(problem.input_path, "inp")
     reference_module = import_file(problem.reference_path, "ref")
-    for shape in problem.shapes_for("full")[:1]:
-        reference = reference_module.Model(**shape.init_kwargs).to("cuda").eval()
-        form = compile_form_model(problem, shape, reference, "cuda")
-        compiled = baseline_model("compile", reference, form)
-        check_compile_form(problem, compiled, reference, make_inputs(problem, input_module, shape, "cuda", 5),
-                           "compile")
+    shape = problem.shapes_for("full")[0]
+    reference = reference_module.Model(**shape.init_kwargs).to("cuda").eval()
+    compiled = baseline_model("compile", reference, compile_form_model(problem, shape, reference, "cuda"))
+    check_compile_form(problem, compiled, reference, make_inputs(problem, input_module, shape, "cuda", 5), "compile")
     torch.cuda.synchronize()
