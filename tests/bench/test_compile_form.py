@@ -95,3 +95,20 @@ def test_a_disagreeing_form_leaves_the_compile_column_empty_and_says_why(tmp_pat
     assert result.status == "passed", result.error
     assert result.compile_timing is None
     assert "compile_form.py disagrees with the reference" in result.verification.get("baselines", "")
+
+
+def test_the_moe_form_runs_one_matmul_per_expert_where_the_grouped_product_does_not_apply() -> None:
+    """float64 takes the per-expert path (the grouped product takes it nowhere); it must still be the
+    reference's result, empty experts included."""
+    directory = GATED_DELTA.parent / "moe_fused_experts"
+    form = import_file(directory / "compile_form.py", "moe_form").Model()
+    reference = import_file(directory / "reference.py", "moe_ref").Model()
+    torch.manual_seed(0)
+    tokens, hidden, inter, experts, top_k = 9, 32, 24, 5, 2
+    x = torch.randn(tokens, hidden, dtype=torch.float64)
+    w1 = torch.randn(experts, 2 * inter, hidden, dtype=torch.float64)
+    w2 = torch.randn(experts, hidden, inter, dtype=torch.float64)
+    ids = torch.randint(0, experts - 1, (tokens, top_k))  # the last expert gets no token
+    weights = torch.rand(tokens, top_k, dtype=torch.float64)
+    torch.testing.assert_close(form(x, w1, w2, weights, ids), reference(x, w1, w2, weights, ids),
+                               rtol=1e-12, atol=1e-12)
