@@ -8,7 +8,9 @@ timer; the median over shuffled rounds, since whichever configuration runs first
 slow), the row "default" (the file as it is) and the rows "torch.compile" / "max-autotune" (the reference
 compiled, dynamic=False; max-autotune without CUDA graphs), each output compared with the default's. A grid point sets those TUNABLES keys on the module before the call. The
 kernel's configurations are timed in shuffled rounds (scripts/sweep_timing.py), the compiled peers one after the
-other (each compiled afresh).
+other (each compiled afresh). With --copy-row a row "copy" times `dst.copy_(src)` moving the bytes the shape's
+roofline counts (read + written) among the kernel's configurations: the ceiling a streaming kernel meets at that
+size, measured in the same rounds.
 
     PYTHONPATH=. python3 scripts/kb_configs_device.py problems/silu_and_mul kb/family/activation/silu_and_mul.py \
         --grid BLOCK_N=1024,2048,4096 --grid num_warps=4,8 [--shapes a,b] [--no-max-autotune]
@@ -46,6 +48,8 @@ def main() -> int:
     parser.add_argument("--no-max-autotune", action="store_true", help="leave the max-autotune row out")
     parser.add_argument("--no-compile", action="store_true",
                         help="leave both compiled rows out (references that loop in Python compile for minutes)")
+    parser.add_argument("--copy-row", action="store_true",
+                        help="add a row timing a device copy of the shape's roofline bytes (read + written)")
     parser.add_argument("--saturated", action="store_true",
                         help="time with the evaluator's GPU-saturated timer instead of do_bench (decode-sized shapes, "
                              "where do_bench's back-to-back calls are paced by the host's launch path)")
@@ -88,6 +92,10 @@ def main() -> int:
             return call
 
         entries = {"default": ours(defaults)}
+        if args.copy_row:
+            half = int(problem.roofline[shape_id].bytes_total) // 2
+            src, dst = (torch.empty(half, dtype=torch.uint8, device="cuda") for _ in range(2))
+            entries["copy"] = lambda src=src, dst=dst: dst.copy_(src)
         for values in itertools.product(*(grid[key] for key in keys)):
             entries[" | ".join(str(v) for v in values)] = ours({**defaults, **dict(zip(keys, values))})
 
@@ -109,7 +117,8 @@ def main() -> int:
                 peer = {label: (lambda c=compiled: c(**inputs))}
                 outputs.update(warm(peer, not_launched))
                 times.update(median_times(peer, bench, args.rounds))
-            diffs = {label: (first_tensor(out).float() - base).abs().max().item() for label, out in outputs.items()}
+            diffs = {label: (first_tensor(out).float() - base).abs().max().item() if label != "copy" else nan
+                     for label, out in outputs.items()}
         mod.TUNABLES.clear()
         mod.TUNABLES.update(defaults)
         rows = sorted((ms, label, diffs[label]) for label, ms in times.items())

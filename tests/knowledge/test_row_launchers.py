@@ -135,3 +135,34 @@ def test_weights_go_early_only_on_small_grids() -> None:
     assert kernel._early_weights(1, True, limit, cpu) and not kernel._early_weights(1, True, limit + 1, cpu)
     assert not kernel._early_weights(1, False, 1, cpu) and not kernel._early_weights(0, True, 1, cpu)
     assert kernel._early_weights(2, True, 10 * limit, cpu)
+
+
+class _Recorder:
+    """Stands in for a JIT kernel: records each launch's keyword arguments and forwards the launch."""
+
+    def __init__(self, fn: object) -> None:
+        self.fn, self.calls = fn, []  # type: list[dict]
+
+    def __getitem__(self, grid: tuple) -> Callable:
+        def launch(*args: object, **kwargs: object) -> object:
+            self.calls.append(kwargs)
+            return self.fn[grid](*args, **kwargs)  # type: ignore[index]
+        return launch
+
+
+@pytest.mark.parametrize(("path", "name"), [("norm/rms_norm.py", "_rms_norm_kernel"),
+                                            ("norm/fused_add_rms_norm.py", "_fused_add_rms_norm_kernel")])
+def test_wide_rows_take_the_two_pass_loop(path: str, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of 8192 and more run the column loop in 4096-wide chunks at 16 warps by default (a masked tail
+    included); narrower rows, or the rule switched off, keep the one-pass register row. Same results."""
+    kernel = _kernel(path)
+    recorder = _Recorder(getattr(kernel, name))
+    monkeypatch.setattr(kernel, name, recorder)
+    torch.manual_seed(5)
+    off = {"WIDE_COLS": 0} if "WIDE_COLS" in kernel.TUNABLES else {"AUTO": 0}
+    for cols, cfg, looped in ((8200, {}, True), (5000, {}, False), (8200, off, False)):
+        x, w, b = torch.randn(2, cols), torch.randn(cols), torch.randn(cols)
+        launch, want = _norm_formulas(x, w, b)[path]
+        torch.testing.assert_close(launch(kernel, dict(kernel.TUNABLES, **cfg)), want, rtol=1e-5, atol=1e-5)
+        call = recorder.calls[-1]
+        assert (not call["SINGLE_TILE"], call["BLOCK"] == 4096, call["num_warps"] == 16) == (looped,) * 3, call

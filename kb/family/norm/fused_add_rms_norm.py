@@ -9,6 +9,7 @@ Tiling: each program owns ROWS_PER_PROGRAM rows as a [ROWS, BLOCK] register tile
   * otherwise a column loop over BLOCK_N chunks. Pass 1 adds, rounds, stores residual_out and accumulates the
     squares. Pass 2 either reads residual_out back (REREAD_SUM: one stream, after a CTA barrier so the
     program's own stores are visible) or re-reads x and residual and recomputes the identical rounded sum.
+  * rows at least WIDE_COLS wide take the loop in 4096-wide chunks at 16 warps (measured below _MAX_TILE_ELEMS).
 """
 
 import torch
@@ -17,8 +18,9 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_N": 1024, "EARLY_WEIGHTS": 1, "ONE_PASS": True, "REREAD_SUM": True, "ROWS_PER_PROGRAM": 1,
-            "num_warps": 8, "num_stages": 1}
+            "WIDE_COLS": 8192, "num_warps": 8, "num_stages": 1}
 SEARCH_SPACE = {
+    "WIDE_COLS": [0, 8192],
     "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
     "EARLY_WEIGHTS": [0, 1, 2],
     "ONE_PASS": [True, False],
@@ -34,6 +36,10 @@ INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]},
          "REREAD_SUM": {"ONE_PASS": [True]}, "EARLY_WEIGHTS": {"ONE_PASS": [False]}}
 
 _MAX_TILE_ELEMS = 65536  # largest ROWS * BLOCK register tile ONE_PASS may form; beyond it the loop is used
+# Rows at least WIDE_COLS wide (0: none) run the two-pass loop in 4096-wide chunks at 16 warps, whatever the other
+# tunables say. H200, 8192 x 8192 bf16, saturated timer, median of 5 shuffled rounds: 130.93 us against 135.86
+# for the one-pass row (a copy of the same bytes 129.60); at 7168 wide (512 rows) the loop lost 4%.
+_WIDE = {"ONE_PASS": False, "BLOCK_N": 4096, "ROWS_PER_PROGRAM": 1, "num_warps": 16}
 
 
 @triton.jit
@@ -148,6 +154,8 @@ def launch_fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: t
                               cfg: dict | None = None):
     cfg = TUNABLES if cfg is None else cfg
     n_cols = x.shape[-1]
+    if 0 < cfg.get("WIDE_COLS", 0) <= n_cols:
+        cfg = {**cfg, **_WIDE}
     x2, stride_x = _rows(x, n_cols)
     r2, stride_r = _rows(residual, n_cols)
     weight = weight.contiguous()

@@ -12,8 +12,9 @@ Masked rows and columns, int64 row offsets, dtype-generic stores.
 AUTO (the default) picks ROWS_PER_PROGRAM and num_warps from the row width: a program's tile is about 4096
 elements (32 rows of 128, 4 rows of 1024, one row from 4096 up) over 16 elements a thread (two 16-byte bf16
 vectors), at most 8 warps. One row a program at 8 warps left rows of 128 with half an element a thread and a
-grid of hundreds of thousands of programs (H200, published RMSNorm with 505,888 rows of 128: 0.48 ms, where
-torch.compile's generated kernel took 0.067). AUTO 0 launches the explicit tunables (the tuner's space).
+grid of hundreds of thousands of programs (H200, RMSNorm over 505,888 rows of 128: 0.48 ms, where
+torch.compile's generated kernel took 0.067). Rows of WIDE_COLS and more run the two-pass loop in
+WIDE_BLOCK-wide chunks at 16 warps. AUTO 0 launches the explicit tunables (the tuner's space).
 """
 
 import torch
@@ -38,6 +39,12 @@ SEARCH_SPACE = {
 INERT = {"BLOCK_N": {"ONE_PASS": [True]}, "num_stages": {"ONE_PASS": [True]}, "EARLY_WEIGHTS": {"ONE_PASS": [False]},
          "ROWS_PER_PROGRAM": {"AUTO": [1]}, "num_warps": {"AUTO": [1]}}
 AUTO_TILE = 4096  # elements of a program's tile under AUTO
+# Rows at least WIDE_COLS wide run, under AUTO, the two-pass loop in WIDE_BLOCK-wide chunks at 16 warps (the
+# form torch.compile's generated kernel takes there). H200, 8192 x 8192 bf16, median of shuffled rounds beside
+# the one-pass row: 67.80 vs 69.51 us (do_bench), 68.69 vs 69.86 (saturated timer), a copy of the same bytes
+# 67.32 / 68.22; at 7168 and 5120 wide the loop lost 5-17%, so narrower rows keep the one pass.
+WIDE_COLS = 8192
+WIDE_BLOCK = 4096
 
 # A register tile larger than this (ROWS * BLOCK elements) is never formed: ONE_PASS falls back to the loop.
 _MAX_TILE_ELEMS = 65536
@@ -136,8 +143,10 @@ def _tile(n_cols: int, cfg: dict) -> tuple[int, bool]:
     return block, block >= n_cols
 
 
-def _auto(n_cols: int) -> dict[str, int]:
+def _auto(n_cols: int) -> dict:
     """AUTO's rows per program and warps for rows of n_cols (see the module docstring)."""
+    if n_cols >= WIDE_COLS:
+        return {"ROWS_PER_PROGRAM": 1, "ONE_PASS": False, "BLOCK_N": WIDE_BLOCK, "num_warps": 16}
     full = _next_pow2(n_cols)
     rows = max(1, min(64, AUTO_TILE // full))
     return {"ROWS_PER_PROGRAM": rows, "num_warps": max(1, min(8, rows * full // 512))}
