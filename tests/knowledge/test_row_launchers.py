@@ -28,6 +28,7 @@ LAUNCHES: dict[str, Callable[[torch.Tensor], object]] = {
     "silu_and_mul": lambda x: _kernel("activation/silu_and_mul.py").launch_silu_and_mul(x),
     "rms_norm_quant_fp8": lambda x: _kernel("quantization/rms_norm_quant_fp8.py").launch_rms_norm_quant_fp8(
         x, W, 1e-6, "float8_e4m3fn", x.flip(-1)),
+    "quant_fp8_per_token": lambda x: _kernel("quantization/quant_fp8_per_token.py").launch_quant_fp8_per_token(x),
 }
 
 
@@ -166,3 +167,36 @@ def test_wide_rows_take_the_two_pass_loop(path: str, name: str, monkeypatch: pyt
         torch.testing.assert_close(launch(kernel, dict(kernel.TUNABLES, **cfg)), want, rtol=1e-5, atol=1e-5)
         call = recorder.calls[-1]
         assert (not call["SINGLE_TILE"], call["BLOCK"] == 4096, call["num_warps"] == 16) == (looped,) * 3, call
+
+
+def _heads_views(tokens: int, q_heads: int, k_heads: int, dim: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(q, k) contiguous, as slices of one fused [tokens, q_heads + 2 * k_heads, dim] buffer (strided heads), and
+    with the head axis last-but-one of a transposed buffer (no unit stride in the last axis)."""
+    gen = torch.Generator().manual_seed(6)
+    fused = torch.randn(tokens, q_heads + 2 * k_heads, dim, generator=gen)
+    flipped = torch.randn(tokens, dim, q_heads + k_heads, generator=gen).transpose(1, 2)
+    return [(fused[:, :q_heads].contiguous(), fused[:, q_heads:q_heads + k_heads].contiguous()),
+            (fused[:, :q_heads], fused[:, q_heads:q_heads + k_heads]),
+            (flipped[:, :q_heads], flipped[:, q_heads:])]
+
+
+@pytest.mark.parametrize("op", ["rope", "qk_head_norm"])
+def test_head_kernels_take_strided_heads(op: str) -> None:
+    """RoPE and the per-head norm read q and k through their strides (slices of a fused projection) or copy them
+    when the last axis is strided; each returns contiguous outputs equal to the reference's."""
+    reference = import_file(REPO / f"problems/{op}/reference.py", f"{op}_reference")
+    path = "rope/rope.py" if op == "rope" else "norm/qk_head_norm.py"
+    kernel = _kernel(path)
+    tokens, dim = 5, 32
+    positions = torch.tensor([3, 0, 7, 1, 2])
+    freqs = torch.outer(torch.arange(8.0), 1.0 / 10000 ** (torch.arange(0, dim, 2.0) / dim))
+    cache = torch.cat([freqs.cos(), freqs.sin()], dim=-1)
+    w_q, w_k = torch.randn(dim), torch.randn(dim)
+    for q, k in _heads_views(tokens, 4, 2, dim):
+        args = (positions, q, k, cache) if op == "rope" else (q, k, w_q, w_k)
+        init = {"head_size": dim} if op == "rope" else {"head_dim": dim}
+        got = kernel.Model(**init)(*args)
+        want = reference.Model(**init)(*args)
+        for g, w in zip(got, want):
+            assert g.is_contiguous()
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)

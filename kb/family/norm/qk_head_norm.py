@@ -54,8 +54,20 @@ def _qk_head_norm_kernel(q_ptr, qw_ptr, qo_ptr, k_ptr, kw_ptr, ko_ptr,
                             head_dim, eps, ROWS, BLOCK_D)
 
 
-def _last_dim_contiguous(t: torch.Tensor) -> torch.Tensor:
-    return t if t.stride(-1) == 1 else t.contiguous()
+def _last_dim_contiguous(t: torch.Tensor) -> tuple[torch.Tensor, tuple[int, ...]]:
+    """t with unit stride in its last dimension, and its strides (one query: each costs host time per call)."""
+    strides = t.stride()
+    if strides[-1] == 1:
+        return t, strides
+    t = t.contiguous()
+    return t, t.stride()
+
+
+def _out_like(t: torch.Tensor) -> tuple[torch.Tensor, tuple[int, ...]]:
+    """An uninitialised contiguous tensor shaped like t and its strides: empty_like where t is contiguous (a third
+    of torch.empty's host time with dtype and device keywords), else torch.empty."""
+    out = torch.empty_like(t) if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    return out, out.stride()
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -70,14 +82,14 @@ def _next_pow2(n: int) -> int:
 def launch_qk_head_norm(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor,
                         eps: float, cfg: dict | None = None):
     cfg = TUNABLES if cfg is None else cfg
-    q = _last_dim_contiguous(q)
-    k = _last_dim_contiguous(k)
+    q, sq = _last_dim_contiguous(q)
+    k, sk = _last_dim_contiguous(k)
     q_weight = q_weight.contiguous()
     k_weight = k_weight.contiguous()
     n_tokens, n_q_heads, head_dim = q.shape
     n_k_heads = k.shape[1]
-    q_out = torch.empty((n_tokens, n_q_heads, head_dim), dtype=q.dtype, device=q.device)
-    k_out = torch.empty((k.shape[0], n_k_heads, head_dim), dtype=k.dtype, device=k.device)
+    q_out, sqo = _out_like(q)
+    k_out, sko = _out_like(k)
     rows = cfg["ROWS_PER_PROGRAM"]
     block_d = _next_pow2(head_dim)
     n_q_rows = n_tokens * n_q_heads
@@ -85,9 +97,9 @@ def launch_qk_head_norm(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor
     nq_prog = _cdiv(n_q_rows, rows)
     nk_prog = _cdiv(n_k_rows, rows)
     q_args = (q, q_weight, q_out)
-    q_dims = (n_q_rows, n_q_heads, q.stride(0), q.stride(1), q_out.stride(0), q_out.stride(1))
+    q_dims = (n_q_rows, n_q_heads, sq[0], sq[1], sqo[0], sqo[1])
     k_args = (k, k_weight, k_out)
-    k_dims = (n_k_rows, n_k_heads, k.stride(0), k.stride(1), k_out.stride(0), k_out.stride(1))
+    k_dims = (n_k_rows, n_k_heads, sk[0], sk[1], sko[0], sko[1])
     meta = dict(ROWS=rows, BLOCK_D=block_d, num_warps=cfg["num_warps"])
     if cfg["SINGLE_LAUNCH"]:
         if nq_prog + nk_prog > 0:

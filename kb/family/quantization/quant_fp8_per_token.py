@@ -115,25 +115,37 @@ def _next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
+def _rows(t: torch.Tensor, n_cols: int) -> tuple[torch.Tensor, int]:
+    """t as rows of n_cols with unit column stride, and its row stride; a contiguous t as it is (a reshape and
+    stride queries cost microseconds of host time per call, which decode-sized calls pay in full)."""
+    if t.is_contiguous():
+        return t, n_cols
+    t2 = t.reshape(-1, n_cols)
+    if t2.stride(-1) != 1:
+        t2 = t2.contiguous()
+    return t2, t2.stride(0)
+
+
 def launch_quant_fp8_per_token(x: torch.Tensor, cfg: dict = TUNABLES):
     n_cols = x.shape[-1]
-    x2 = x.reshape(-1, n_cols)
-    if x2.stride(-1) != 1:
-        x2 = x2.contiguous()
-    n_rows = x2.shape[0]
-    q = torch.empty((n_rows, n_cols), dtype=torch.float8_e4m3fn, device=x.device)
-    scale = torch.empty((n_rows, 1), dtype=torch.float32, device=x.device)
+    x2, stride_x = _rows(x, n_cols)
+    n_rows = x.numel() // n_cols if n_cols else 0
+    # allocated in the shapes returned (views of a flat allocation cost host time on every call)
+    q = torch.empty_like(x, dtype=torch.float8_e4m3fn, memory_format=torch.contiguous_format)
+    scale = torch.empty((*x.shape[:-1], 1), dtype=torch.float32, device=x.device)
+    if n_rows == 0:
+        return q, scale
     full = _next_pow2(n_cols)
     one_pass = bool(cfg["ONE_PASS"]) and full <= ONE_PASS_MAX_BLOCK
     block = full if one_pass else min(cfg["BLOCK_N"], full)
     rows = cfg["ROWS_PER_PROGRAM"]
     grid = (_cdiv(n_rows, rows),)
-    _quant_fp8_per_token_kernel[grid](x2, q, scale, n_rows, n_cols, x2.stride(0), q.stride(0),
+    _quant_fp8_per_token_kernel[grid](x2, q, scale, n_rows, n_cols, stride_x, n_cols,
                                       BLOCK_N=block, ROWS=rows, ONE_PASS=one_pass,
                                       EXACT_DIV=bool(cfg["EXACT_DIV"]),
                                       HW_CAST=bool(cfg.get("HW_CAST", 0)) and x2.is_cuda,
                                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
-    return q.view(x.shape), scale.view(*x.shape[:-1], 1)
+    return q, scale
 
 
 class Model(nn.Module):

@@ -76,8 +76,20 @@ def _rope_kernel(pos_ptr, cache_ptr, q_ptr, qo_ptr, k_ptr, ko_ptr, n_tokens, n_q
                                   HALF, ROT, HEAD_SIZE, BLOCK_H, BLOCK_HALF, BLOCK_PASS)
 
 
-def _last_dim_contiguous(t: torch.Tensor) -> torch.Tensor:
-    return t if t.stride(-1) == 1 else t.contiguous()
+def _last_dim_contiguous(t: torch.Tensor) -> tuple[torch.Tensor, tuple[int, ...]]:
+    """t with unit stride in its last dimension, and its strides (one query: each costs host time per call)."""
+    strides = t.stride()
+    if strides[-1] == 1:
+        return t, strides
+    t = t.contiguous()
+    return t, t.stride()
+
+
+def _out_like(t: torch.Tensor) -> tuple[torch.Tensor, tuple[int, ...]]:
+    """An uninitialised contiguous tensor shaped like t and its strides: empty_like where t is contiguous (a third
+    of torch.empty's host time with dtype and device keywords), else torch.empty."""
+    out = torch.empty_like(t) if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    return out, out.stride()
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -92,14 +104,14 @@ def _next_pow2(n: int) -> int:
 def launch_rope(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_sin_cache: torch.Tensor,
                 rotary_dim: int, cfg: dict | None = None):
     cfg = TUNABLES if cfg is None else cfg
-    q = _last_dim_contiguous(q)
-    k = _last_dim_contiguous(k)
+    q, sq = _last_dim_contiguous(q)
+    k, sk = _last_dim_contiguous(k)
     positions = positions.contiguous()
-    cache = _last_dim_contiguous(cos_sin_cache)
+    cache, s_cache = _last_dim_contiguous(cos_sin_cache)
     n_tokens, n_q_heads, head_size = q.shape
     n_k_heads = k.shape[1]
-    q_out = torch.empty((n_tokens, n_q_heads, head_size), dtype=q.dtype, device=q.device)
-    k_out = torch.empty((n_tokens, n_k_heads, head_size), dtype=k.dtype, device=k.device)
+    q_out, sqo = _out_like(q)
+    k_out, sko = _out_like(k)
     if n_tokens == 0:
         return q_out, k_out
     half = rotary_dim // 2
@@ -110,18 +122,18 @@ def launch_rope(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_s
                 BLOCK_PASS=_next_pow2(max(head_size - rotary_dim, 1)),
                 TOKENS=tokens, num_warps=cfg["num_warps"])
     q_part = (q, q_out)
-    q_dims = (q.stride(0), q.stride(1), q_out.stride(0), q_out.stride(1))
+    q_dims = (sq[0], sq[1], sqo[0], sqo[1])
     k_part = (k, k_out)
-    k_dims = (k.stride(0), k.stride(1), k_out.stride(0), k_out.stride(1))
+    k_dims = (sk[0], sk[1], sko[0], sko[1])
     if cfg["SINGLE_LAUNCH"]:
         _rope_kernel[grid](positions, cache, *q_part, *k_part, n_tokens, n_q_heads, n_k_heads,
-                           *q_dims, *k_dims, cache.stride(0), DO_K=True, **meta)
+                           *q_dims, *k_dims, s_cache[0], DO_K=True, **meta)
     else:
         # one launch per tensor: the tensor goes in the q slot, the unused k slot repeats it
         for part, dims, n_heads in ((q_part, q_dims, n_q_heads), (k_part, k_dims, n_k_heads)):
             if n_heads > 0:
                 _rope_kernel[grid](positions, cache, *part, *part, n_tokens, n_heads, n_heads,
-                                   *dims, *dims, cache.stride(0), DO_K=False, **meta)
+                                   *dims, *dims, s_cache[0], DO_K=False, **meta)
     return q_out, k_out
 
 
