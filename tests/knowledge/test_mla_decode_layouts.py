@@ -93,3 +93,24 @@ def test_mla_decode_sizes_come_from_the_tensors() -> None:
     assert plain.shape == (1, 2, 512)
     torch.testing.assert_close(reference.Model(2, 512, 64, softmax_scale=576 ** -0.5)(wide_q, cache,
                                                                                            seq_lens=lengths), plain)
+
+
+def test_mla_decode_plans_follow_tunables_and_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher caches its tiles per batch geometry and tunables' values, the model its sizes per tensor
+    shapes: TUNABLES edited in place (as a search does), another cache layout and a smaller batch through the
+    same model each get a plan of their own and the reference's output."""
+    kernel, reference = _modules()
+    monkeypatch.setitem(kernel.TUNABLES, "BLOCK_N", 16)
+    monkeypatch.setattr(kernel, "_programs", lambda device: 3)
+    monkeypatch.setattr(kernel, "_PLANS", {})
+    q, paged, packed_forms = _cases(heads=3)
+    want = reference.Model(3, RANK, ROPE, PAGE)(q, **paged)
+    model = kernel.Model(kv_lora_rank=RANK)
+    for split in (0, 1):
+        monkeypatch.setitem(kernel.TUNABLES, "SPLIT_KV", split)
+        torch.testing.assert_close(model(q, **paged), want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model(q, **packed_forms[0][1]), want, atol=1e-5, rtol=1e-5)
+    two = {"kv_cache": paged["kv_cache"], "block_tables": paged["block_tables"][:2], "seq_lens": paged["seq_lens"][:2]}
+    torch.testing.assert_close(model(q[:2], **two), want[:2], atol=1e-5, rtol=1e-5)
+    assert [key[:2] + key[4:5] for key in kernel._PLANS] == [(3, 3, True)] * 2 + [(3, 3, False), (2, 3, True)]
+    assert len(model._sizes) == 3

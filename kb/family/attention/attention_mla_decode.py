@@ -311,11 +311,18 @@ def _attention_mla_decode_reduce_kernel(
     tl.store(out_ptr + b * so_b + h * so_h + offs_c * so_c, o.to(out_ptr.dtype.element_ty), mask=offs_c < rank)
 
 
+_SMS: dict[int, int] = {}
+
+
 def _programs(device: torch.device) -> int:
-    """Resident programs of the BALANCED kernel: PROGRAMS_PER_SM per multiprocessor (2 on the CPU interpreter)."""
+    """Resident programs of the BALANCED kernel: PROGRAMS_PER_SM per multiprocessor (2 on the CPU interpreter);
+    the SM count is cached (the property query costs microseconds a call)."""
     if device.type != "cuda":
         return 2
-    return torch.cuda.get_device_properties(device).multi_processor_count * TUNABLES["PROGRAMS_PER_SM"]
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index] * TUNABLES["PROGRAMS_PER_SM"]
 
 
 def latent_layout(kv_cache: torch.Tensor, paged: bool) -> tuple[int, tuple[int, int, int]]:
@@ -367,6 +374,42 @@ def _next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
+# Launch plans by host-known sizes and the tunables' values: the tile arithmetic runs once per batch geometry,
+# not on every call (a decode step spends more time on the host than on the GPU). Keyed by the values, so a
+# search that edits TUNABLES in place gets fresh plans.
+_PLANS: dict[tuple, dict] = {}
+
+
+def _plan(batch: int, num_heads: int, kv_lora_rank: int, rope_dim: int, paged: bool, table_cols: int,
+          block_size: int, element_size: int, n_prog: int) -> dict:
+    """Tiles, schedule and workspace sizes of a launch (see launch_attention_mla_decode)."""
+    block_c = max(16, _next_pow2(kv_lora_rank))
+    block_r = max(16, _next_pow2(rope_dim))
+    # No wider than the heads need: 32-row tiles for 16 heads ran 1.3x slower than 16-row ones on the H200
+    # (sweep of 2026-11-30), while 128 heads ran 1.3x faster with 32 than with 16.
+    block_h = min(TUNABLES["BLOCK_H"], max(16, _next_pow2(num_heads)))
+    block_n = TUNABLES["BLOCK_N"]
+    n_hblk = _cdiv(num_heads, block_h)
+    split = bool(TUNABLES["SPLIT_KV"])
+    balanced = split and (bool(TUNABLES.get("BALANCED", 0)) or not paged)
+    partition = TUNABLES["PARTITION"]
+    stages = _cap_stages(TUNABLES["num_stages"], block_n * (block_c + block_r) * element_size)
+    num_splits = max(1, _cdiv(table_cols * block_size, partition)) if split and paged else 1
+    page_tile = paged and bool(TUNABLES.get("PAGE_TILE", 0)) and block_size % block_n == 0
+    if balanced:  # one partial per (group, program) piece, in slot group + program
+        rows = (batch * n_hblk + n_prog) * block_h
+        ws = ((rows,), (rows, block_c))
+    elif split:
+        ws = ((batch, num_heads, num_splits), (batch, num_heads, num_splits, block_c))
+    else:
+        ws = None
+    return dict(block_c=block_c, block_b=max(16, _next_pow2(batch)), block_h=block_h, block_n=block_n,
+                n_hblk=n_hblk, split=split, balanced=balanced, partition=partition,
+                n_prog=n_prog if balanced else 1, num_splits=num_splits, page_tile=page_tile, ws=ws,
+                tiles=dict(BLOCK_H=block_h, BLOCK_N=block_n, BLOCK_C=block_c, BLOCK_R=block_r,
+                           num_warps=TUNABLES["num_warps"], num_stages=stages))
+
+
 def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, kv_lora_rank, rope_dim,
                                 block_size, softmax_scale, knockout: int = 0, cu_seqlens_k=None):
     """Paged cache when block_tables is given (seq_lens required), else packed: sequence b at rows
@@ -387,50 +430,40 @@ def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, 
     bt = block_tables if paged else sl  # unused when packed
     block_size, kv_strides = latent_layout(kv_cache, paged)
     bt_strides = block_tables.stride() if paged else (0, 0)
-    block_c = max(16, _next_pow2(kv_lora_rank))
-    block_r = max(16, _next_pow2(rope_dim))
-    block_b = max(16, _next_pow2(batch))
-    # No wider than the heads need: 32-row tiles for 16 heads ran 1.3x slower than 16-row ones on the H200
-    # (sweep of 2026-11-30), while 128 heads ran 1.3x faster with 32 than with 16.
-    block_h = min(TUNABLES["BLOCK_H"], max(16, _next_pow2(num_heads)))
-    block_n = TUNABLES["BLOCK_N"]
-    n_hblk = _cdiv(num_heads, block_h)
-    split = bool(TUNABLES["SPLIT_KV"])
-    balanced = split and (bool(TUNABLES.get("BALANCED", 0)) or not paged)
-    partition = TUNABLES["PARTITION"]
-    stages = _cap_stages(TUNABLES["num_stages"], block_n * (block_c + block_r) * q.element_size())
-    common = dict(BLOCK_H=block_h, BLOCK_N=block_n, BLOCK_C=block_c, BLOCK_R=block_r, KNOCKOUT=knockout,
-                  KV_MODE=kv_mode, LENS_FROM_CU=lens_from_cu, num_warps=TUNABLES["num_warps"], num_stages=stages)
-    n_prog = _programs(q.device) if balanced else 1
-    num_splits = max(1, _cdiv(block_tables.shape[1] * block_size, partition)) if split and paged else 1
-    if balanced:  # one partial per (group, program) piece, in slot group + program
-        rows = (batch * n_hblk + n_prog) * block_h
-        ws_m = torch.empty(rows, dtype=torch.float32, device=q.device)
+    key = (batch, num_heads, kv_lora_rank, rope_dim, paged, block_tables.shape[1] if paged else 0, block_size,
+           q.element_size(), _programs(q.device), *TUNABLES.values())
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) > 256:  # batch sizes come and go: keep the cache bounded
+            _PLANS.clear()
+        plan = _PLANS[key] = _plan(*key[:9])
+    split, balanced, n_hblk, n_prog = plan["split"], plan["balanced"], plan["n_hblk"], plan["n_prog"]
+    common = dict(plan["tiles"], KNOCKOUT=knockout, KV_MODE=kv_mode, LENS_FROM_CU=lens_from_cu)
+    if plan["ws"] is not None:
+        ws_m = torch.empty(plan["ws"][0], dtype=torch.float32, device=q.device)
         ws_l = torch.empty_like(ws_m)
-        ws_acc = torch.empty((rows, block_c), dtype=torch.float32, device=q.device)
-    elif split:
-        ws_m = torch.empty((batch, num_heads, num_splits), dtype=torch.float32, device=q.device)
-        ws_l = torch.empty_like(ws_m)
-        ws_acc = torch.empty((batch, num_heads, num_splits, block_c), dtype=torch.float32, device=q.device)
+        ws_acc = torch.empty(plan["ws"][1], dtype=torch.float32, device=q.device)
     else:
         ws_m = ws_l = ws_acc = out  # unused
-    page_tile = paged and bool(TUNABLES.get("PAGE_TILE", 0)) and block_size % block_n == 0
     if balanced:
         _attention_mla_decode_balanced_kernel[(n_prog,)](
             q, kv_cache, bt, sl, cu, ws_m, ws_l, ws_acc,
             batch, num_heads, n_hblk, kv_lora_rank, rope_dim, block_size, softmax_scale * LOG2E,
-            *q.stride(), *kv_strides, *bt_strides, BLOCK_B=block_b, PAGE_TILE=page_tile, **common)
+            *q.stride(), *kv_strides, *bt_strides, BLOCK_B=plan["block_b"], PAGE_TILE=plan["page_tile"], **common)
     else:
-        _attention_mla_decode_kernel[(batch, n_hblk, num_splits)](
+        partition = plan["partition"]
+        _attention_mla_decode_kernel[(batch, n_hblk, plan["num_splits"])](
             q, kv_cache, bt, sl, cu, out, ws_m, ws_l, ws_acc,
-            num_heads, kv_lora_rank, rope_dim, block_size, softmax_scale * LOG2E, partition, num_splits,
+            num_heads, kv_lora_rank, rope_dim, block_size, softmax_scale * LOG2E, partition, plan["num_splits"],
             *q.stride(), *kv_strides, *bt_strides, *out.stride(), SPLIT_KV=split,
-            PAGE_TILE=page_tile and (not split or partition % block_n == 0), BLOCK_B=block_b, **common)
+            PAGE_TILE=plan["page_tile"] and (not split or partition % plan["block_n"] == 0),
+            BLOCK_B=plan["block_b"], **common)
     if split:
         _attention_mla_decode_reduce_kernel[(batch, num_heads)](
-            ws_m, ws_l, ws_acc, sl, cu, out, num_heads, kv_lora_rank, partition, num_splits, *out.stride(),
-            batch, n_hblk, n_prog, BLOCK_S=TUNABLES["BLOCK_S"], BLOCK_C=block_c, BALANCED=balanced,
-            BLOCK_H=block_h, BLOCK_N=block_n, BLOCK_B=block_b, LENS_FROM_CU=lens_from_cu, num_warps=4,
+            ws_m, ws_l, ws_acc, sl, cu, out, num_heads, kv_lora_rank, plan["partition"], plan["num_splits"],
+            *out.stride(), batch, n_hblk, n_prog, BLOCK_S=TUNABLES["BLOCK_S"], BLOCK_C=plan["block_c"],
+            BALANCED=balanced, BLOCK_H=plan["block_h"], BLOCK_N=plan["block_n"], BLOCK_B=plan["block_b"],
+            LENS_FROM_CU=lens_from_cu, num_warps=4,
         )
     return out
 
@@ -445,10 +478,17 @@ class Model(nn.Module):
         self.num_heads, self.kv_lora_rank, self.rope_dim, self.block_size = num_heads, kv_lora_rank, rope_dim, \
             block_size
         self.softmax_scale = float(softmax_scale) if softmax_scale is not None else None
+        self._sizes: dict[tuple, tuple] = {}  # mla_sizes by the tensors' shapes (it reads nothing else)
 
     def forward(self, q, kv_cache, block_tables=None, seq_lens=None, cu_seqlens_k=None):
-        heads, rank, rope, block_size = mla_sizes(q, kv_cache, block_tables, self.num_heads, self.kv_lora_rank,
-                                                  self.rope_dim, self.block_size)
+        key = (q.shape, kv_cache.shape, block_tables is None)
+        sizes = self._sizes.get(key)
+        if sizes is None:
+            if len(self._sizes) > 256:  # batch sizes come and go: keep the cache bounded
+                self._sizes.clear()
+            sizes = self._sizes[key] = mla_sizes(q, kv_cache, block_tables, self.num_heads, self.kv_lora_rank,
+                                                 self.rope_dim, self.block_size)
+        heads, rank, rope, block_size = sizes
         scale = self.softmax_scale if self.softmax_scale is not None else (rank + rope) ** -0.5
         return launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, heads, rank, rope, block_size,
                                            scale, cu_seqlens_k=cu_seqlens_k)
