@@ -260,8 +260,9 @@ class Model(nn.Module):
         self.num_heads, self.num_kv_heads, self.head_dim, self.block_size = num_heads, num_kv_heads, head_dim, \
             block_size
         self.softmax_scale = float(softmax_scale) if softmax_scale is not None else None
+        self._sizes: dict[tuple, tuple] = {}  # the checked sizes by the tensors' shapes (they read nothing else)
 
-    def forward(self, q, key_cache, value_cache, block_tables, seq_lens):
+    def _checked_sizes(self, q, key_cache, value_cache) -> tuple:
         _, heads, head_dim = q.shape
         block_size, kv_heads, _, _, _ = cache_layout(key_cache, value_cache)
         given = (self.num_heads, self.num_kv_heads, self.head_dim, self.block_size)
@@ -269,5 +270,15 @@ class Model(nn.Module):
             raise ValueError(f"init sizes {given} disagree with the tensors' {(heads, kv_heads, head_dim, block_size)}")
         assert heads % kv_heads == 0
         scale = self.softmax_scale if self.softmax_scale is not None else head_dim ** -0.5
+        return heads, kv_heads, block_size, scale
+
+    def forward(self, q, key_cache, value_cache, block_tables, seq_lens):
+        key = (q.shape, key_cache.shape, value_cache.shape)
+        sizes = self._sizes.get(key)
+        if sizes is None:
+            if len(self._sizes) > 256:  # batch sizes come and go: keep the cache bounded
+                self._sizes.clear()
+            sizes = self._sizes[key] = self._checked_sizes(q, key_cache, value_cache)
+        heads, kv_heads, block_size, scale = sizes
         return launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_lens, heads, kv_heads,
                                              block_size, scale)
