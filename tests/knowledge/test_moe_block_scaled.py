@@ -104,3 +104,23 @@ def test_scales_that_do_not_tile_the_weights_are_refused() -> None:
         KERNEL.Model()(**{**inputs, "w2_scale": None})
     with pytest.raises(ValueError, match="do not tile"):
         KERNEL.Model()(**{**inputs, "w1_scale": inputs["w1_scale"][:, :, :3]})
+
+
+def test_launch_plans_follow_the_tunables_and_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher caches its tiles and schedule per batch geometry, dtypes, scale shapes and the tunables'
+    values: another tile configuration (as a search passes it) and another batch each get a plan of their own,
+    and every launch reproduces the reference."""
+    monkeypatch.setattr(KERNEL, "_PLANS", {})
+    torch.manual_seed(3)
+    inputs = INPUTS._make_inputs(num_tokens=6, hidden_size=64, intermediate_size=32, num_experts=3, top_k=2,
+                                 dtype="float32", device="cpu")
+    want = REFERENCE.Model()(**inputs)
+    for block_m in (16, 32):
+        cfg = dict(KERNEL.TUNABLES, BLOCK_M=block_m, SMALL_MAX_PAIRS_PER_EXPERT=0)
+        got = KERNEL.launch_moe_fused_experts(inputs["hidden"], inputs["w1"], inputs["w2"], inputs["topk_weights"],
+                                              inputs["topk_ids"], cfg)
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    fewer = {name: t[:4] if name in ("hidden", "topk_weights", "topk_ids") else t for name, t in inputs.items()}
+    torch.testing.assert_close(KERNEL.Model()(**fewer), REFERENCE.Model()(**fewer), atol=1e-4, rtol=1e-4)
+    assert sorted((key[0], plan["bm"]) for key, plan in KERNEL._PLANS.items()) == [
+        (4, KERNEL.regime_config(KERNEL.TUNABLES, 8, 3)["BLOCK_M"]), (6, 16), (6, 32)]

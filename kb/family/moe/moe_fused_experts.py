@@ -512,6 +512,66 @@ def _dot_dtype(a_dtype: torch.dtype, w_dtype: torch.dtype):
     return _TL_DTYPES[w_dtype if a_dtype in _FP8 else a_dtype]
 
 
+# Launch plans by host-known sizes, dtypes, scale shapes and the tunables' values: the tile and schedule
+# arithmetic runs once per batch geometry, not on every call (a decode step's host time exceeds its device
+# time). Keyed by the values, so a search that edits TUNABLES in place gets fresh plans.
+_PLANS: dict[tuple, dict] = {}
+
+
+def _plan(T: int, H: int, E: int, two_i: int, k: int, x_dt: torch.dtype, w1_dt: torch.dtype, w2_dt: torch.dtype,
+          a_groups: int | None, w1_groups: tuple | None, w2_groups: tuple | None, on_gpu: bool, cfg: dict) -> dict:
+    """Tiles, schedule, operand forms and grids of one launch (see launch_moe_fused_experts)."""
+    I = two_i // 2
+    n = T * k
+    cfg = regime_config(cfg, n, E)
+    bm = cfg["BLOCK_M"]
+    length = _max_padded_len(n, E, bm)
+    n_blocks = length // bm
+    chunk = route_chunk(n, cfg["ROUTE_CHUNK"])
+    # Without scales and with one dtype throughout, the plain path (SCALED off: nothing below is compiled in).
+    scaled1 = w1_groups is not None or a_groups is not None or w1_dt != x_dt
+    act_dtype = torch.float32 if x_dt in _FP8 else x_dt  # fp8 activations: nothing rounds it
+    scaled2 = w2_groups is not None or w2_dt != act_dtype
+    dot1 = _dot_dtype(x_dt, w1_dt) if scaled1 else tl.float32
+    dot2 = _dot_dtype(act_dtype, w2_dt) if scaled2 else tl.float32
+    # fp32 act x (exact) bf16 weights: on a GPU two bf16 dots (hi + lo) instead of an fp32 one; the interpreter's
+    # bf16 dots are not reliable, its fp32 ones exact.
+    split = scaled2 and dot2 == tl.float32 and w2_dt in _FP8 and bool(cfg.get("ACT_SPLIT", 1)) and on_gpu
+    dot2 = tl.bfloat16 if split else dot2
+    ieee1 = dot1 in (tl.float32, tl.float64) if scaled1 else x_dt in (torch.float32, torch.float64)
+    ieee2 = dot2 in (tl.float32, tl.float64) if scaled2 else act_dtype in (torch.float32, torch.float64)
+    ga = _scale_block(H, a_groups, "a1_scale") if a_groups is not None else 128
+    gn1 = _scale_block(two_i, w1_groups[0], "w1_scale rows") if w1_groups is not None else 128
+    gk1 = _scale_block(H, w1_groups[1], "w1_scale columns") if w1_groups is not None else 128
+    gn2 = _scale_block(H, w2_groups[0], "w2_scale rows") if w2_groups is not None else 128
+    gk2 = _scale_block(I, w2_groups[1], "w2_scale columns") if w2_groups is not None else 128
+    es = max(x_dt.itemsize, w1_dt.itemsize)
+    bn = cfg["BLOCK_N"]
+    bk = min(cfg["BLOCK_K"], ga, gk1) if scaled1 else cfg["BLOCK_K"]  # a K step inside one scale group
+    scalar1 = w1_groups is not None and I % gn1 == 0  # tiles inside one block of rows: a scalar scale per step
+    bn = min(bn, gn1) if scalar1 else bn
+    stages1, bk = _fit_smem(cfg["num_stages"], bk, (bm + 2 * bn) * es)   # x tile + gate + up tiles
+    bn2 = cfg["DOWN_BLOCK_N"]
+    bk2 = min(cfg["DOWN_BLOCK_K"], gk2) if scaled2 else cfg["DOWN_BLOCK_K"]
+    scalar2 = w2_groups is not None and H % gn2 == 0
+    bn2 = min(bn2, gn2) if scalar2 else bn2
+    es2 = max(act_dtype.itemsize, w2_dt.itemsize)
+    stages2, bk2 = _fit_smem(cfg["num_stages"], bk2, (bm + bn2) * es2)
+    return dict(cfg=cfg, bm=bm, length=length, n_blocks=n_blocks, chunk=chunk, n_chunks=_cdiv(n, chunk),
+                block_e=_next_pow2(E), act_dtype=act_dtype,
+                y_dtype=torch.float32 if cfg["PAIR_FP32"] and act_dtype != torch.float64 else act_dtype,
+                gemm1=dict(IEEE=ieee1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"], SCALED=scaled1,
+                           A_SCALE=a_groups is not None, W_SCALE=w1_groups is not None, A_FNUZ=x_dt == _FNUZ,
+                           W_FNUZ=w1_dt == _FNUZ, DOT_DT=dot1, GA=ga, GN=gn1, GK=gk1, W_SCALAR=scalar1,
+                           JOINT=bool(cfg.get("GATE_UP_JOINT", 0)), num_warps=cfg["num_warps"], num_stages=stages1),
+                gemm2=dict(IEEE=ieee2, BLOCK_M=bm, BLOCK_N=bn2, BLOCK_K=bk2, GROUP_M=cfg["GROUP_M"],
+                           SCALED=scaled2, W_SCALE=w2_groups is not None, W_FNUZ=w2_dt == _FNUZ, DOT_DT=dot2,
+                           GN=gn2, GK=gk2, W_SCALAR=scalar2, SPLIT=split, num_warps=cfg["num_warps"],
+                           num_stages=stages2),
+                grid1=(n_blocks * _cdiv(I, bn),), grid2=(n_blocks * _cdiv(H, bn2),),
+                tiles1=(bn, bk), tiles2=(bn2, bk2), cb=min(COMBINE_BLOCK, _next_pow2(H)))
+
+
 def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict = TUNABLES, out_dtype=None,
                              w1_scale=None, w2_scale=None, a1_scale=None):
     hidden = hidden if hidden.stride(-1) == 1 else hidden.contiguous()
@@ -530,45 +590,31 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
     n = T * k
     if n == 0:
         return out
+    key = (T, H, E, two_i, k, hidden.dtype, w1.dtype, w2.dtype,
+           a1_scale.shape[-1] if a1_scale is not None else None,
+           tuple(w1_scale.shape[-2:]) if w1_scale is not None else None,
+           tuple(w2_scale.shape[-2:]) if w2_scale is not None else None, hidden.is_cuda, *cfg.values())
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) > 256:  # batch sizes come and go: keep the cache bounded
+            _PLANS.clear()
+        plan = _PLANS[key] = _plan(*key[:12], cfg)
     flat_ids = topk_ids.reshape(-1).contiguous()
     flat_w = topk_weights.reshape(-1).contiguous()
-    cfg = regime_config(cfg, n, E)
-    bm = cfg["BLOCK_M"]
-    length = _max_padded_len(n, E, bm)
-    n_blocks = length // bm
-    chunk = route_chunk(n, cfg["ROUTE_CHUNK"])
-    n_chunks = _cdiv(n, chunk)
-    block_e = _next_pow2(E)
+    bm, length, n_blocks, n_chunks = plan["bm"], plan["length"], plan["n_blocks"], plan["n_chunks"]
 
     sorted_ids = torch.empty((length,), dtype=torch.int32, device=dev)
     expert_ids = torch.empty((n_blocks,), dtype=torch.int32, device=dev)
     counts = torch.empty((n_chunks, E), dtype=torch.int32, device=dev)
     block_end = torch.empty((E,), dtype=torch.int32, device=dev)
     _moe_route_count_kernel[(n_chunks,)](flat_ids, counts, sorted_ids, n, E, length, _cdiv(length, n_chunks),
-                                         CHUNK=chunk, SUB=ROUTE_SUB, BLOCK_E=block_e, num_warps=4)
-    _moe_route_scan_kernel[(1,)](counts, block_end, n_chunks, E, bm, SCAN_CHUNKS=SCAN_CHUNKS, BLOCK_E=block_e,
-                                 num_warps=4)
+                                         CHUNK=plan["chunk"], SUB=ROUTE_SUB, BLOCK_E=plan["block_e"], num_warps=4)
+    _moe_route_scan_kernel[(1,)](counts, block_end, n_chunks, E, bm, SCAN_CHUNKS=SCAN_CHUNKS,
+                                 BLOCK_E=plan["block_e"], num_warps=4)
     _moe_route_sort_kernel[(n_chunks,)](flat_ids, counts, block_end, sorted_ids, expert_ids, n, E, n_blocks,
-                                        _cdiv(n_blocks, n_chunks), CHUNK=chunk, SUB=ROUTE_SUB,
-                                        BLOCK_E=block_e, num_warps=4)
+                                        _cdiv(n_blocks, n_chunks), CHUNK=plan["chunk"], SUB=ROUTE_SUB,
+                                        BLOCK_E=plan["block_e"], num_warps=4)
 
-    # Without scales and with one dtype throughout, the plain path (SCALED off: nothing below is compiled in).
-    scaled1 = w1_scale is not None or a1_scale is not None or w1.dtype != hidden.dtype
-    act_dtype = torch.float32 if hidden.dtype in _FP8 else hidden.dtype  # fp8 activations: nothing rounds it
-    scaled2 = w2_scale is not None or w2.dtype != act_dtype
-    dot1 = _dot_dtype(hidden.dtype, w1.dtype) if scaled1 else tl.float32
-    dot2 = _dot_dtype(act_dtype, w2.dtype) if scaled2 else tl.float32
-    # fp32 act x (exact) bf16 weights: on a GPU two bf16 dots (hi + lo) instead of an fp32 one; the interpreter's
-    # bf16 dots are not reliable, its fp32 ones exact.
-    split = scaled2 and dot2 == tl.float32 and w2.dtype in _FP8 and bool(cfg.get("ACT_SPLIT", 1)) and hidden.is_cuda
-    dot2 = tl.bfloat16 if split else dot2
-    ieee1 = dot1 in (tl.float32, tl.float64) if scaled1 else hidden.dtype in (torch.float32, torch.float64)
-    ieee2 = dot2 in (tl.float32, tl.float64) if scaled2 else act_dtype in (torch.float32, torch.float64)
-    ga = _scale_block(H, a1_scale.shape[-1], "a1_scale") if a1_scale is not None else 128
-    gn1 = _scale_block(two_i, w1_scale.shape[-2], "w1_scale rows") if w1_scale is not None else 128
-    gk1 = _scale_block(H, w1_scale.shape[-1], "w1_scale columns") if w1_scale is not None else 128
-    gn2 = _scale_block(H, w2_scale.shape[-2], "w2_scale rows") if w2_scale is not None else 128
-    gk2 = _scale_block(I, w2_scale.shape[-1], "w2_scale columns") if w2_scale is not None else 128
     a_s = a1_scale if a1_scale is not None else flat_w  # placeholders when absent (never read)
     w1_s = w1_scale if w1_scale is not None else flat_w
     w2_s = w2_scale if w2_scale is not None else flat_w
@@ -576,39 +622,22 @@ def launch_moe_fused_experts(hidden, w1, w2, topk_weights, topk_ids, cfg: dict =
     w1_strides = tuple(w1_scale.stride()) if w1_scale is not None else (0, 0, 0)
     w2_strides = tuple(w2_scale.stride()) if w2_scale is not None else (0, 0, 0)
 
-    act = torch.empty((length, I), dtype=act_dtype, device=dev)
-    es = max(hidden.element_size(), w1.element_size())
-    bn = cfg["BLOCK_N"]
-    bk = min(cfg["BLOCK_K"], ga, gk1) if scaled1 else cfg["BLOCK_K"]  # a K step inside one scale group
-    scalar1 = w1_scale is not None and I % gn1 == 0  # tiles inside one block of rows: a scalar scale per step
-    bn = min(bn, gn1) if scalar1 else bn
-    stages1, bk = _fit_smem(cfg["num_stages"], bk, (bm + 2 * bn) * es)   # x tile + gate + up tiles
-    grid1 = (n_blocks * _cdiv(I, bn),)
-    _moe_fused_experts_kernel[grid1](_kernel_view(hidden), _kernel_view(w1), sorted_ids, expert_ids, act, n, k, H, I,
-                                     n_blocks, hidden.stride(0), w1.stride(0), w1.stride(1), act.stride(0),
-                                     a_s, w1_s, *a_strides, *w1_strides,
-                                     IEEE=ieee1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
-                                     SCALED=scaled1, A_SCALE=a1_scale is not None, W_SCALE=w1_scale is not None,
-                                     A_FNUZ=hidden.dtype == _FNUZ, W_FNUZ=w1.dtype == _FNUZ, DOT_DT=dot1,
-                                     GA=ga, GN=gn1, GK=gk1, W_SCALAR=scalar1,
-                                     JOINT=bool(cfg.get("GATE_UP_JOINT", 0)), num_warps=cfg["num_warps"],
-                                     num_stages=stages1, **_descriptors(cfg, not scaled1, w1=(w1, bn, bk)))
-    y_dtype = torch.float32 if cfg["PAIR_FP32"] and act_dtype != torch.float64 else act_dtype
-    y = torch.empty((n, H), dtype=y_dtype, device=dev)
-    bn2 = cfg["DOWN_BLOCK_N"]
-    bk2 = min(cfg["DOWN_BLOCK_K"], gk2) if scaled2 else cfg["DOWN_BLOCK_K"]
-    scalar2 = w2_scale is not None and H % gn2 == 0
-    bn2 = min(bn2, gn2) if scalar2 else bn2
-    stages2, bk2 = _fit_smem(cfg["num_stages"], bk2, (bm + bn2) * max(act.element_size(), w2.element_size()))
-    grid2 = (n_blocks * _cdiv(H, bn2),)
-    _moe_down_kernel[grid2](act, _kernel_view(w2), sorted_ids, expert_ids, flat_w, y, n, H, I, n_blocks,
-                            act.stride(0), w2.stride(0), w2.stride(1), y.stride(0), w2_s, *w2_strides,
-                            IEEE=ieee2, BLOCK_M=bm, BLOCK_N=bn2, BLOCK_K=bk2, GROUP_M=cfg["GROUP_M"],
-                            SCALED=scaled2, W_SCALE=w2_scale is not None, W_FNUZ=w2.dtype == _FNUZ, DOT_DT=dot2,
-                            GN=gn2, GK=gk2, W_SCALAR=scalar2, SPLIT=split, num_warps=cfg["num_warps"],
-                            num_stages=stages2, **_descriptors(cfg, not scaled2, act=(act, bm, bk2), w2=(w2, bn2, bk2)))
-    cb = min(COMBINE_BLOCK, _next_pow2(H))
-    _moe_combine_kernel[(T, _cdiv(H, cb))](y, _kernel_view(out), k, H, y.stride(0), out.stride(0), BLOCK=cb,
+    act = torch.empty((length, I), dtype=plan["act_dtype"], device=dev)
+    gemm1, gemm2 = plan["gemm1"], plan["gemm2"]
+    w1_st, w2_st = w1.stride(), w2.stride()
+    _moe_fused_experts_kernel[plan["grid1"]](_kernel_view(hidden), _kernel_view(w1), sorted_ids, expert_ids, act, n,
+                                             k, H, I, n_blocks, hidden.stride(0), w1_st[0], w1_st[1], I,
+                                             a_s, w1_s, *a_strides, *w1_strides, **gemm1,
+                                             **_descriptors(plan["cfg"], not gemm1["SCALED"],
+                                                            w1=(w1, *plan["tiles1"])))
+    y = torch.empty((n, H), dtype=plan["y_dtype"], device=dev)
+    bn2, bk2 = plan["tiles2"]
+    _moe_down_kernel[plan["grid2"]](act, _kernel_view(w2), sorted_ids, expert_ids, flat_w, y, n, H, I, n_blocks,
+                                    I, w2_st[0], w2_st[1], H, w2_s, *w2_strides, **gemm2,
+                                    **_descriptors(plan["cfg"], not gemm2["SCALED"], act=(act, bm, bk2),
+                                                   w2=(w2, bn2, bk2)))
+    cb = plan["cb"]
+    _moe_combine_kernel[(T, _cdiv(H, cb))](y, _kernel_view(out), k, H, H, H, BLOCK=cb,
                                                  OUT_FNUZ=out.dtype == _FNUZ, num_warps=4)
     return out
 
