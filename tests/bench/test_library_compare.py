@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from aka_tui.bench.compare.library import forms, plans, results, run
-from aka_tui.bench.compare.library.shape import _time_interleaved
+from aka_tui.bench.compare.library.shape import _time_interleaved, _timer
 from aka_tui.bench.measure.results import TimingStats
+from aka_tui.bench.measure.timing import Timers
 from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.cli import main
 from aka_tui.errors import EvaluationError
@@ -119,6 +120,29 @@ def test_end_to_end_is_the_host_time_of_a_call_when_it_exceeds_the_device_time()
     row, = results.ShapeComparison("op", "s", 1.0, ["largest"], 0.8, "native", host_bound, [device_bound]).rows()
     assert row["ratio"] == pytest.approx(0.5 / 0.004) and row["e2e_ratio"] == pytest.approx(0.5 / 0.02)
     assert row["ours_e2e_ms"] == 0.02 and row["library_e2e_ms"] == 0.5 and row["met"] is True
+
+
+def test_a_library_call_is_timed_in_the_frames_our_calls_are_timed_in() -> None:
+    """Our side's timed calls run in the engine's call loop (no_grad) with Triton's launch path wrapped by the
+    launch recorder; a library side must run in the same frames, or the end-to-end ratio would compare
+    harnesses rather than host paths."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    originals = (JITFunction.run, InterpretedFunction.run)
+    seen: list[tuple[bool, bool, dict]] = []
+
+    def library_call(inputs: dict) -> torch.Tensor:
+        wrapped = (JITFunction.run, InterpretedFunction.run) != originals
+        seen.append((torch.is_grad_enabled(), wrapped, inputs))
+        return inputs["x"] * 2
+
+    x = torch.ones(4)
+    stats = _timer("cpu", Timers.capture(), 0)(library_call, [{"x": x}])
+    assert seen and all(not grad and wrapped for grad, wrapped, _ in seen)
+    assert all(inputs["x"] is x for _, _, inputs in seen)  # the prepared inputs themselves, not copies
+    assert stats.reps >= 1 and stats.median_ms >= 0.0
+    assert (JITFunction.run, InterpretedFunction.run) == originals  # the recorder is removed afterwards
 
 
 @CPU_ONLY

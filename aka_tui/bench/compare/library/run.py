@@ -19,7 +19,8 @@ problem through PyTorch's library path:
 Every formulation is checked against the problem's reference within the problem's tolerance before it is
 timed; a disagreement is reported instead of a ratio. Our side goes through the evaluator's measurement engine
 (`aka_tui.bench.measure`: its checked case, its timing protocol with the timed calls verified); the library side
-through the same timing protocol (`time_cuda`). Both time the evaluator's case inputs with one
+through the same timing protocol in the same frames (the engine's call loop and a launch recorder, whose own
+bookkeeping is subtracted from both sides' host times; `shape._timer`). Both time the evaluator's case inputs with one
 `Timers.capture()`, interleaved (ours, library, ours, library, ... for `rounds` rounds), the median of the
 per-round medians per side, under the per-GPU lock; device time, and end to end (max(host time of one call,
 device time), as `e2e_time_ms` in the scores). Each side's `status` uses the engine's verdicts. Layout preparation for the library
