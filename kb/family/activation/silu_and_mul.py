@@ -10,7 +10,9 @@ vectorisable run of BLOCK_N elements.
     1 put consecutive programs a row apart: 175 us against torch.compile's 166 at 8192 x 14336 on an H200.)
   * COL_LOOP = True: 1-D grid over row blocks; each program walks its rows' columns in BLOCK_N steps
     (fewer, longer-lived programs: less scheduling overhead for narrow I, less parallelism for few rows).
-Row offsets are int64 (T * 2I exceeds 2^31 at 65536 tokens x 28672).
+Row offsets are int64 (T * 2I exceeds 2^31 at 65536 tokens x 28672). The width I is a compile-time constant
+(one compile per width): the output's row stride and the column-block count follow from it, four runtime
+arguments remain.
 """
 
 import torch
@@ -28,18 +30,19 @@ SEARCH_SPACE = {
 
 
 @triton.jit
-def _silu_mul_tile(x_rows, o_rows, row_mask, cols, n_cols, OUT_DTYPE: tl.constexpr):
-    mask = row_mask[:, None] & (cols < n_cols)[None, :]
+def _silu_mul_tile(x_rows, o_rows, row_mask, cols, N_COLS: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    mask = row_mask[:, None] & (cols < N_COLS)[None, :]
     gate = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    up = tl.load(x_rows + n_cols + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    up = tl.load(x_rows + N_COLS + cols[None, :], mask=mask, other=0.0).to(tl.float32)
     out = gate / (1.0 + tl.exp(-gate)) * up
     tl.store(o_rows + cols[None, :], out.to(OUT_DTYPE), mask=mask)
 
 
 @triton.jit
-def _silu_and_mul_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_o, n_col_blocks,
+def _silu_and_mul_kernel(x_ptr, out_ptr, n_rows, stride_x, N_COLS: tl.constexpr,
                          ROWS: tl.constexpr, BLOCK_N: tl.constexpr, COL_LOOP: tl.constexpr):
     pid = tl.program_id(0)
+    n_col_blocks: tl.constexpr = (N_COLS + BLOCK_N - 1) // BLOCK_N
     if COL_LOOP:
         row_block = pid
     else:
@@ -47,13 +50,13 @@ def _silu_and_mul_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_x, stride_o, n_c
     rows = row_block.to(tl.int64) * ROWS + tl.arange(0, ROWS)
     row_mask = rows < n_rows
     x_rows = x_ptr + rows[:, None] * stride_x
-    o_rows = out_ptr + rows[:, None] * stride_o
+    o_rows = out_ptr + rows[:, None] * N_COLS  # the output is contiguous
     offs = tl.arange(0, BLOCK_N)
     if COL_LOOP:
-        for start in range(0, n_cols, BLOCK_N):
-            _silu_mul_tile(x_rows, o_rows, row_mask, start + offs, n_cols, out_ptr.dtype.element_ty)
+        for start in range(0, N_COLS, BLOCK_N):
+            _silu_mul_tile(x_rows, o_rows, row_mask, start + offs, N_COLS, out_ptr.dtype.element_ty)
     else:
-        _silu_mul_tile(x_rows, o_rows, row_mask, (pid % n_col_blocks) * BLOCK_N + offs, n_cols,
+        _silu_mul_tile(x_rows, o_rows, row_mask, (pid % n_col_blocks) * BLOCK_N + offs, N_COLS,
                        out_ptr.dtype.element_ty)
 
 
@@ -82,15 +85,15 @@ def launch_silu_and_mul(x: torch.Tensor, cfg: dict | None = None) -> torch.Tenso
     d = x.shape[-1] // 2
     x2, stride_x = _rows(x, 2 * d)
     n_rows = x.numel() // (2 * d) if d else 0
-    out = torch.empty((*x.shape[:-1], d), dtype=x.dtype, device=x.device)
+    out = x.new_empty((*x.shape[:-1], d))
     if n_rows > 0 and d > 0:
         rows = cfg["ROWS_PER_PROGRAM"]
         block = min(cfg["BLOCK_N"], _next_pow2(d))
         col_loop = cfg["COL_LOOP"]
         col_blocks = 1 if col_loop else _cdiv(d, block)
         grid = (_cdiv(n_rows, rows) * col_blocks,)
-        _silu_and_mul_kernel[grid](x2, out, n_rows, d, stride_x, d, col_blocks,
-                                   ROWS=rows, BLOCK_N=block, COL_LOOP=col_loop, num_warps=cfg["num_warps"])
+        _silu_and_mul_kernel[grid](x2, out, n_rows, stride_x, N_COLS=d, ROWS=rows, BLOCK_N=block,
+                                   COL_LOOP=col_loop, num_warps=cfg["num_warps"])
     return out
 
 

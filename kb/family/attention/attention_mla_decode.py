@@ -417,7 +417,7 @@ def launch_attention_mla_decode(q, kv_cache, block_tables, seq_lens, num_heads, 
     cu_seqlens_k[b + 1]). knockout != 0 is for scripts/bound_probes.py only: 1 drops the math (tile loads only),
     2 drops P @ V; the output is then wrong."""
     batch = q.shape[0]
-    out = torch.empty((batch, num_heads, kv_lora_rank), dtype=q.dtype, device=q.device)
+    out = q.new_empty((batch, num_heads, kv_lora_rank))
     if batch == 0:
         return out
     paged = block_tables is not None

@@ -201,7 +201,7 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
         w = w.contiguous()
     M, K = x.shape
     N = w.shape[0]
-    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    out = x.new_empty((M, N))
     if M == 0 or N == 0:
         return out
     has_bias, has_res = bias is not None, residual is not None

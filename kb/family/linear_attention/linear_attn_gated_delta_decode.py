@@ -352,7 +352,7 @@ def launch_linear_attn_gated_delta_decode(q, k, v, g=None, beta=None, state=None
     seqs = cu_seqlens.numel() - 1 if cu_seqlens is not None else batch
     # empty_like where it gives the same tensor: a third of torch.empty's host time with dtype and device keywords
     out = (torch.empty_like(v) if v.dtype == q.dtype and v.is_contiguous()
-           else torch.empty(v.shape, dtype=q.dtype, device=q.device))
+           else q.new_empty(v.shape))
     if state is None:
         final = torch.empty((seqs, heads, k_dim, v_dim), dtype=torch.float32, device=q.device)
     elif inplace_final_state:

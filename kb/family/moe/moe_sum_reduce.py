@@ -59,7 +59,7 @@ def launch_moe_sum_reduce(x: torch.Tensor, routed_scaling_factor: float, cfg: di
     if x.stride(-1) != 1:
         x = x.contiguous()
     t, k, h = x.shape
-    out = torch.empty((t, h), dtype=x.dtype, device=x.device)
+    out = x.new_empty((t, h))
     block_h = min(cfg["BLOCK_H"], _next_pow2(h))
     rows_per_prog = cfg["BLOCK_T"] * cfg["ROW_TILES"]
     grid = (_cdiv(t, rows_per_prog), _cdiv(h, block_h))

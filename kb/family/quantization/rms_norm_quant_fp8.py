@@ -273,7 +273,7 @@ def launch_rms_norm_quant_fp8(x: torch.Tensor, weight: torch.Tensor, eps: float,
     r2, stride_r = _rows(residual, n_cols) if residual is not None else (x2, stride_x)
     weight = weight.contiguous()
     q = torch.empty(x.shape, dtype=torch.uint8, device=x.device)
-    r_out = torch.empty(x.shape, dtype=x.dtype, device=x.device) if residual is not None else x2
+    r_out = x.new_empty(x.shape) if residual is not None else x2
     stride_ro = n_cols if residual is not None else stride_x
     dynamic = scale is None
     s = torch.empty((*x.shape[:-1], 1), dtype=torch.float32, device=x.device) if dynamic else scale.reshape(1)

@@ -573,7 +573,7 @@ def _launch_split_rows(logits, top_k, top_p, out, cfg: dict) -> None:
 def launch_sampling_top_k_top_p(logits, top_k, top_p, cfg: dict | None = None):
     cfg = TUNABLES if cfg is None else cfg
     batch, vocab = logits.shape
-    out = torch.empty((batch, vocab), dtype=logits.dtype, device=logits.device)
+    out = logits.new_empty((batch, vocab))
     if batch == 0 or vocab == 0:
         return out
     if cfg["SPLIT_ROWS"]:
