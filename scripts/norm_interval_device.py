@@ -1,0 +1,98 @@
+"""Where a decode-size RMSNorm's per-call interval goes (a CUDA GPU): the evaluator's own timing protocol
+(`aka_tui.bench.measure.timing.time_cuda`: L2 flushed before every call, events around it, GPU-saturated pass)
+applied to the same kernel launched different ways and to its peers, in shuffled interleaved rounds.
+
+  ours            the KB launcher (Triton's launch path, kernel[grid])
+  ours_handle     the same compiled kernel through its compiled handle (CompiledKernel.run): the same device
+                  work without Triton's host path, so a difference to `ours` is not in the kernel
+  ours_w16        the KB kernel at 16 warps (inductor's launch geometry for these rows)
+  torch.compile   the problem's reference compiled (inductor)
+  liger           Liger-Kernel's RMSNorm (when the package is importable)
+
+    PYTHONPATH=. python3 scripts/norm_interval_device.py [ROWSxCOLS ...] [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("shapes", nargs="*", default=["256x4096", "128x2880"])
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    import torch
+    from triton.runtime import driver
+
+    from aka_tui.bench.measure.timing import Timers, time_cuda
+    from aka_tui.bench.problem.module_loading import import_file
+
+    timers = Timers.capture()
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    kernel = import_file(ROOT / "kb/family/norm/rms_norm.py", "interval_kernel")
+    reference = import_file(ROOT / "problems/rms_norm/reference.py", "interval_reference")
+    try:
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    except ImportError:
+        LigerRMSNormFunction = None
+    stream = driver.active.get_current_stream(driver.active.get_current_device())
+    for spec in args.shapes:
+        rows, cols = (int(v) for v in spec.split("x"))
+        x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(cols, device="cuda", dtype=torch.bfloat16)
+        y = torch.empty_like(x)
+        rows_per, block, single, warps, stages, early_mode = kernel._plan(cols, dict(kernel.TUNABLES))
+        grid = (-(-rows // rows_per),)
+        early = kernel._early_weights(early_mode, single, grid[0], x.device)  # as the launcher decides it
+        constexprs = dict(ROWS=rows_per, BLOCK=block, SINGLE_TILE=single, EARLY_WEIGHTS=early)
+        kargs = (x, w, y, rows, cols, cols, cols, 1e-5)
+        compiled = kernel._rms_norm_kernel[grid](*kargs, **constexprs, num_warps=warps, num_stages=stages)
+        full = (*kargs, *constexprs.values())
+        model = torch.compile(reference.Model(cols, 1e-5).cuda(), dynamic=False)
+        calls = {
+            "ours": lambda p: kernel.launch_rms_norm(p["x"], p["w"], 1e-5),
+            "ours_handle": lambda p: compiled.run(grid[0], 1, 1, stream, compiled.function, compiled.packed_metadata,
+                                                  None, None, None, *full),
+            "ours_w16": lambda p: kernel._rms_norm_kernel[grid](p["x"], p["w"], y, rows, cols, cols, cols, 1e-5,
+                                                                **constexprs, num_warps=16, num_stages=stages),
+            "torch.compile": lambda p: model(p["x"], p["w"]),
+        }
+        if LigerRMSNormFunction is not None:
+            calls["liger"] = lambda p: LigerRMSNormFunction.apply(p["x"], p["w"], 1e-5, 0.0, "gemma", False, None)
+        print(f"### {rows} x {cols} bf16: {warps} warps, {rows_per} row(s) a program, block {block}; "
+              f"kernel registers {compiled.n_regs}, shared {compiled.metadata.shared} B")
+        reference_out = model(x, w)
+        for name, call in calls.items():
+            out = call({"x": x, "w": w})
+            if name not in ("ours_handle", "ours_w16") and out is not None:
+                err = (out.float() - reference_out.float()).abs().max().item()
+                print(f"  {name}: max |diff| to compile {err:.3e}")
+        times: dict[str, list[float]] = {name: [] for name in calls}
+        host: dict[str, list[float]] = {name: [] for name in calls}
+        order = list(calls)
+        for _ in range(args.rounds):
+            random.shuffle(order)
+            for name in order:
+                stats = time_cuda(calls[name], [{"x": x, "w": w}], timers, l2)
+                times[name].append(stats.median_ms * 1e3)
+                host[name].append((stats.host_call_ms or 0.0) * 1e3)
+        print(f"| launch | interval µs (median of {args.rounds} rounds) | min | max | host µs a call |")
+        print("|---|---|---|---|---|")
+        for name in calls:
+            v = times[name]
+            print(f"| {name} | {statistics.median(v):.2f} | {min(v):.2f} | {max(v):.2f} | "
+                  f"{statistics.median(host[name]):.1f} |")
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
