@@ -7,6 +7,7 @@ applied to the same kernel launched different ways and to its peers, in shuffled
                   work without Triton's host path, so a difference to `ours` is not in the kernel
   ours_w16        the KB kernel at 16 warps (inductor's launch geometry for these rows)
   torch.compile   the problem's reference compiled (inductor)
+  compile_triton  the same compiled with inductor's static CUDA launcher off (Triton's launcher, as ours)
   liger           Liger-Kernel's RMSNorm (when the package is importable)
 
     PYTHONPATH=. python3 scripts/norm_interval_device.py [ROWSxCOLS ...] [--rounds N]
@@ -65,6 +66,14 @@ def main() -> int:
                                                                 **constexprs, num_warps=16, num_stages=stages),
             "torch.compile": lambda p: model(p["x"], p["w"]),
         }
+        import torch._inductor.config as inductor_config
+        try:
+            with inductor_config.patch(use_static_cuda_launcher=False, fx_graph_cache=False):
+                triton_launched = torch.compile(reference.Model(cols, 1e-5).cuda(), dynamic=False)
+                triton_launched(x, w)
+            calls["compile_triton"] = lambda p: triton_launched(p["x"], p["w"])
+        except Exception as exc:  # an experiment's variant: say why and go on
+            print(f"  compile_triton: {type(exc).__name__}: {exc}")
         if LigerRMSNormFunction is not None:
             calls["liger"] = lambda p: LigerRMSNormFunction.apply(p["x"], p["w"], 1e-5, 0.0, "gemma", False, None)
         print(f"### {rows} x {cols} bf16: {warps} warps, {rows_per} row(s) a program, block {block}; "
