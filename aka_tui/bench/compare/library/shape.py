@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import secrets
 import statistics
-from typing import Any, Callable, Generator
+from typing import Any, Callable
 
 import torch
 
@@ -16,10 +16,11 @@ from aka_tui.bench.compare.library.liger import liger_groups
 from aka_tui.bench.compare.library.plans import Context, LibraryPlan, PlanGroup, gemm_bf16_groups, gemm_fp8_groups
 from aka_tui.bench.compare.library.results import TARGETS, ShapeComparison, SideResult, short_error
 from aka_tui.bench.measure.audit import TritonLaunchRecorder
-from aka_tui.bench.measure.calls import Call, MeasureFailure, run_calls
+from aka_tui.bench.measure.calls import MeasureFailure, run_calls
 from aka_tui.bench.measure.cases import ShapeCases, case_seeds
 from aka_tui.bench.measure.plan import PlanOptions, ShapePlan
 from aka_tui.bench.measure.session import build_candidate_model
+from aka_tui.bench.measure.timed_checks import drive_protocol
 from aka_tui.bench.measure.timing import Timers, TimingHooks, cpu_protocol, cuda_protocol
 from aka_tui.bench.problem.model import Shape
 from aka_tui.bench.problem.tolerance import compare_outputs
@@ -132,20 +133,9 @@ def _timer(device: str, timers: Timers, l2_bytes: int) -> Callable[..., Any]:
         else:
             protocol = cpu_protocol(len(sets), timers, 1 if quick else 2, hooks)
         with recorder.installed():
-            run = run_calls(lambda **inputs: fn(inputs), _as_calls(protocol, sets))
+            run = run_calls(lambda **inputs: fn(inputs), drive_protocol(protocol, sets))
         return run.stats
     return timed
-
-
-def _as_calls(protocol: Generator[Any, Any, Any], sets: list[dict]) -> Generator[Call, Any, Any]:
-    """A timing protocol's requests as the engine's calls on `sets` (`run_calls` drives it, as it drives ours)."""
-    out = None
-    while True:
-        try:
-            request = protocol.send(out)
-        except StopIteration as stop:
-            return stop.value
-        out = yield Call(sets[request.set_index], "timing")
 
 
 Chosen = tuple[LibraryPlan, dict, "float | None"]
