@@ -166,6 +166,33 @@ def test_tma_chunks_match_the_reference(modules: tuple[ModuleType, ModuleType], 
 
 
 @pytest.mark.parametrize("kv_ahead", [0, 1])
+@pytest.mark.parametrize("causal", [True, False])
+def test_block_ids_read_a_chunk_ahead_match_the_reference(modules: tuple[ModuleType, ModuleType], kv_ahead: int,
+                                                          causal: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BT_AHEAD: each chunk's cache blocks read one chunk early, carried from the unmasked chunks into the masked
+    ones; over a shuffled paged cache, sequences spanning several chunks, a key length not a multiple of the
+    chunk and one shorter than a chunk, the kernel still gathers every key from its own block."""
+    kernel, reference = modules
+    monkeypatch.setitem(kernel.TUNABLES, "KV_AHEAD", kv_ahead)
+    torch.manual_seed(2)
+    q_lens, k_lens = [1, 6, 21, 35, 20], [3, 40, 21, 50, 30]  # the last: two masked chunks a tile (causal)
+    cu_q = _offsets(q_lens)
+    q = torch.randn(int(cu_q[-1]), H, D)
+    per_seq = (max(k_lens) + PAGE - 1) // PAGE
+    blocks = per_seq * len(k_lens) + 5
+    k, v = torch.randn(blocks, PAGE, KVH, D), torch.randn(blocks, PAGE, KVH, D)
+    table = torch.randperm(blocks)[: per_seq * len(k_lens)].view(len(k_lens), per_seq).to(torch.int32)
+    extra = {"seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table}
+    want = reference.Model(H, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
+    outs = {}
+    for ahead in (0, 1):
+        monkeypatch.setitem(kernel.TUNABLES, "BT_AHEAD", ahead)
+        outs[ahead] = kernel.Model(H, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
+    torch.testing.assert_close(outs[1], want, atol=1e-4, rtol=1e-4)
+    assert torch.equal(outs[1], outs[0])  # the same keys in the same order: bit-identical
+
+
+@pytest.mark.parametrize("kv_ahead", [0, 1])
 @pytest.mark.parametrize("causal, paged", [(True, False), (False, True)])
 def test_split_head_matches_the_reference(modules: tuple[ModuleType, ModuleType], kv_ahead: int, causal: bool,
                                           paged: bool, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,3 +251,36 @@ def test_head_72_compiles_for_hopper_padded_and_split() -> None:
     run = run_compile_script(_HOPPER_COMPILE, str(REPO / "kb/family/attention/attention_prefill_varlen.py"))
     lines = dict(line.split() for line in run.stdout.split("\n") if line)
     assert int(lines["0"]) > 0 and int(lines["1"]) > 0 and lines["0"] != lines["1"], run.stdout
+
+
+# A paged cache's chunks with their block ids read a chunk ahead (BT_AHEAD), at the short-batch tiles AUTO picks
+# (V beside K) and at the explicit defaults, compiled for sm_90: prints the attention kernel's PTX lines per form.
+_HOPPER_COMPILE_BT_AHEAD = """
+import sys
+from pathlib import Path
+import torch
+from aka_tui.bench.evaluator.target_compile import install_compile_only
+from aka_tui.bench.problem.module_loading import import_file
+compiled = install_compile_only(90)
+kernel = import_file(Path(sys.argv[1]), "varlen_kernel_bt_ahead")
+seqs, length, page = 8, 64, 16
+q = torch.randn(seqs * length, 16, 128, dtype=torch.bfloat16)
+pool = seqs * length // page
+k, v = torch.randn(pool, page, 4, 128, dtype=torch.bfloat16), torch.randn(pool, page, 4, 128, dtype=torch.bfloat16)
+cu = torch.arange(0, seqs * length + 1, length, dtype=torch.int32)
+table = torch.arange(pool, dtype=torch.int32).view(seqs, -1)
+used = torch.full((seqs,), length, dtype=torch.int32)
+for auto in (1, 0):
+    for ahead in (0, 1):
+        kernel.TUNABLES.update(AUTO=auto, BT_AHEAD=ahead)
+        compiled.clear()
+        kernel.Model(16, 4, 128)(q, k, v, cu, seqused_k=used, block_table=table)
+        print(f"{auto}-{ahead}", dict(compiled)["_attention_prefill_varlen_kernel"])
+"""
+
+
+def test_block_ids_a_chunk_ahead_compile_for_hopper() -> None:
+    run = run_compile_script(_HOPPER_COMPILE_BT_AHEAD, str(REPO / "kb/family/attention/attention_prefill_varlen.py"))
+    lines = dict(line.split() for line in run.stdout.split("\n") if line)
+    assert set(lines) == {"1-0", "1-1", "0-0", "0-1"}, run.stdout
+    assert all(int(n) > 0 for n in lines.values()) and lines["1-0"] != lines["1-1"], run.stdout

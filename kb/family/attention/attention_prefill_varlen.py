@@ -29,6 +29,9 @@ no software pipelining, one-load tile map, GQA heads packed, V loaded beside K â
 KV_AHEAD 1 issues a chunk's V load beside its K load, before the first dot, so the two latencies overlap in a
 program without pipelining stages; 2 also loads the next chunk's K and V before this chunk's dots (registers).
 MAXNREG caps the registers per thread (more programs per SM, at the price of spills), for heads up to 128.
+BT_AHEAD (paged caches; not with KV_AHEAD 2) reads each chunk's cache-block ids one chunk ahead, so a chunk's K/V
+gather no longer waits on a block-table load first: one dependent global round trip a chunk instead of two. It is
+off by default: not yet timed on a GPU.
 TMA loads the unmasked K/V chunks of contiguous K/V through host-built descriptors (the copy engine, no address
 arithmetic); AUTO keeps it for the long-sequence tiles only (H200, in the suite: 4 x 4096 tokens 0.714 -> 0.655 ms,
 8192 and 16384 tokens 9% and 11% faster; the short tiles, unpipelined, lost 12-13%). WARP_SPECIALIZE asks the
@@ -48,7 +51,7 @@ from torch import nn
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
-            "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1}
+            "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -62,6 +65,7 @@ SEARCH_SPACE = {
     "TMA": [0, 1],
     "WARP_SPECIALIZE": [0, 1],
     "SPLIT_HEAD": [0, 1],
+    "BT_AHEAD": [0, 1],
 }
 
 INERT = {  # AUTO picks these itself
@@ -120,6 +124,19 @@ def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_
 
 
 @triton.jit
+def _page_ids(bt_ptr, b, s_bt, page, offs_n, n_ok):
+    """The cache blocks that hold keys `offs_n` of sequence b (0 where masked)."""
+    return tl.load(bt_ptr + b * s_bt + offs_n // page, mask=n_ok, other=0)
+
+
+@triton.jit
+def _rows_in_pages(block, offs_n, page, sk_b, sk_t, sv_b, sv_t):
+    """Element offsets of keys `offs_n` in K and V, their blocks already read (`block`)."""
+    block = block.to(tl.int64)
+    return block * sk_b + (offs_n % page) * sk_t, block * sv_b + (offs_n % page) * sv_t
+
+
+@triton.jit
 def _scores(q, kt, q2, kt2, SPLIT: tl.constexpr):
     """Q K^T of a chunk; with SPLIT the head's second part (q2 [M, D2], kt2 [D2, N]) adds its own dot."""
     s = tl.dot(q, kt, input_precision="ieee")
@@ -169,7 +186,7 @@ def _attention_prefill_varlen_kernel(
     SPLIT: tl.constexpr, BLOCK_D2: tl.constexpr,
     SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
     TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr, KV_AHEAD: tl.constexpr,
-    k_desc=None, v_desc=None, TMA: tl.constexpr = False, WS: tl.constexpr = False,
+    k_desc=None, v_desc=None, TMA: tl.constexpr = False, WS: tl.constexpr = False, BT_AHEAD: tl.constexpr = False,
 ):
     # strides arrive divided by UNIT (see _stride_unit); multiplying by the constant proves their divisibility
     sq_t, sq_h, so_t, so_h = sq_t * UNIT, sq_h * UNIT, so_t * UNIT, so_h * UNIT
@@ -249,6 +266,8 @@ def _attention_prefill_varlen_kernel(
     else:
         n_end = kv_len
         n_full = kv_len // BLOCK_N * BLOCK_N
+    if BT_AHEAD:  # paged: the first chunk's cache blocks, read before the loops (then always one chunk ahead)
+        blocks = _page_ids(bt_ptr, b, s_bt, page, offs_n0, offs_n0 < kv_len)
     # 1) chunks every row of the tile sees in full: no mask
     if TMA:  # K and V chunks through descriptors over [tokens, kv_heads * head] (contiguous K/V, head = BLOCK_D)
         for n0 in tl.range(0, n_full, BLOCK_N, warp_specialize=WS):
@@ -272,8 +291,12 @@ def _attention_prefill_varlen_kernel(
             vv = vv_next
     else:
         for n0 in range(0, n_full, BLOCK_N):
-            k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, n0 + offs_n0, n0 + offs_n0 < kv_len,
-                                      sk_b, sk_t, sv_b, sv_t, PAGED)
+            if BT_AHEAD:  # this chunk's blocks were read a chunk ahead; read the next chunk's now
+                k_rows, v_rows = _rows_in_pages(blocks, n0 + offs_n0, page, sk_b, sk_t, sv_b, sv_t)
+                blocks = _page_ids(bt_ptr, b, s_bt, page, n0 + BLOCK_N + offs_n0, n0 + BLOCK_N + offs_n0 < kv_len)
+            else:
+                k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, n0 + offs_n0, n0 + offs_n0 < kv_len,
+                                          sk_b, sk_t, sv_b, sv_t, PAGED)
             kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None], other=0.0)
             kt2 = _load_part(k_base2 + k_rows[None, :], d2_ok[:, None], kt, SPLIT)
             if KV_AHEAD:  # V in flight with K, before the first dot
@@ -295,7 +318,11 @@ def _attention_prefill_varlen_kernel(
     for n0 in range(n_full, n_end, BLOCK_N):
         offs_n = n0 + offs_n0
         n_ok = offs_n < kv_len
-        k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
+        if BT_AHEAD:
+            k_rows, v_rows = _rows_in_pages(blocks, offs_n, page, sk_b, sk_t, sv_b, sv_t)
+            blocks = _page_ids(bt_ptr, b, s_bt, page, offs_n + BLOCK_N, offs_n + BLOCK_N < kv_len)
+        else:
+            k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
         kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & n_ok[None, :], other=0.0)
         kt2 = _load_part(k_base2 + k_rows[None, :], d2_ok[:, None] & n_ok[None, :], kt, SPLIT)
         if KV_AHEAD:
@@ -466,6 +493,7 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         SEARCH=max(1, (batch - 1).bit_length()),
         CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map, PACK_GQA=pack,
         KV_AHEAD=tiles.get("KV_AHEAD", 0), **_kv_descriptors(k, v, tiles, bn, block_d, head_dim, paged),
+        BT_AHEAD=paged and bool(tiles.get("BT_AHEAD", 0)) and tiles.get("KV_AHEAD", 0) != 2,
         num_warps=tiles["num_warps"], **_register_cap(tiles.get("MAXNREG", 0), block_d + block_d2),
         num_stages=_cap_stages(tiles["num_stages"], 2 * bn * (block_d + block_d2) * q.element_size(),
                                bm * (block_d + block_d2) * q.element_size()),
