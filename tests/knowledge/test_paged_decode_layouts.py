@@ -56,3 +56,60 @@ def test_slots_past_the_sequence_never_reach_the_output(page_tiles: int) -> None
     k_split = k.reshape(6, page, kv_heads, dim // x, x).permute(0, 2, 3, 1, 4).contiguous()
     v_split = v.permute(0, 2, 3, 1).contiguous()
     torch.testing.assert_close(kernel.Model()(q, k_split, v_split, table, lengths), want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("maxnreg", [0, 96])
+def test_register_cap_reaches_the_attention_launch_only_when_set(maxnreg: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MAXNREG 0 leaves the register count to the compiler; a cap goes to the attention kernel's launch (as
+    Triton's `maxnreg` option), and the result is the reference's either way."""
+    kernel = import_file(REPO / "kb/family/attention/attention_paged_decode.py", "paged_kernel")
+    reference = import_file(REPO / "problems/attention_paged_decode/reference.py", "paged_reference")
+    kernel.TUNABLES.update(SPLIT_KV=0, BLOCK_N=8, PAGE_TILES=1, MAXNREG=maxnreg)
+    attention = kernel._attention_paged_decode_kernel
+    options: list[dict] = []
+
+    class Recorded:  # the launch's options, then the kernel itself
+        def __getitem__(self, grid: tuple):  # type: ignore[no-untyped-def]
+            def launch(*args, **kwargs):  # type: ignore[no-untyped-def]
+                options.append({k: v for k, v in kwargs.items() if k in ("maxnreg", "num_warps")})
+                return attention[grid](*args, **kwargs)
+            return launch
+
+    monkeypatch.setattr(kernel, "_attention_paged_decode_kernel", Recorded())
+    torch.manual_seed(2)
+    q = torch.randn(2, 4, 16)
+    k, v = torch.randn(6, 4, 2, 16), torch.randn(6, 4, 2, 16)
+    table = torch.tensor([[0, 1, 2], [3, 4, 5]], dtype=torch.int32)
+    lengths = torch.tensor([9, 6], dtype=torch.int32)
+    got = kernel.Model()(q, k, v, table, lengths)
+    torch.testing.assert_close(got, reference.Model()(q, k, v, table, lengths), atol=1e-5, rtol=1e-5)
+    assert options == [{"num_warps": 4, "maxnreg": 96} if maxnreg else {"num_warps": 4}]
+
+
+# The split layout at the short-context tiles the register cap is for (BLOCK_N 32, cap 96), compiled for sm_90.
+_HOPPER_COMPILE_CAP = """
+import sys
+from pathlib import Path
+import torch
+from aka_tui.bench.evaluator.target_compile import install_compile_only
+from aka_tui.bench.problem.module_loading import import_file
+compiled = install_compile_only(90)
+kernel = import_file(Path(sys.argv[1]), "paged_kernel_capped")
+batch, heads, kv_heads, dim, page, x, ctx = 8, 16, 16, 128, 16, 8, 64
+blocks = batch * ctx // page
+q = torch.randn(batch, heads, dim, dtype=torch.bfloat16)
+k = torch.randn(blocks, kv_heads, dim // x, page, x, dtype=torch.bfloat16)
+v = torch.randn(blocks, kv_heads, dim, page, dtype=torch.bfloat16)
+table = torch.arange(blocks, dtype=torch.int32).view(batch, -1)
+lengths = torch.full((batch,), ctx, dtype=torch.int32)
+kernel.TUNABLES.update(BLOCK_N=32, MAXNREG=96)
+kernel.Model()(q, k, v, table, lengths)
+print(dict(compiled)["_attention_paged_decode_kernel"])
+"""
+
+
+def test_register_cap_compiles_for_hopper() -> None:
+    from tests.knowledge.hopper_compile import run_compile_script
+
+    run = run_compile_script(_HOPPER_COMPILE_CAP, str(REPO / "kb/family/attention/attention_paged_decode.py"))
+    assert int(run.stdout.split()[-1]) > 0, run.stdout

@@ -20,7 +20,7 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_N": 64, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 16, "PAGE_TILES": 1, "num_warps": 4,
-            "num_stages": 2}
+            "num_stages": 2, "MAXNREG": 0}
 SEARCH_SPACE = {
     "BLOCK_N": [16, 32, 64, 128],
     "PAGE_TILES": [0, 1],
@@ -29,6 +29,7 @@ SEARCH_SPACE = {
     "BLOCK_S": [4, 8, 16, 32],
     "num_warps": [2, 4, 8],
     "num_stages": [1, 2, 3, 4],
+    "MAXNREG": [0, 96, 128],
 }
 # Tunables with no effect (the offline search skips them): without SPLIT_KV there are no partitions and no
 # reduce kernel.
@@ -38,6 +39,11 @@ INERT = {"PARTITION": {"SPLIT_KV": [0]}, "BLOCK_S": {"SPLIT_KV": [0]}}
 # (one block id per page, broadcast) and emits 16-byte loads; per token, the gathered block id hides them and
 # V loads were 2-byte scalars (sm_90 code of the split layout at BLOCK_N 64, head 128, bf16: 128 ld.global.b16
 # and 129 ld.global.b32, 255 registers with 200 bytes of spills).
+# MAXNREG caps the registers per thread of the attention kernel (0: the compiler's count), for more programs an SM
+# where a short context leaves each program one or two chunks and the kernel waits on memory. ptxas figures for
+# the split layout, head 128, bf16, 2 stages (python -m aka_tui.tuning.sm90_report, 2026-12-04): BLOCK_N 64 at 4
+# warps takes 180 registers (two programs an SM); capped at 128, 40 bytes of spills; BLOCK_N 32 takes 125, and
+# capped at 96 spills nothing (five programs an SM). Not yet timed on a GPU.
 
 LOG2E = 1.4426950408889634
 
@@ -241,6 +247,7 @@ def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_l
         PAGE=block_size if page_tiles else 0,
         num_warps=TUNABLES["num_warps"],
         num_stages=_cap_stages(TUNABLES["num_stages"], 2 * TUNABLES["BLOCK_N"] * block_d * q.element_size()),
+        **({"maxnreg": TUNABLES["MAXNREG"]} if TUNABLES.get("MAXNREG") else {}),
     )
     if split:
         _attention_paged_decode_reduce_kernel[(batch, num_heads)](
