@@ -27,6 +27,16 @@ def _offsets(lengths: list[int]) -> torch.Tensor:
     return torch.tensor([0] + torch.tensor(lengths).cumsum(0).tolist(), dtype=torch.int32)
 
 
+def _shuffled_paged_cache(k_lens: list[int], spare: int) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """K and V pools of PAGE-slot blocks (`spare` never used), and the block table and key lengths that give each
+    sequence its own blocks in random order."""
+    per_seq = (max(k_lens) + PAGE - 1) // PAGE
+    blocks = per_seq * len(k_lens) + spare
+    k, v = torch.randn(blocks, PAGE, KVH, D), torch.randn(blocks, PAGE, KVH, D)
+    table = torch.randperm(blocks)[: per_seq * len(k_lens)].view(len(k_lens), per_seq).to(torch.int32)
+    return k, v, {"seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table}
+
+
 @pytest.mark.parametrize("q_lens, k_lens, causal, paged", [
     ([3, 1, 20], [40, 9, 20], True, False),  # chunked prefill and decode rows: bottom-right causal
     ([5, 33, 0, 17], [5, 33, 0, 17], False, False),  # not causal, an empty sequence
@@ -48,11 +58,7 @@ def test_varlen_kernel_matches_its_reference(modules: tuple[ModuleType, ModuleTy
     extra: dict[str, torch.Tensor] = {"cu_seqlens_k": cu_k}
     k, v = torch.randn(int(cu_k[-1]), KVH, D), torch.randn(int(cu_k[-1]), KVH, D)
     if paged:
-        per_seq = (max(k_lens) + PAGE - 1) // PAGE
-        blocks = per_seq * len(k_lens) + 3
-        k, v = torch.randn(blocks, PAGE, KVH, D), torch.randn(blocks, PAGE, KVH, D)
-        table = torch.randperm(blocks)[: per_seq * len(k_lens)].view(len(k_lens), per_seq).to(torch.int32)
-        extra = {"seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table}
+        k, v, extra = _shuffled_paged_cache(k_lens, 3)
     want = reference.Model(heads, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
     launches: list[tuple[tuple, bool]] = []
     attention = kernel._attention_prefill_varlen_kernel
@@ -178,11 +184,7 @@ def test_block_ids_read_a_chunk_ahead_match_the_reference(modules: tuple[ModuleT
     q_lens, k_lens = [1, 6, 21, 35, 20], [3, 40, 21, 50, 30]  # the last: two masked chunks a tile (causal)
     cu_q = _offsets(q_lens)
     q = torch.randn(int(cu_q[-1]), H, D)
-    per_seq = (max(k_lens) + PAGE - 1) // PAGE
-    blocks = per_seq * len(k_lens) + 5
-    k, v = torch.randn(blocks, PAGE, KVH, D), torch.randn(blocks, PAGE, KVH, D)
-    table = torch.randperm(blocks)[: per_seq * len(k_lens)].view(len(k_lens), per_seq).to(torch.int32)
-    extra = {"seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table}
+    k, v, extra = _shuffled_paged_cache(k_lens, 5)
     want = reference.Model(H, KVH, D, causal=causal)(q, k, v, cu_q, **extra)
     outs = {}
     for ahead in (0, 1):
