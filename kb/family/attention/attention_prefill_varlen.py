@@ -117,8 +117,7 @@ def _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_
     """Element offsets of keys `offs_n` of sequence b in K and V: slots of the block table's blocks (paged), or
     rows after the sequence's first key."""
     if PAGED:
-        block = tl.load(bt_ptr + b * s_bt + offs_n // page, mask=n_ok, other=0).to(tl.int64)
-        return block * sk_b + (offs_n % page) * sk_t, block * sv_b + (offs_n % page) * sv_t
+        return _rows_in_pages(_page_ids(bt_ptr, b, s_bt, page, offs_n, n_ok), offs_n, page, sk_b, sk_t, sv_b, sv_t)
     rows = k_start.to(tl.int64) + offs_n
     return rows * sk_t, rows * sv_t
 
