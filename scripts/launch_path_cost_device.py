@@ -37,8 +37,9 @@ def main(argv: list[str]) -> int:
     x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(cols, device="cuda", dtype=torch.bfloat16)
     y = torch.empty_like(x)
-    rows_per, block, single, warps, stages, _ = kernel._plan(cols, dict(kernel.TUNABLES))
-    constexprs = dict(ROWS=rows_per, BLOCK=block, SINGLE_TILE=single, EARLY_WEIGHTS=True)
+    few_rows = rows <= kernel.FEW_ROWS_PER_SM * kernel._sm_count(x.device)  # as the launcher decides it
+    rows_per, block, single, warps, stages, _, const_cols = kernel._plan(cols, few_rows, dict(kernel.TUNABLES))
+    constexprs = dict(ROWS=rows_per, BLOCK=block, SINGLE_TILE=single, EARLY_WEIGHTS=True, N_COLS=const_cols)
     args = (x, w, y, rows, cols, cols, cols, 1e-5)
     grid = (-(-rows // rows_per),)
     compiled = kernel._rms_norm_kernel[grid](*args, **constexprs, num_warps=warps, num_stages=stages)

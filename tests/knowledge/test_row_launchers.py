@@ -56,8 +56,8 @@ def test_rms_norm_auto_tiles_narrow_rows_many_to_a_program(rows: int, cols: int)
     """AUTO packs rows of 128 thirty-two to a program (4096-element tiles, 8 warps), wide rows one to a program,
     and gives the explicit launch's result, a partial last program included."""
     kernel = _kernel("norm/rms_norm.py")
-    assert kernel._auto(128) == {"ROWS_PER_PROGRAM": 32, "num_warps": 8}
-    assert kernel._auto(1024)["ROWS_PER_PROGRAM"] == 4 and kernel._auto(8192)["ROWS_PER_PROGRAM"] == 1
+    assert kernel._auto(128, False) == {"ROWS_PER_PROGRAM": 32, "num_warps": 8}
+    assert kernel._auto(1024, False)["ROWS_PER_PROGRAM"] == 4 and kernel._auto(8192, False)["ROWS_PER_PROGRAM"] == 1
     torch.manual_seed(0)
     x, w = torch.randn(rows, cols), torch.randn(cols)
     auto = kernel.launch_rms_norm(x, w, 1e-6, dict(kernel.TUNABLES, AUTO=1))
@@ -161,12 +161,33 @@ def test_wide_rows_take_the_two_pass_loop(path: str, name: str, monkeypatch: pyt
     monkeypatch.setattr(kernel, name, recorder)
     torch.manual_seed(5)
     off = {"WIDE_COLS": 0} if "WIDE_COLS" in kernel.TUNABLES else {"AUTO": 0}
-    for cols, cfg, looped in ((8200, {}, True), (5000, {}, False), (8200, off, False)):
+    for cols, cfg, looped in ((8200, {}, True), (1500, {}, False), (8200, off, False)):
         x, w, b = torch.randn(2, cols), torch.randn(cols), torch.randn(cols)
         launch, want = _norm_formulas(x, w, b)[path]
         torch.testing.assert_close(launch(kernel, dict(kernel.TUNABLES, **cfg)), want, rtol=1e-5, atol=1e-5)
         call = recorder.calls[-1]
         assert (not call["SINGLE_TILE"], call["BLOCK"] == 4096, call["num_warps"] == 16) == (looped,) * 3, call
+
+
+@pytest.mark.parametrize(("rows", "cols", "warps"), [(3, 2880, 16), (300, 4100, 8)])
+def test_rms_norm_rows_from_a_4096_tile_loop_with_the_width_compiled_in(rows: int, cols: int, warps: int,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under AUTO, rows whose tile is 4096 wide or more (below WIDE_COLS) run the two-pass loop in 4096-wide
+    chunks (one chunk for 2880: two passes over it) with the width compiled in, at 16 warps on a grid of at most
+    FEW_ROWS_PER_SM rows an SM (132 SMs off CUDA) and 8 above; the rows are the formula's."""
+    kernel = _kernel("norm/rms_norm.py")
+    recorder = _Recorder(kernel._rms_norm_kernel)
+    monkeypatch.setattr(kernel, "_rms_norm_kernel", recorder)
+    torch.manual_seed(7)
+    x, w = torch.randn(rows, cols), torch.randn(cols)
+    want = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-6) * w
+    torch.testing.assert_close(kernel.launch_rms_norm(x, w, 1e-6), want, rtol=1e-5, atol=1e-5)
+    call = recorder.calls[-1]
+    assert (call["SINGLE_TILE"], call["BLOCK"], call["N_COLS"], call["num_warps"]) == (False, 4096, cols, warps)
+    narrow = kernel.launch_rms_norm(x[:, :1500], w[:1500], 1e-6)  # a 2048 tile: the one-pass row, width passed
+    assert (recorder.calls[-1]["SINGLE_TILE"], recorder.calls[-1]["N_COLS"]) == (True, 0)
+    torch.testing.assert_close(narrow, x[:, :1500] * torch.rsqrt(x[:, :1500].square().mean(-1, keepdim=True)
+                                                                  + 1e-6) * w[:1500], rtol=1e-5, atol=1e-5)
 
 
 def _heads_views(tokens: int, q_heads: int, k_heads: int, dim: int) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -14,7 +14,10 @@ elements (32 rows of 128, 4 rows of 1024, one row from 4096 up) over 16 elements
 vectors), at most 8 warps. One row a program at 8 warps left rows of 128 with half an element a thread and a
 grid of hundreds of thousands of programs (H200, RMSNorm over 505,888 rows of 128: 0.48 ms, where
 torch.compile's generated kernel took 0.067). Rows of WIDE_COLS and more run the two-pass loop in
-WIDE_BLOCK-wide chunks at 16 warps. AUTO 0 launches the explicit tunables (the tuner's space).
+WIDE_BLOCK-wide chunks at 16 warps. Narrower rows whose tile is MID_TILE or more wide run the two-pass loop too,
+in WIDE_BLOCK-wide chunks (one chunk up to 4096) with the row width compiled in (CONST_COLS), at 16 warps where
+the grid is at most FEW_ROWS_PER_SM rows an SM, else 8 (see MID_TILE). AUTO 0 launches the explicit tunables
+(the tuner's space).
 """
 
 import torch
@@ -23,13 +26,14 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"AUTO": 1, "BLOCK_N": 1024, "EARLY_WEIGHTS": 1, "ONE_PASS": True, "ROWS_PER_PROGRAM": 1,
-            "num_warps": 8, "num_stages": 1}
+            "CONST_COLS": 0, "num_warps": 8, "num_stages": 1}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "EARLY_WEIGHTS": [0, 1, 2],
     "BLOCK_N": [256, 512, 1024, 2048, 4096, 8192],
     "ONE_PASS": [True, False],
     "ROWS_PER_PROGRAM": [1, 2, 4, 8],
+    "CONST_COLS": [0, 1],
     "num_warps": [1, 2, 4, 8, 16],
     "num_stages": [1, 2, 3],
 }
@@ -45,15 +49,27 @@ AUTO_TILE = 4096  # elements of a program's tile under AUTO
 # 67.32 / 68.22; at 7168 and 5120 wide the loop lost 5-17%, so narrower rows keep the one pass.
 WIDE_COLS = 8192
 WIDE_BLOCK = 4096
+# Rows with a tile of MID_TILE up to WIDE_COLS: H200, saturated timer, median of 3 shuffled rounds, against the one-pass row
+# with a run-time width (AUTO before): 256 x 4096 5.30 -> 5.04 us, 128 x 2880 5.20 -> 4.96, 4096 x 5120 26.59 ->
+# 25.10, 2048 x 7168 ~20.1 -> 19.71. Compiling the width in is most of it (the loop bounds, masks and divisor
+# become constants); the re-read of the row from L2 beats holding it in registers at these widths.
+# The wide rows take the width compiled in too: 8192 x 8192 68.77 -> 68.14 us (torch.compile 68.40).
+MID_TILE = 4096
+FEW_ROWS_PER_SM = 2
 
 # A register tile larger than this (ROWS * BLOCK elements) is never formed: ONE_PASS falls back to the loop.
 _MAX_TILE_ELEMS = 65536
 
 
 @triton.jit
-def _rms_norm_kernel(x_ptr, w_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, eps,
+def _rms_norm_kernel(x_ptr, w_ptr, y_ptr, n_rows, n_cols_arg, stride_x, stride_y, eps,
                      ROWS: tl.constexpr, BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr,
-                     EARLY_WEIGHTS: tl.constexpr):
+                     EARLY_WEIGHTS: tl.constexpr, N_COLS: tl.constexpr = 0):
+    # N_COLS > 0: the row width compiled in (masks, loop bounds and the mean's divisor are constants)
+    if N_COLS > 0:
+        n_cols = N_COLS
+    else:
+        n_cols = n_cols_arg
     pid = tl.program_id(0)
     rows = pid.to(tl.int64) * ROWS + tl.arange(0, ROWS)
     row_mask = rows < n_rows
@@ -139,14 +155,17 @@ def _tile(n_cols: int, cfg: dict) -> tuple[int, bool]:
     full = _next_pow2(n_cols)
     if cfg["ONE_PASS"] and rows * full <= _MAX_TILE_ELEMS:
         return full, True
-    block = min(cfg["BLOCK_N"], full)
-    return block, block >= n_cols
+    return min(cfg["BLOCK_N"], full), False
 
 
-def _auto(n_cols: int) -> dict:
-    """AUTO's rows per program and warps for rows of n_cols (see the module docstring)."""
+def _auto(n_cols: int, few_rows: bool) -> dict:
+    """AUTO's rows per program and warps for rows of n_cols (see the module docstring); few_rows: the grid has at
+    most FEW_ROWS_PER_SM rows an SM."""
     if n_cols >= WIDE_COLS:
-        return {"ROWS_PER_PROGRAM": 1, "ONE_PASS": False, "BLOCK_N": WIDE_BLOCK, "num_warps": 16}
+        return {"ROWS_PER_PROGRAM": 1, "ONE_PASS": False, "BLOCK_N": WIDE_BLOCK, "CONST_COLS": 1, "num_warps": 16}
+    if _next_pow2(n_cols) >= MID_TILE:
+        return {"ROWS_PER_PROGRAM": 1, "ONE_PASS": False, "BLOCK_N": WIDE_BLOCK, "CONST_COLS": 1,
+                "num_warps": 16 if few_rows else 8}
     full = _next_pow2(n_cols)
     rows = max(1, min(64, AUTO_TILE // full))
     return {"ROWS_PER_PROGRAM": rows, "num_warps": max(1, min(8, rows * full // 512))}
@@ -155,16 +174,17 @@ def _auto(n_cols: int) -> dict:
 # Launch plans by (row width, tunables' values): the tile arithmetic runs once per width, not on every call (a
 # decode-sized call spends more time on the host than on the GPU). Keyed by the values, so a search that edits
 # TUNABLES in place gets fresh plans.
-_PLANS: dict[tuple, tuple[int, int, bool, int, int, int]] = {}
+_PLANS: dict[tuple, tuple[int, int, bool, int, int, int, int]] = {}  # by (width, few rows, tunables' values)
 
 
-def _plan(n_cols: int, cfg: dict) -> tuple[int, int, bool, int, int, int]:
-    """(rows per program, BLOCK, SINGLE_TILE, num_warps, num_stages, EARLY_WEIGHTS mode) for rows of n_cols."""
+def _plan(n_cols: int, few_rows: bool, cfg: dict) -> tuple[int, int, bool, int, int, int, int]:
+    """(rows per program, BLOCK, SINGLE_TILE, num_warps, num_stages, EARLY_WEIGHTS mode, N_COLS) for rows of
+    n_cols; N_COLS is the width compiled into the kernel (0: a run-time argument)."""
     if cfg.get("AUTO", 0):
-        cfg = {**cfg, **_auto(n_cols)}
+        cfg = {**cfg, **_auto(n_cols, few_rows)}
     block, single = _tile(n_cols, cfg)
     return (cfg["ROWS_PER_PROGRAM"], block, single, cfg["num_warps"], 1 if single else cfg["num_stages"],
-            cfg.get("EARLY_WEIGHTS", 1))
+            cfg.get("EARLY_WEIGHTS", 1), n_cols if cfg.get("CONST_COLS", 0) else 0)
 
 
 def _out_like(x: torch.Tensor) -> torch.Tensor:
@@ -176,20 +196,21 @@ def _out_like(x: torch.Tensor) -> torch.Tensor:
 def launch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cfg: dict | None = None) -> torch.Tensor:
     cfg = TUNABLES if cfg is None else cfg
     n_cols = x.shape[-1]
-    key = (n_cols, *cfg.values())
+    n_rows = x.numel() // n_cols if n_cols else 0
+    few_rows = n_rows <= FEW_ROWS_PER_SM * _sm_count(x.device)
+    key = (n_cols, few_rows, *cfg.values())
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _plan(n_cols, cfg)
-    rows, block, single, warps, stages, early_mode = plan
+        plan = _PLANS[key] = _plan(n_cols, few_rows, cfg)
+    rows, block, single, warps, stages, early_mode, const_cols = plan
     x2, stride_x = _rows(x, n_cols)
     weight = weight.contiguous()
-    n_rows = x.numel() // n_cols if n_cols else 0
     y = _out_like(x)
     if n_rows == 0:
         return y
     programs = _cdiv(n_rows, rows)
     _rms_norm_kernel[(programs,)](x2, weight, y, n_rows, n_cols, stride_x, n_cols, eps,
-                                  ROWS=rows, BLOCK=block, SINGLE_TILE=single,
+                                  ROWS=rows, BLOCK=block, SINGLE_TILE=single, N_COLS=const_cols,
                                   EARLY_WEIGHTS=_early_weights(early_mode, single, programs, x.device),
                                   num_warps=warps, num_stages=stages)
     return y
