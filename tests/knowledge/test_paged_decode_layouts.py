@@ -86,6 +86,41 @@ def test_register_cap_reaches_the_attention_launch_only_when_set(maxnreg: int, m
     assert options == [{"num_warps": 4, "maxnreg": 96} if maxnreg else {"num_warps": 4}]
 
 
+@pytest.mark.parametrize(("batch", "short_context", "want"), [
+    (34, 1, {"BLOCK_N": 16, "maxnreg": 96}),  # 34 x 4 programs (>= 132 SMs), each context one 32-token chunk
+    (34, 0, {"BLOCK_N": 32}),                 # the rule off
+    (2, 1, {"BLOCK_N": 32}),                  # 8 programs: the grid does not fill the SMs
+])
+def test_one_chunk_contexts_on_a_full_grid_run_half_chunks_under_a_cap(batch: int, short_context: int, want: dict,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """SHORT_CONTEXT: where every program's context fits one chunk and the grid fills the SMs, the launch halves
+    the chunk and caps the registers; otherwise it launches the tunables as they are. Same result either way."""
+    kernel = import_file(REPO / "kb/family/attention/attention_paged_decode.py", "paged_kernel")
+    reference = import_file(REPO / "problems/attention_paged_decode/reference.py", "paged_reference")
+    kernel.TUNABLES.update(SPLIT_KV=1, PARTITION=512, BLOCK_N=32, PAGE_TILES=1, MAXNREG=0,
+                           SHORT_CONTEXT=short_context)
+    attention = kernel._attention_paged_decode_kernel
+    launched: list[dict] = []
+
+    class Recorded:
+        def __getitem__(self, grid: tuple):  # type: ignore[no-untyped-def]
+            def launch(*args, **kwargs):  # type: ignore[no-untyped-def]
+                launched.append({k: v for k, v in kwargs.items() if k in ("BLOCK_N", "maxnreg")})
+                return attention[grid](*args, **kwargs)
+            return launch
+
+    monkeypatch.setattr(kernel, "_attention_paged_decode_kernel", Recorded())
+    torch.manual_seed(3)
+    heads, kv_heads, dim, page = 8, 4, 16, 4
+    q = torch.randn(batch, heads, dim)
+    k, v = torch.randn(batch * 8, page, kv_heads, dim), torch.randn(batch * 8, page, kv_heads, dim)
+    table = torch.randperm(batch * 8).view(batch, 8).to(torch.int32)
+    lengths = torch.randint(1, 33, (batch,), dtype=torch.int32)
+    got = kernel.Model()(q, k, v, table, lengths)
+    torch.testing.assert_close(got, reference.Model()(q, k, v, table, lengths), atol=1e-5, rtol=1e-5)
+    assert launched == [want]
+
+
 # The split layout at the short-context tiles the register cap is for (BLOCK_N 32, cap 96), compiled for sm_90.
 _HOPPER_COMPILE_CAP = """
 import sys

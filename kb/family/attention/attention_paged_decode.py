@@ -20,7 +20,7 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_N": 64, "SPLIT_KV": 1, "PARTITION": 512, "BLOCK_S": 16, "PAGE_TILES": 1, "num_warps": 4,
-            "num_stages": 2, "MAXNREG": 0}
+            "num_stages": 2, "MAXNREG": 0, "SHORT_CONTEXT": 1}
 SEARCH_SPACE = {
     "BLOCK_N": [16, 32, 64, 128],
     "PAGE_TILES": [0, 1],
@@ -30,6 +30,7 @@ SEARCH_SPACE = {
     "num_warps": [2, 4, 8],
     "num_stages": [1, 2, 3, 4],
     "MAXNREG": [0, 96, 128],
+    "SHORT_CONTEXT": [0, 1],
 }
 # Tunables with no effect (the offline search skips them): without SPLIT_KV there are no partitions and no
 # reduce kernel.
@@ -43,7 +44,34 @@ INERT = {"PARTITION": {"SPLIT_KV": [0]}, "BLOCK_S": {"SPLIT_KV": [0]}}
 # where a short context leaves each program one or two chunks and the kernel waits on memory. ptxas figures for
 # the split layout, head 128, bf16, 2 stages (python -m aka_tui.tuning.sm90_report, 2026-12-04): BLOCK_N 64 at 4
 # warps takes 180 registers (two programs an SM); capped at 128, 40 bytes of spills; BLOCK_N 32 takes 125, and
-# capped at 96 spills nothing (five programs an SM). Not yet timed on a GPU.
+# capped at 96 spills nothing (five programs an SM).
+# SHORT_CONTEXT (on by default) is the rule H200 timings gave for that case: where each program's context fits in
+# one BLOCK_N chunk (nothing for the pipeliner to overlap) and the grid has at least one program per SM, the chunk
+# is halved (two pipelined chunks) and, at head sizes up to 128 with no cap set, registers are capped at 96.
+# H200, 2026-12-04, saturated timer, split layout, head 128, 64-token contexts: 256 sequences x 16 KV heads
+# 110.9 -> 67.4 us (BLOCK_N 32 alone 71.0); 128 x 3: 18.6 -> 13.8. Contexts of 128 tokens on 4-32 programs, and
+# the suite's 2048-32768-token contexts (512-token partitions), ran 5-15% slower at BLOCK_N 32 or capped, so the
+# rule leaves them alone (docs/benchmarks/2026-12-04-h200-s29/).
+SHORT_CAP = 96
+_SMS: dict[int, int] = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    """The device's SM count, cached (the property lookup costs microseconds a call); 132 off CUDA."""
+    if device.type != "cuda":
+        return 132
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index]
+
+
+def _chunking(block_n: int, maxnreg: int, program_ctx: int, programs: int, block_d: int,
+              device: torch.device) -> tuple[int, int]:
+    """(BLOCK_N, register cap) under SHORT_CONTEXT: halved chunks and a cap for one-chunk programs on a full grid."""
+    if program_ctx <= block_n and block_n >= 32 and programs >= _sm_count(device):
+        return block_n // 2, maxnreg or (SHORT_CAP if block_d <= 128 else 0)
+    return block_n, maxnreg
 
 LOG2E = 1.4426950408889634
 
@@ -230,8 +258,12 @@ def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_l
     num_splits = max(1, _cdiv(max_ctx, partition)) if TUNABLES["SPLIT_KV"] else 1
     split = num_splits > 1  # one partition needs no workspace and no second kernel
     # whole-page tiles: the split layout, a power-of-two page that divides the chunk (and so every partition)
+    block_n, maxnreg = TUNABLES["BLOCK_N"], TUNABLES["MAXNREG"]
+    if TUNABLES.get("SHORT_CONTEXT", 0):
+        block_n, maxnreg = _chunking(block_n, maxnreg, min(max_ctx, partition) if split else max_ctx,
+                                     batch * num_kv_heads * num_splits, block_d, q.device)
     page_tiles = (TUNABLES["PAGE_TILES"] and split_x > 0 and block_size & (block_size - 1) == 0
-                  and TUNABLES["BLOCK_N"] % block_size == 0 and k_strides[1] == split_x and k_strides[3] == 1)
+                  and block_n % block_size == 0 and k_strides[1] == split_x and k_strides[3] == 1)
     if split:
         ws_m = torch.empty((batch, num_heads, num_splits), dtype=torch.float32, device=q.device)
         ws_l = torch.empty_like(ws_m)
@@ -243,11 +275,11 @@ def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_l
         group, head_dim, block_size, softmax_scale * LOG2E, partition, num_splits,
         *q.stride(), *k_strides, *v_strides, *block_tables.stride(), *out.stride(),
         num_heads,
-        BLOCK_G=block_g, BLOCK_N=TUNABLES["BLOCK_N"], BLOCK_D=block_d, SPLIT_KV=split, K_SPLIT_X=split_x,
+        BLOCK_G=block_g, BLOCK_N=block_n, BLOCK_D=block_d, SPLIT_KV=split, K_SPLIT_X=split_x,
         PAGE=block_size if page_tiles else 0,
         num_warps=TUNABLES["num_warps"],
-        num_stages=_cap_stages(TUNABLES["num_stages"], 2 * TUNABLES["BLOCK_N"] * block_d * q.element_size()),
-        **({"maxnreg": TUNABLES["MAXNREG"]} if TUNABLES.get("MAXNREG") else {}),
+        num_stages=_cap_stages(TUNABLES["num_stages"], 2 * block_n * block_d * q.element_size()),
+        **({"maxnreg": maxnreg} if maxnreg else {}),
     )
     if split:
         _attention_paged_decode_reduce_kernel[(batch, num_heads)](
