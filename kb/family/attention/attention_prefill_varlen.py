@@ -31,7 +31,9 @@ program without pipelining stages; 2 also loads the next chunk's K and V before 
 MAXNREG caps the registers per thread (more programs per SM, at the price of spills), for heads up to 128.
 BT_AHEAD (paged caches; not with KV_AHEAD 2) reads each chunk's cache-block ids one chunk ahead, so a chunk's K/V
 gather no longer waits on a block-table load first: one dependent global round trip a chunk instead of two. It is
-off by default: not yet timed on a GPU.
+off: on the H200 (2026-12-04, do_bench, AUTO's tiles, 16-slot pages) it was 3-6% slower on every shape tried,
+256-token batches of 130-1192 sequences (0.171 -> 0.181, 1.737 -> 1.837, 3.898 -> 4.149 ms) and single sequences
+of 1144-11840 tokens (3-4%): the extra carried registers and spills cost more than the round trip saved.
 TMA loads the unmasked K/V chunks of contiguous K/V through host-built descriptors (the copy engine, no address
 arithmetic); AUTO keeps it for the long-sequence tiles only (H200, in the suite: 4 x 4096 tokens 0.714 -> 0.655 ms,
 8192 and 16384 tokens 9% and 11% faster; the short tiles, unpipelined, lost 12-13%). WARP_SPECIALIZE asks the
