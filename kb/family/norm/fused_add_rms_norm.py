@@ -4,12 +4,14 @@ residual_out = (x + residual) rounded to x.dtype; y = residual_out * rsqrt(mean(
 statistics in fp32 over the *rounded* sum (as the reference), one final rounding of y.
 
 Tiling: each program owns ROWS_PER_PROGRAM rows as a [ROWS, BLOCK] register tile.
-  * ONE_PASS (or BLOCK_N >= hidden): BLOCK = next_power_of_2(hidden): x and residual are read once, the sum
-    stays in registers for the reduction and the normalisation.
-  * otherwise a column loop over BLOCK_N chunks. Pass 1 adds, rounds, stores residual_out and accumulates the
-    squares. Pass 2 either reads residual_out back (REREAD_SUM: one stream, after a CTA barrier so the
-    program's own stores are visible) or re-reads x and residual and recomputes the identical rounded sum.
+  * ONE_PASS: BLOCK = next_power_of_2(hidden): x and residual are read once, the sum stays in registers for
+    the reduction and the normalisation.
+  * otherwise a column loop over BLOCK_N chunks (one chunk when BLOCK_N >= hidden). Pass 1 adds, rounds,
+    stores residual_out and accumulates the squares. Pass 2 either reads residual_out back (REREAD_SUM: one
+    stream, after a CTA barrier so the program's own stores are visible) or re-reads x and residual and
+    recomputes the identical rounded sum.
   * rows at least WIDE_COLS wide take the loop in 4096-wide chunks at 16 warps (measured below _MAX_TILE_ELEMS).
+  * CONST_COLS (the default) compiles the row width in (one compilation per width).
 """
 
 import torch

@@ -3,10 +3,13 @@
 y = x * rsqrt(mean(x^2) + eps) * weight, statistics and products in fp32, one rounding to x.dtype.
 
 Tiling: each program owns ROWS_PER_PROGRAM rows as a [ROWS, BLOCK] register tile.
-  * ONE_PASS (or BLOCK_N >= hidden): BLOCK = next_power_of_2(hidden); the row is read from HBM once and
-    kept in registers between the reduction and the normalisation.
-  * otherwise a column loop over BLOCK_N-wide chunks: pass 1 accumulates x^2 (loads hinted evict_last so
-    the row stays in L2), pass 2 re-reads the chunk, normalises and stores (loads hinted evict_first).
+  * ONE_PASS: BLOCK = next_power_of_2(hidden); the row is read from HBM once and kept in registers between
+    the reduction and the normalisation.
+  * otherwise a column loop over BLOCK_N-wide chunks (one chunk when BLOCK_N >= hidden): pass 1 accumulates
+    x^2 (loads hinted evict_last so the row stays in L2), pass 2 re-reads the chunk, normalises and stores
+    (loads hinted evict_first).
+  * CONST_COLS compiles the row width in (one compilation per width): loop bounds, masks and the mean's
+    divisor become constants.
 Masked rows and columns, int64 row offsets, dtype-generic stores.
 
 AUTO (the default) picks ROWS_PER_PROGRAM and num_warps from the row width: a program's tile is about 4096
@@ -46,13 +49,15 @@ AUTO_TILE = 4096  # elements of a program's tile under AUTO
 # Rows at least WIDE_COLS wide run, under AUTO, the two-pass loop in WIDE_BLOCK-wide chunks at 16 warps (the
 # form torch.compile's generated kernel takes there). H200, 8192 x 8192 bf16, median of shuffled rounds beside
 # the one-pass row: 67.80 vs 69.51 us (do_bench), 68.69 vs 69.86 (saturated timer), a copy of the same bytes
-# 67.32 / 68.22; at 7168 and 5120 wide the loop lost 5-17%, so narrower rows keep the one pass.
+# 67.32 / 68.22. At 7168 and 5120 wide the loop with the width a run-time argument lost 5-17% to the one pass;
+# with the width compiled in it wins there too (MID_TILE below).
 WIDE_COLS = 8192
 WIDE_BLOCK = 4096
-# Rows with a tile of MID_TILE up to WIDE_COLS: H200, saturated timer, median of 3 shuffled rounds, against the one-pass row
-# with a run-time width (AUTO before): 256 x 4096 5.30 -> 5.04 us, 128 x 2880 5.20 -> 4.96, 4096 x 5120 26.59 ->
-# 25.10, 2048 x 7168 ~20.1 -> 19.71. Compiling the width in is most of it (the loop bounds, masks and divisor
-# become constants); the re-read of the row from L2 beats holding it in registers at these widths.
+# Rows with a tile of MID_TILE up to WIDE_COLS: H200, saturated timer, median of 3 shuffled rounds, against the
+# one-pass row with a run-time width (AUTO before): 256 x 4096 5.30 -> 5.04 us, 128 x 2880 5.20 -> 4.96,
+# 4096 x 5120 26.59 -> 25.10, 2048 x 7168 ~20.1 -> 19.71. Compiling the width in is most of it (the loop bounds,
+# masks and divisor become constants); the re-read of the row from L2 beats holding it in registers at these
+# widths.
 # The wide rows take the width compiled in too: 8192 x 8192 68.77 -> 68.14 us (torch.compile 68.40).
 MID_TILE = 4096
 FEW_ROWS_PER_SM = 2
