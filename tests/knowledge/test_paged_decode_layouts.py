@@ -4,6 +4,8 @@ block_size, x], V [blocks, kv_heads, head_dim, block_size]); sizes read from the
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import pytest
 import torch
 
@@ -58,6 +60,21 @@ def test_slots_past_the_sequence_never_reach_the_output(page_tiles: int) -> None
     torch.testing.assert_close(kernel.Model()(q, k_split, v_split, table, lengths), want, atol=1e-5, rtol=1e-5)
 
 
+def _record_launches(kernel: ModuleType, keys: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """The attention kernel's launches, recorded (their `keys` keyword arguments) and then made."""
+    attention, launches = kernel._attention_paged_decode_kernel, []
+
+    class Recorded:
+        def __getitem__(self, grid: tuple):  # type: ignore[no-untyped-def]
+            def launch(*args, **kwargs):  # type: ignore[no-untyped-def]
+                launches.append({k: v for k, v in kwargs.items() if k in keys})
+                return attention[grid](*args, **kwargs)
+            return launch
+
+    monkeypatch.setattr(kernel, "_attention_paged_decode_kernel", Recorded())
+    return launches
+
+
 @pytest.mark.parametrize("maxnreg", [0, 96])
 def test_register_cap_reaches_the_attention_launch_only_when_set(maxnreg: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """MAXNREG 0 leaves the register count to the compiler; a cap goes to the attention kernel's launch (as
@@ -65,17 +82,7 @@ def test_register_cap_reaches_the_attention_launch_only_when_set(maxnreg: int, m
     kernel = import_file(REPO / "kb/family/attention/attention_paged_decode.py", "paged_kernel")
     reference = import_file(REPO / "problems/attention_paged_decode/reference.py", "paged_reference")
     kernel.TUNABLES.update(SPLIT_KV=0, BLOCK_N=8, PAGE_TILES=1, MAXNREG=maxnreg)
-    attention = kernel._attention_paged_decode_kernel
-    options: list[dict] = []
-
-    class Recorded:  # the launch's options, then the kernel itself
-        def __getitem__(self, grid: tuple):  # type: ignore[no-untyped-def]
-            def launch(*args, **kwargs):  # type: ignore[no-untyped-def]
-                options.append({k: v for k, v in kwargs.items() if k in ("maxnreg", "num_warps")})
-                return attention[grid](*args, **kwargs)
-            return launch
-
-    monkeypatch.setattr(kernel, "_attention_paged_decode_kernel", Recorded())
+    options = _record_launches(kernel, ("maxnreg", "num_warps"), monkeypatch)
     torch.manual_seed(2)
     q = torch.randn(2, 4, 16)
     k, v = torch.randn(6, 4, 2, 16), torch.randn(6, 4, 2, 16)
@@ -99,17 +106,7 @@ def test_one_chunk_contexts_on_a_full_grid_run_half_chunks_under_a_cap(batch: in
     reference = import_file(REPO / "problems/attention_paged_decode/reference.py", "paged_reference")
     kernel.TUNABLES.update(SPLIT_KV=1, PARTITION=512, BLOCK_N=32, PAGE_TILES=1, MAXNREG=0,
                            SHORT_CONTEXT=short_context)
-    attention = kernel._attention_paged_decode_kernel
-    launched: list[dict] = []
-
-    class Recorded:
-        def __getitem__(self, grid: tuple):  # type: ignore[no-untyped-def]
-            def launch(*args, **kwargs):  # type: ignore[no-untyped-def]
-                launched.append({k: v for k, v in kwargs.items() if k in ("BLOCK_N", "maxnreg")})
-                return attention[grid](*args, **kwargs)
-            return launch
-
-    monkeypatch.setattr(kernel, "_attention_paged_decode_kernel", Recorded())
+    launched = _record_launches(kernel, ("BLOCK_N", "maxnreg"), monkeypatch)
     torch.manual_seed(3)
     heads, kv_heads, dim, page = 8, 4, 16, 4
     q = torch.randn(batch, heads, dim)
