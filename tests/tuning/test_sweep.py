@@ -58,7 +58,7 @@ def test_a_config_that_raises_is_recorded_and_skipped() -> None:
     # ROWS_PER_PROGRAM=3 is not a power of two: tl.arange raises; injected through a test-only search space
     # (AUTO 0: the explicit tiles reach the launch).
     space = {"AUTO": [0], "ROWS_PER_PROGRAM": [1, 3], "BLOCK_N": [1024], "EARLY_WEIGHTS": [1], "ONE_PASS": [True],
-             "num_warps": [8, 4], "num_stages": [1]}
+             "CONST_COLS": [0], "num_warps": [8, 4], "num_stages": [1]}
     record = _sweep("rms_norm", RMS_SHAPE, strategy="grid", max_configs=8, space=space)
     statuses = {json.dumps(t["changed"], sort_keys=True): t for t in record["trials"]}
     assert len(statuses) == 5  # the whole (small) grid and the default (AUTO 1, outside it): all in the record
