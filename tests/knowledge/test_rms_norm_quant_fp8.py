@@ -101,14 +101,15 @@ CASES = [  # out dtype, input dtype, residual, static scale, ONE_PASS, rows, wid
 @pytest.mark.parametrize("name, dtype, with_residual, static, one_pass, rows, width", CASES,
                          ids=[f"{c[0][10:]}-{str(c[1])[6:]}-{'res' if c[2] else 'nores'}-{'static' if c[3] else 'dyn'}"
                               f"-{'one' if c[4] else 'loop'}-{c[5]}x{c[6]}" for c in CASES])
+@pytest.mark.parametrize("const_cols", [0, 1], ids=["width-passed", "width-compiled-in"])
 def test_kernel_matches_its_semantics(name: str, dtype: torch.dtype, with_residual: bool, static: bool,
-                                      one_pass: bool, rows: int, width: int) -> None:
+                                      one_pass: bool, rows: int, width: int, const_cols: int) -> None:
     generator = torch.Generator().manual_seed(rows * width)
     x = (3 * torch.randn(rows, width, generator=generator)).to(dtype)
     weight = torch.randn(width, generator=generator).to(dtype)
     residual = torch.randn(rows, width, generator=generator).to(dtype) if with_residual else None
     scale = torch.tensor([0.004], dtype=torch.float32) if static else None  # some values saturate
-    cfg = dict(KERNEL.TUNABLES, EXACT_DIV=1, ONE_PASS=one_pass, BLOCK_N=256)
+    cfg = dict(KERNEL.TUNABLES, EXACT_DIV=1, ONE_PASS=one_pass, BLOCK_N=256, CONST_COLS=const_cols)
     got = KERNEL.launch_rms_norm_quant_fp8(x, weight, 1e-6, name, residual, scale, cfg)
     got = list(got) if isinstance(got, tuple) else [got]
     want = _reference(x, weight, 1e-6, name, residual, scale)

@@ -121,6 +121,27 @@ def test_norms_with_weights_loaded_before_or_after_the_reduction(path: str, earl
         torch.testing.assert_close(launch(kernel, cfg), want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(("path", "name"), [("norm/rms_norm.py", "_rms_norm_kernel"),
+                                            ("norm/layer_norm.py", "_layer_norm_kernel"),
+                                            ("norm/fused_add_rms_norm.py", "_fused_add_rms_norm_kernel")])
+def test_norms_with_the_row_width_compiled_in_or_passed(path: str, name: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """CONST_COLS only moves the row width from a run-time argument into the compiled kernel (N_COLS): the same
+    rows in the one-pass tile and in the column loop (a masked tail: 300 wide in 128-wide chunks)."""
+    kernel = _kernel(path)
+    recorder = _Recorder(getattr(kernel, name))
+    monkeypatch.setattr(kernel, name, recorder)
+    torch.manual_seed(8)
+    x, w, b = torch.randn(5, 300), torch.randn(300), torch.randn(300)
+    launch, want = _norm_formulas(x, w, b)[path]
+    for const in (0, 1):
+        for one_pass in (True, False):
+            cfg = dict(kernel.TUNABLES, AUTO=0, WIDE_COLS=0, CONST_COLS=const, ONE_PASS=one_pass, BLOCK_N=128)
+            torch.testing.assert_close(launch(kernel, cfg), want, rtol=1e-5, atol=1e-5)
+            call = recorder.calls[-1]
+            assert (call["N_COLS"], call["SINGLE_TILE"]) == (300 if const else 0, one_pass), call
+
+
 def test_layer_norm_auto_tiles_like_rms_norm() -> None:
     kernel = _kernel("norm/layer_norm.py")
     assert kernel._auto(128) == {"ROWS_PER_PROGRAM": 32, "num_warps": 8}
