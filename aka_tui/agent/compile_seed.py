@@ -24,7 +24,7 @@ _KERNEL_RE = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''\n(.*?)'''
 _EXTERN_MARKERS = ("extern_kernels.", "async_compile.cpp", "torch.ops.", "aten.", "cpp_fused", "async_compile.cuda")
 # library matrix products the seed computes itself: the wrapper's call -> the seed's launcher (seed_gemm.py)
 OWN_GEMMS = {"extern_kernels.mm": "_seed_mm", "extern_kernels.addmm": "_seed_addmm", "extern_kernels.bmm": "_seed_bmm"}
-_GRID_TYPES = ("Grid1D", "Grid2D")
+_GRID_TYPES = ("Grid1D", "Grid2D", "Grid2DWithYZOverflow", "Grid3D")
 BLOCK_SPACE = {"pointwise": [128, 256, 512, 1024, 2048, 4096], "x-reduction": [1, 2, 4, 8, 16, 32]}
 R_BLOCK_SPACE = [64, 128, 256, 512, 1024, 2048, 4096]
 WARPS_SPACE = [1, 2, 4, 8, 16]
@@ -202,8 +202,9 @@ def kernel_tunables(kernel: SeedKernel) -> tuple[dict[str, object], dict[str, li
         elif reduction:
             tunables[prefix + c], space[prefix + c] = 1, list(BLOCK_SPACE["x-reduction"])
         else:
-            default = 1024 if kernel.grid_type == "Grid1D" else 32
-            values = BLOCK_SPACE["pointwise"] if kernel.grid_type == "Grid1D" else [8, 16, 32, 64, 128]
+            default = {"Grid1D": 1024, "Grid3D": 8}.get(kernel.grid_type, 32)  # a tile is the product of its axes
+            values = {"Grid1D": BLOCK_SPACE["pointwise"], "Grid3D": [2, 4, 8, 16, 32]}.get(kernel.grid_type,
+                                                                                         [8, 16, 32, 64, 128])
             tunables[prefix + c], space[prefix + c] = default, list(values)
     tunables[prefix + "num_warps"], space[prefix + "num_warps"] = (8 if reduction else 4), list(WARPS_SPACE)
     tunables[prefix + "num_stages"], space[prefix + "num_stages"] = 1, list(STAGES_SPACE)

@@ -40,11 +40,13 @@ if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU interpreter cannot run 
             return getattr(tl, name, None) or getattr(tl.math, name)
 
         @staticmethod
-        def pow(base, exponent):
+        def pow(base, exponent):  # torch.pow's cases, in nested wheres (the interpreter's `&` fails on scalars)
             magnitude = tl.exp2(exponent * tl.log2(tl.abs(base)))
+            whole = tl.floor(exponent) == exponent
             odd = tl.floor(exponent * 0.5) * 2.0 != exponent
-            return tl.where((base < 0) & odd, -magnitude, tl.where(base == 0, tl.where(exponent == 0, 1.0, 0.0),
-                                                                    magnitude))
+            negative = tl.where(whole, tl.where(odd, -magnitude, magnitude), float("nan"))
+            zero = tl.where(exponent == 0, 1.0, tl.where(exponent < 0, float("inf"), 0.0))
+            return tl.where(base == 0, zero, tl.where(base < 0, negative, magnitude))
 
         @staticmethod
         def tanh(x):
@@ -178,15 +180,33 @@ def _launcher(kernel: SeedKernel) -> str:
             lines.append('    meta["R0_BLOCK"] = triton.next_power_of_2(max(int(named["r0_numel"]), 1))')
         else:
             lines.append(f'    meta["{c}"] = TUNABLES["{prefix}{c}"]')
-    x = 'triton.cdiv(int(named["xnumel"]), meta["XBLOCK"])' if "XBLOCK" in kernel.constexprs else \
-        'int(named.get("xnumel", 1))'
-    y = ', triton.cdiv(int(named["ynumel"]), meta["YBLOCK"])' if kernel.grid_type == "Grid2D" else ""
-    lines.append(f"    grid = ({x}{y},)" if not y else f"    grid = ({x}{y})")
+    lines += [f"    {line}" for line in _grid_lines(kernel)]
     lines.append("    if min(grid) <= 0:")
     lines.append("        return")
     lines.append(f'    {kernel.name}[grid](*args, **meta, num_warps=TUNABLES["{prefix}num_warps"], '
                  f'num_stages=TUNABLES["{prefix}num_stages"])')
     return "\n".join(lines) + "\n"
+
+
+# CUDA's limit on a grid's y (and z) dimension; inductor folds a longer y axis into z (Grid2DWithYZOverflow)
+MAX_Y_GRID = 65535
+
+
+def _grid_lines(kernel: SeedKernel) -> list[str]:
+    """The launcher's lines that set `grid` as inductor's grid type for the kernel computes it: Grid1D, Grid2D,
+    Grid3D, and Grid2DWithYZOverflow (y tiles beyond MAX_Y_GRID spread over z; the kernel reads its y tile as
+    program_id(1) + program_id(2) * num_programs(1) and masks the overflow)."""
+    x = 'triton.cdiv(int(named["xnumel"]), meta["XBLOCK"])' if "XBLOCK" in kernel.constexprs else \
+        'int(named.get("xnumel", 1))'
+    y = 'triton.cdiv(int(named["ynumel"]), meta["YBLOCK"])'
+    if kernel.grid_type == "Grid2D":
+        return [f"grid = ({x}, {y})"]
+    if kernel.grid_type == "Grid3D":
+        return [f'grid = ({x}, {y}, triton.cdiv(int(named["znumel"]), meta["ZBLOCK"]))']
+    if kernel.grid_type == "Grid2DWithYZOverflow":
+        return [f"y_tiles = {y}", f"y_folds = triton.cdiv(y_tiles, {MAX_Y_GRID})",
+                f"grid = ({x}, triton.cdiv(y_tiles, y_folds) if y_folds else 0, y_folds)"]
+    return [f"grid = ({x},)"]
 
 
 def _program_source(index: int, program: SeedProgram) -> str:

@@ -153,6 +153,29 @@ def test_unknown_launch_forms_are_refused() -> None:
         parse_program("key", _graph(template), {})
 
 
+@pytest.mark.parametrize(("grid_type", "numels", "want"), [
+    ("Grid1D", {"xnumel": 1000}, (8,)),
+    ("Grid2D", {"xnumel": 100, "ynumel": 70}, (4, 3)),
+    ("Grid3D", {"xnumel": 100, "ynumel": 70, "znumel": 9}, (4, 3, 2)),
+    ("Grid2DWithYZOverflow", {"xnumel": 100, "ynumel": 70}, (4, 3, 1)),
+    ("Grid2DWithYZOverflow", {"xnumel": 100, "ynumel": 32 * 70000}, (4, 35000, 2)),  # y tiles past 65535 fold
+    ("Grid2DWithYZOverflow", {"xnumel": 100, "ynumel": 0}, (4, 0, 0)),
+])
+def test_the_seeds_launcher_sizes_each_grid_type_as_inductor_does(grid_type: str, numels: dict, want: tuple) -> None:
+    """The launcher's grid for each grid type inductor emits: y tiles beyond CUDA's 65535 spread over z in
+    Grid2DWithYZOverflow (the kernel adds program_id(2) * num_programs(1) to its y tile)."""
+    import triton
+
+    from aka_tui.agent.compile_seed import SeedKernel
+    from aka_tui.agent.seed_source import _grid_lines
+
+    blocks = {"XBLOCK": 32, "YBLOCK": 32, "ZBLOCK": 8} if grid_type != "Grid1D" else {"XBLOCK": 128}
+    kernel = SeedKernel("k", "", "pointwise", list(numels), list(blocks), grid_type)
+    scope: dict[str, Any] = {"triton": triton, "named": numels, "meta": blocks}
+    exec("\n".join(_grid_lines(kernel)), scope)
+    assert scope["grid"] == want
+
+
 def test_equal_sizes_in_the_traced_inputs_stay_separate_symbols() -> None:
     """Traced on a square input, rows and columns must still be two arguments of the program: one shared
     symbol made the seed return (rows, rows) for every non-square input."""
@@ -233,6 +256,36 @@ def _round(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     y = torch.empty_like(x)
     module._round[(1,)](x, y, x.numel(), BLOCK=16)
     torch.testing.assert_close(y, torch.round(x))
+
+
+def test_the_interpreters_stand_in_powers_as_torch_does(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """libdevice.pow (a size's power, as in `dim ** -0.5` with a symbolic dim, or x ** y) runs on the CPU
+    interpreter through the seed's stand-in: torch.pow's values for negative bases (odd, even and fractional
+    exponents), zero bases and a scalar base made from an integer argument."""
+    import torch
+
+    from aka_tui.agent.seed_source import _HEADER
+    from aka_tui.bench.problem.module_loading import import_file
+
+    path = tmp_path / "pow_seed.py"
+    path.write_text(_HEADER.format(problem="pow", torch_version="", tunables={}, space={}) + '''
+
+@triton.jit
+def _pow(x_ptr, e_ptr, y_ptr, size_ptr, size, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=1.0)
+    e = tl.load(e_ptr + offs, mask=offs < n, other=1.0)
+    tl.store(y_ptr + offs, libdevice.pow(x, e), mask=offs < n)
+    scalar = libdevice.pow((size).to(tl.float64), tl.full([1], -0.5, tl.float64))
+    tl.store(size_ptr + tl.arange(0, 1), scalar.to(tl.float32))
+''')
+    module = import_file(path, "pow_seed")
+    x = torch.tensor([2.0, -2.0, -2.0, -2.0, 0.0, 0.0, 0.0, 9.0, -8.0, 1.5])
+    e = torch.tensor([3.0, 3.0, 2.0, 0.5, 0.0, 2.0, -1.0, -0.5, -1.0, 0.0])
+    y, size = torch.empty_like(x), torch.empty(1)
+    module._pow[(1,)](x, e, y, size, 64, x.numel(), BLOCK=16)
+    torch.testing.assert_close(y, torch.pow(x, e), equal_nan=True)
+    torch.testing.assert_close(size, torch.tensor([64 ** -0.5]))
 
 
 def test_large_probes_are_left_to_the_evaluation_on_the_cpu() -> None:

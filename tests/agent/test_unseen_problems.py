@@ -110,6 +110,17 @@ def test_optimize_seeds_a_projection_with_the_seeds_own_gemm(tmp_path: Path) -> 
     assert "_seed_matmul_kernel" in own and len(own) == 2, own  # the GEMM and inductor's gated epilogue
 
 
+@pytest.mark.slow
+def test_optimize_seeds_a_blockwise_readout_with_a_folded_grid_and_a_size_power(tmp_path: Path) -> None:
+    """A chunked recurrence's output pass (einsums inside a Python loop over blocks): inductor lowers its
+    transposes to kernels launched on a y axis folded into z (Grid2DWithYZOverflow) and the scale `dim ** -0.5`
+    of a symbolic size to libdevice.pow; the seed launches the one and the interpreter's stand-in runs the other,
+    so the start is real (with the seed's own GEMM for the products)."""
+    result = _started_correct_and_real(UNSEEN / "chunk_readout", tmp_path / "sessions",
+                                       "the seed's own GEMM for bmm", "compiler seed (inductor)")
+    assert all(name.startswith("_seed_") for s in result["shapes"] for name in s["audit"]["own_kernels"])
+
+
 def test_a_persons_kernel_is_the_start(tmp_path: Path) -> None:
     own = tmp_path / "mine.py"
     shutil.copyfile(default_kb_dir() / "family" / "activation" / "silu_and_mul.py", own)
