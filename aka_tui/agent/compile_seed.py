@@ -85,16 +85,25 @@ def _decorator_kind(text: str) -> str:
     return found.group(1)
 
 
+_HELPER_RE = re.compile(r"\b_triton_helper_fn_(\w+)")
+
+
 def clean_kernel(name: str, text: str) -> SeedKernel:
-    """The kernel as a plain @triton.jit function, with its launch metadata."""
+    """The kernel as a plain @triton.jit function, with its launch metadata; the @triton.jit helpers inductor
+    writes before a scan's or a sort's kernel (their combine functions) come with it."""
     kind = _decorator_kind(text)
     grid = re.search(r"'grid_type': '(\w+)'", text)
     grid_type = grid.group(1) if grid else "Grid1D"
     if grid_type not in _GRID_TYPES:
         raise SeedError(f"kernel {name}: grid type {grid_type} is not supported by the seed's launcher")
-    start = text.index("@triton.jit")
-    body = text[start:]
-    header = re.search(r"def \w+\((.*?)\):", body, re.DOTALL)
+    decorator = re.search(r"@triton_heuristics\.\w+\(", text)
+    assert decorator is not None  # _decorator_kind found it
+    start = text.index("@triton.jit", decorator.end())
+    first = text.find("@triton.jit")
+    helpers = text[first:decorator.start()].rstrip() + "\n\n\n" if first < decorator.start() else ""
+    kernel_text = text[start:]
+    body = helpers + kernel_text
+    header = re.search(r"def \w+\((.*?)\):", kernel_text, re.DOTALL)
     if header is None:
         raise SeedError(f"kernel {name}: no signature")
     params: list[str] = []
@@ -174,10 +183,12 @@ def parse_program(key: str, graph: CapturedGraph, kernels: dict[str, SeedKernel]
     for var, name, text, _device in _KERNEL_RE.findall(graph.source):
         kernel = clean_kernel(name, text)
         same = next((k for k in kernels.values() if k.source.replace(k.name, "KERNEL")
-                     == kernel.source.replace(kernel.name, "KERNEL")), None)
+                     == _HELPER_RE.sub(r"KERNEL_helper_\1", kernel.source.replace(kernel.name, "KERNEL"))), None)
         if same is None:
             index = len(kernels)
             kernel.source = kernel.source.replace(f"def {kernel.name}(", f"def _seed_kernel_{index}(")
+            # each kernel's helpers under its own names: inductor numbers them per kernel module
+            kernel.source = _HELPER_RE.sub(rf"_seed_kernel_{index}_helper_\1", kernel.source)
             kernel.name = f"_seed_kernel_{index}"
             kernels[kernel.name] = kernel
             same = kernel

@@ -14,6 +14,13 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
   own kernels, so the seed owns the whole computation; its cost grows with k (k passes over the row), which is
   the loop's to improve. Ties go to the lower index; `sorted=False` gets the sorted order (any order is allowed).
 
+- a sort of a floating tensor is a ranking: each element's place is the number of elements ahead of it
+  (larger for a descending sort, smaller for an ascending one; NaN ahead of every number when descending and
+  behind when ascending, as torch.sort places it; equal values keep their order: a stable sort), computed as
+  one row reduction of comparisons that inductor writes as its own kernel, and the values and indices are
+  scattered to their places. That costs n comparisons an element (n^2 a row, no n x n tensor is formed):
+  a real starting point for references that sort (top-p filters), not a fast sort.
+
 Every decomposition returns `NotImplemented` for the cases it does not cover, which leaves the op to inductor.
 """
 
@@ -105,6 +112,34 @@ def selection_topk(input: torch.Tensor, k: int, dim: int = -1, largest: bool = T
     return torch.cat(values, dim), torch.cat(indices, dim)
 
 
+def rank_sort(input: torch.Tensor, dim: int = -1, descending: bool = False) -> Any:  # noqa: A002
+    """aten.sort as a stable ranking (values, int64 indices); NotImplemented for a non-floating tensor or a
+    scalar."""
+    if not input.is_floating_point() or input.dim() == 0:
+        return NotImplemented
+    dim = dim % input.dim()
+    n = input.shape[dim]
+    x = input.movedim(dim, -1)
+    mine, other = x.unsqueeze(-1), x.unsqueeze(-2)  # [..., n, 1] the element ranked, [..., 1, n] the rest
+    position = torch.arange(n, device=input.device)
+    nan_mine, nan_other = torch.isnan(mine), torch.isnan(other)
+    if descending:
+        ahead = (other > mine) | (nan_other & ~nan_mine)
+    else:
+        ahead = (other < mine) | (nan_mine & ~nan_other)
+    tie = (other == mine) | (nan_other & nan_mine)
+    rank = (ahead | (tie & (position.view(1, n) < position.view(n, 1)))).sum(-1)
+    values = torch.empty_like(x).scatter(-1, rank, x)
+    indices = torch.empty(x.shape, dtype=torch.int64, device=input.device).scatter(-1, rank,
+                                                                                   position.expand(x.shape))
+    return values.movedim(-1, dim), indices.movedim(-1, dim)
+
+
+def _rank_sort_stable(input: torch.Tensor, *, stable: bool | None = None, dim: int = -1,  # noqa: A002
+                      descending: bool = False) -> Any:
+    return rank_sort(input, dim, descending)
+
+
 def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     """Inductor's decomposition table with the seed's additions."""
     from torch._inductor.decomposition import select_decomp_table
@@ -112,4 +147,6 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     table = dict(select_decomp_table())
     table[torch.ops.aten.convolution.default] = depthwise_convolution
     table[torch.ops.aten.topk.default] = selection_topk
+    table[torch.ops.aten.sort.default] = rank_sort
+    table[torch.ops.aten.sort.stable] = _rank_sort_stable
     return table

@@ -363,6 +363,45 @@ def test_a_size_of_one_in_the_tier_is_not_captured_when_another_tier_has_it_wide
         torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("descending", [False, True])
+def test_a_sort_is_a_stable_ranking_with_torchs_values_and_indices(descending: bool) -> None:
+    """aten.sort as the seed decomposes it: torch's stable sort exactly, NaN last ascending and first
+    descending, ties in their order, along any dimension; integers are left to inductor."""
+    import torch
+
+    from aka_tui.agent.seed_decompositions import rank_sort
+
+    x = torch.randn(3, 7, 5, generator=torch.Generator().manual_seed(9))
+    x[0, 2, 1] = x[2, 3, 4] = x[2, 1, 4] = float("nan")
+    x[1, :, 0] = 1.0  # a whole row of ties
+    x[0, 4, 2] = float("inf")
+    for dim in (0, 1, -1):
+        values, indices = rank_sort(x, dim, descending)
+        want = torch.sort(x, dim=dim, descending=descending, stable=True)
+        assert torch.equal(indices, want.indices), dim
+        torch.testing.assert_close(values, want.values, equal_nan=True)
+    assert rank_sort(torch.arange(5), 0, descending) is NotImplemented
+
+
+def test_a_scans_combine_function_comes_with_its_kernel_under_the_kernels_name() -> None:
+    """Inductor writes a scan's combine function as a @triton.jit helper before the kernel, named per kernel
+    module (`_triton_helper_fn_add0` in each): the seed keeps it with its kernel, renamed after the kernel, so
+    two kernels' helpers never collide; identical kernels with helpers still share one definition."""
+    helper = "@triton.jit\ndef _triton_helper_fn_add0(arg0_0, arg1_0):\n    return arg0_0 {op} arg1_0\n\n"
+    scan = KERNEL.replace("@triton_heuristics.pointwise(", helper + "@triton_heuristics.pointwise(").replace(
+        "tmp0 * tl.sigmoid(tmp0)", "tl.associative_scan(tmp0, 0, _triton_helper_fn_add0)")
+    kernels: dict = {}
+    for op in ("+", "+", "*"):
+        parse_program(op, _graph(_wrapper().replace(KERNEL, scan.replace("{op}", op))), kernels)
+    sources = [k.source for k in kernels.values()]
+    assert len(sources) == 2  # the second "+" kernel is the first's
+    for index, source in enumerate(sources):
+        assert f"def _seed_kernel_{index}_helper_add0(" in source and "_triton_helper_fn" not in source
+        assert f"tl.associative_scan(tmp0, 0, _seed_kernel_{index}_helper_add0)" in source
+        assert "triton_heuristics" not in source and f"def _seed_kernel_{index}(in_ptr0" in source
+    assert "arg0_0 * arg1_0" in sources[1]
+
+
 def test_a_small_top_k_is_rounds_of_selection_with_torchs_values() -> None:
     import torch
 
