@@ -131,6 +131,15 @@ def test_optimize_seeds_a_sorting_top_p_mask_with_its_own_ranking_and_scan(tmp_p
     assert all(name.startswith("_seed_") for s in result["shapes"] for name in s["audit"]["own_kernels"])
 
 
+@pytest.mark.slow
+def test_optimize_seeds_a_scaled_fp8_cache_write(tmp_path: Path) -> None:
+    """Keys and values divided by a scale and cast to fp8 codes at their cache slots: no KB kernel scales, so the
+    seed starts it, checked on the CPU interpreter's fp8 casts (rounded to nearest even once the loader has
+    corrected them)."""
+    _started_correct_and_real(UNSEEN / "scaled_slot_store", tmp_path / "sessions", "starting point: compiler seed",
+                              "compiler seed (inductor)")
+
+
 def test_a_persons_kernel_is_the_start(tmp_path: Path) -> None:
     own = tmp_path / "mine.py"
     shutil.copyfile(default_kb_dir() / "family" / "activation" / "silu_and_mul.py", own)

@@ -5,6 +5,11 @@ The interpreter stores bf16 values as their uint16 bit patterns and `tl.dot` mul
 the CPU. Widening a bf16 operand to fp32 (the bit pattern shifted into the high half) is exact, and an fp32 dot
 of exact products with fp32 accumulation is what the GPU's bf16 MMA computes. Other bf16 arithmetic is left as
 the interpreter has it: kernels widen bf16 with `.to(tl.float32)`, which the interpreter converts correctly.
+
+Its casts down to fp8 are wrong too (3.7.1): a rounding carry out of the mantissa is lost (7.9 became 4.0
+instead of 8.0 in e4m3fn), halves round up instead of to even, and finite values past the largest are not
+saturated. Those casts are redone with torch's conversion (round to nearest even) after saturating finite
+values to the format's largest, as the GPU's `cvt.rn.satfinite` does; NaN stays NaN.
 """
 
 from __future__ import annotations
@@ -42,4 +47,32 @@ def install_if_interpreting() -> bool:
 
     setattr(create_dot_widening_bf16, _INSTALLED, True)
     builder.create_dot = create_dot_widening_bf16
+    _install_fp8_downcast(builder, interpreter)
     return True
+
+
+def _install_fp8_downcast(builder: Any, interpreter: Any) -> None:
+    """Round-to-nearest-even fp8 downcasts (saturating finite values) in the interpreter's builder."""
+    import numpy as np
+    import torch
+    import triton.language as tl
+
+    formats = {"fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2, "fp8e4b8": torch.float8_e4m3fnuz,
+               "fp8e5b16": torch.float8_e5m2fnuz}
+    create_fp_to_fp = builder.create_fp_to_fp
+    rtz = interpreter._ir.ROUNDING_MODE.RTZ
+
+    def create_fp_to_fp_rounding_fp8(self: Any, src: Any, dst_type: Any, rounding_mode: Any) -> Any:
+        target = formats.get(dst_type.scalar.name)
+        source = src.dtype.scalar
+        if target is None or rounding_mode == rtz or source.primitive_bitwidth <= 8:
+            return create_fp_to_fp(self, src, dst_type, rounding_mode)
+        data = np.ascontiguousarray(src.data)
+        if source == tl.bfloat16:  # stored as bit patterns: widen (exact) first
+            data = (data.astype(np.uint32) << 16).view(np.float32)
+        largest = torch.finfo(target).max
+        values = torch.from_numpy(np.asarray(data, dtype=np.float64)).clamp(-largest, largest)
+        codes = values.to(target).view(torch.uint8).numpy().reshape(data.shape)
+        return interpreter.TensorHandle(codes, dst_type.scalar)
+
+    builder.create_fp_to_fp = create_fp_to_fp_rounding_fp8
