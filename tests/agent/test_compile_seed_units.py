@@ -239,11 +239,11 @@ def test_the_interpreters_stand_in_rounds_half_to_even(tmp_path) -> None:  # typ
     as the GPU does (half to even), so such a reference still seeds on the CPU."""
     import torch
 
-    from aka_tui.agent.seed_source import _HEADER
+    from aka_tui.agent.seed_templates import HEADER
     from aka_tui.bench.problem.module_loading import import_file
 
     path = tmp_path / "round_seed.py"
-    path.write_text(_HEADER.format(problem="round", torch_version="", tunables={}, space={}) + '''
+    path.write_text(HEADER.format(problem="round", torch_version="", tunables={}, space={}) + '''
 
 @triton.jit
 def _round(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
@@ -264,11 +264,11 @@ def test_the_interpreters_stand_in_powers_as_torch_does(tmp_path) -> None:  # ty
     exponents), zero bases and a scalar base made from an integer argument."""
     import torch
 
-    from aka_tui.agent.seed_source import _HEADER
+    from aka_tui.agent.seed_templates import HEADER
     from aka_tui.bench.problem.module_loading import import_file
 
     path = tmp_path / "pow_seed.py"
-    path.write_text(_HEADER.format(problem="pow", torch_version="", tunables={}, space={}) + '''
+    path.write_text(HEADER.format(problem="pow", torch_version="", tunables={}, space={}) + '''
 
 @triton.jit
 def _pow(x_ptr, e_ptr, y_ptr, size_ptr, size, n, BLOCK: tl.constexpr):
@@ -450,11 +450,11 @@ def test_the_interpreters_stand_ins_find_nan_and_inf(tmp_path) -> None:  # type:
     """libdevice.isnan / isinf (inductor's NaN checks, e.g. in a top-k's selection) exist on the GPU only."""
     import torch
 
-    from aka_tui.agent.seed_source import _HEADER
+    from aka_tui.agent.seed_templates import HEADER
     from aka_tui.bench.problem.module_loading import import_file
 
     path = tmp_path / "nan_seed.py"
-    path.write_text(_HEADER.format(problem="nan", torch_version="", tunables={}, space={}) + '''
+    path.write_text(HEADER.format(problem="nan", torch_version="", tunables={}, space={}) + '''
 
 @triton.jit
 def _flags(x_ptr, nan_ptr, inf_ptr, n, BLOCK: tl.constexpr):
