@@ -257,11 +257,11 @@ def launch_attention_paged_decode(q, key_cache, value_cache, block_tables, seq_l
     max_ctx = block_tables.shape[1] * block_size
     num_splits = max(1, _cdiv(max_ctx, partition)) if TUNABLES["SPLIT_KV"] else 1
     split = num_splits > 1  # one partition needs no workspace and no second kernel
-    # whole-page tiles: the split layout, a power-of-two page that divides the chunk (and so every partition)
     block_n, maxnreg = TUNABLES["BLOCK_N"], TUNABLES["MAXNREG"]
     if TUNABLES.get("SHORT_CONTEXT", 0):
         block_n, maxnreg = _chunking(block_n, maxnreg, min(max_ctx, partition) if split else max_ctx,
                                      batch * num_kv_heads * num_splits, block_d, q.device)
+    # whole-page tiles: the split layout, a power-of-two page that divides the chunk (and so every partition)
     page_tiles = (TUNABLES["PAGE_TILES"] and split_x > 0 and block_size & (block_size - 1) == 0
                   and block_n % block_size == 0 and k_strides[1] == split_x and k_strides[3] == 1)
     if split:
