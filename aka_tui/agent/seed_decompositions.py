@@ -21,6 +21,12 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
   scattered to their places. That costs n comparisons an element (n^2 a row, no n x n tensor is formed):
   a real starting point for references that sort (top-p filters), not a fast sort.
 
+- a scatter without a reduction of int64 or bool values moves them in a carrier dtype inductor scatters in its
+  own kernels: int64 as the bits of float64 (a bitcast view: no arithmetic touches them), bool as uint8. On a GPU
+  inductor leaves int64 and bool scatters to ATen (an atomic-add limit that a plain scatter, which adds nothing,
+  does not have), and does not on the CPU: the same rewrite on both keeps a seed checked on the CPU the same
+  program on the GPU (a sort's indices are such a scatter).
+
 Every decomposition returns `NotImplemented` for the cases it does not cover, which leaves the op to inductor.
 """
 
@@ -140,6 +146,19 @@ def _rank_sort_stable(input: torch.Tensor, *, stable: bool | None = None, dim: i
     return rank_sort(input, dim, descending)
 
 
+SCATTER_CARRIERS = {torch.int64: torch.float64, torch.bool: torch.uint8}
+
+
+def scatter_in_a_carrier(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Any:  # noqa: A002
+    """aten.scatter.src of int64 or bool values through their carrier dtype; NotImplemented otherwise."""
+    carrier = SCATTER_CARRIERS.get(src.dtype)
+    if carrier is None or input.dtype != src.dtype:
+        return NotImplemented
+    if src.dtype == torch.bool:
+        return torch.scatter(input.to(carrier), dim, index, src.to(carrier)) != 0
+    return torch.scatter(input.view(carrier), dim, index, src.view(carrier)).view(src.dtype)
+
+
 def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     """Inductor's decomposition table with the seed's additions."""
     from torch._inductor.decomposition import select_decomp_table
@@ -149,4 +168,5 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     table[torch.ops.aten.topk.default] = selection_topk
     table[torch.ops.aten.sort.default] = rank_sort
     table[torch.ops.aten.sort.stable] = _rank_sort_stable
+    table[torch.ops.aten.scatter.src] = scatter_in_a_carrier
     return table

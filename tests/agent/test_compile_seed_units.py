@@ -488,3 +488,29 @@ def test_init_arguments_of_another_tier_get_their_own_program(tmp_path: Path) ->
     x = torch.randn(5, 40)
     for g, w in zip(module.Model(2.0)(x), reference.Model(2.0)(x)):
         torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+
+
+def test_int64_and_bool_scatters_move_in_a_dtype_inductor_scatters_itself_on_a_gpu() -> None:
+    """On a GPU inductor leaves int64 and bool scatters to ATen (its own rule, asked here for "cuda"); the seed
+    moves them as float64 bits and as uint8, exactly (NaN-pattern and denormal-pattern integers included)."""
+    import torch
+    from torch._inductor.utils import use_scatter_fallback
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from aka_tui.agent.seed_decompositions import seed_decompositions
+
+    def scatter(base: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        return base.scatter(1, index, src)
+
+    index = torch.stack([torch.randperm(6, generator=torch.Generator().manual_seed(r)) for r in range(3)])
+    integers = torch.tensor([[-2**63, 2**63 - 1, -1, 0, 7, 2**53 + 1]] * 3)
+    for src in (integers, torch.rand(3, 6, generator=torch.Generator().manual_seed(1)) > 0.5):
+        base = torch.zeros_like(src)
+        traced = make_fx(scatter, decomposition_table=seed_decompositions())(base, index, src)
+        scatters = [n for n in traced.graph.nodes if n.target == torch.ops.aten.scatter.src]
+        assert scatters
+        for node in scatters:
+            self_dtype, src_dtype = node.args[0].meta["val"].dtype, node.args[3].meta["val"].dtype
+            assert not use_scatter_fallback(torch.ops.aten.scatter.src, None, self_dtype, src_dtype, "cuda", True)
+        out = traced(base, index, src)
+        assert out.dtype == src.dtype and torch.equal(out, scatter(base, index, src))
