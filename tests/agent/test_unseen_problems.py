@@ -3,11 +3,7 @@ person's kernel as the start, the path recorded per iteration, and one clear lin
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,45 +15,9 @@ from aka_tui.bench.problem.lookup import default_suite_dir, load_problem
 from aka_tui.errors import KbEntryError, ProposerError
 from aka_tui.knowledge.reference_kernels import reference_kernels
 from aka_tui.knowledge.store import default_kb_dir, load_kb
+from tests.agent.optimize_runs import REPO, UNSEEN, correct_and_real, optimize, recorded, started_correct_and_real
 
-REPO = Path(__file__).resolve().parents[2]
-UNSEEN = REPO / "tests" / "data" / "unseen"
 KERNELS = reference_kernels(load_kb(default_kb_dir()))
-
-
-def _optimize(problem_dir: Path, sessions: Path, *extra: str) -> subprocess.CompletedProcess:
-    """`aka optimize` as a person runs it on a machine without a GPU: TRITON_INTERPRET is not set (the tests'
-    own process sets it for in-process kernels; the command must manage without)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    return subprocess.run([sys.executable, "-m", "aka_tui", "optimize", str(problem_dir), "--iterations", "1",
-                           "--no-kb", "--no-propose", "--no-baseline", "--cases", "1", "--remeasure-rounds", "0",
-                           "--sessions", str(sessions), *extra],
-                          capture_output=True, text=True, cwd=REPO, timeout=600, env=env)
-
-
-def _recorded(sessions: Path) -> tuple[dict, dict]:
-    session = next(sessions.iterdir())
-    proposal = json.loads((session / "iterations" / "0001" / "proposal.json").read_text())
-    result = json.loads((session / "iterations" / "0001" / "result.json").read_text())
-    return proposal, result
-
-
-def _started_correct_and_real(problem_dir: Path, sessions: Path, printed: str, path: str) -> dict:
-    """`aka optimize` on `problem_dir` printed `printed`, recorded `path` as the start, and the start is correct
-    and real on every shape; its result."""
-    run = _optimize(problem_dir, sessions)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert printed in run.stderr
-    proposal, result = _recorded(sessions)
-    assert proposal["path"] == path
-    assert _correct_and_real(result), result["shapes"]
-    return result
-
-
-def _correct_and_real(result: dict) -> bool:
-    timed = [s for s in result["shapes"] if not s["shape_id"].startswith("fuzz.")]
-    return bool(timed) and all(s["status"] == "passed" for s in result["shapes"]) and \
-        all(s["audit"]["real"] for s in timed)
 
 
 def test_transfer_matches_by_semantics_not_by_names() -> None:
@@ -76,68 +36,9 @@ def test_transfer_matches_by_semantics_not_by_names() -> None:
 
 
 def test_optimize_transfers_a_known_family_behind_another_interface(tmp_path: Path) -> None:
-    _started_correct_and_real(UNSEEN / "scaled_hidden_norm", tmp_path / "sessions",
+    started_correct_and_real(UNSEEN / "scaled_hidden_norm", tmp_path / "sessions",
                               "starting point: transfer from rms-norm-reference-kernel",
                               "transfer from rms-norm-reference-kernel")
-
-
-@pytest.mark.slow
-def test_optimize_seeds_from_the_compiler_when_no_kb_kernel_matches(tmp_path: Path) -> None:
-    _started_correct_and_real(UNSEEN / "centered_swish", tmp_path / "sessions", "starting point: compiler seed",
-                              "compiler seed (inductor)")
-    kernel = (next((tmp_path / "sessions").iterdir()) / "iterations" / "0001" / "kernel.py").read_text()
-    assert "@triton.jit" in kernel and "TUNABLES = {" in kernel and "async_compile" not in kernel
-    assert "triton_heuristics" not in kernel and ".run(" not in kernel  # our launchers, not inductor's runtime
-
-
-@pytest.mark.slow
-def test_optimize_seeds_a_top_k_threshold_with_its_own_selection(tmp_path: Path) -> None:
-    """torch.topk is a library call under inductor; the seed's selection rounds make the start real (published
-    format, no roofline file), and the interpreter runs inductor's NaN-aware max/min as its native reductions
-    (a custom combine function there took over 300 s on this problem's smoke shape)."""
-    result = _started_correct_and_real(UNSEEN / "row_top_k_mask", tmp_path / "sessions",
-                                       "starting point: compiler seed", "compiler seed (inductor)")
-    assert all(name.startswith("_seed_kernel") for s in result["shapes"] for name in s["audit"]["own_kernels"])
-
-
-@pytest.mark.slow
-def test_optimize_seeds_a_projection_with_the_seeds_own_gemm(tmp_path: Path) -> None:
-    """Inductor calls a library GEMM for a projection; the seed computes it with its own Triton GEMM and keeps
-    inductor's epilogue kernel, so the start is real (published format, no roofline file)."""
-    result = _started_correct_and_real(UNSEEN / "gated_projection", tmp_path / "sessions",
-                                       "the seed's own GEMM for addmm", "compiler seed (inductor)")
-    own = {name for s in result["shapes"] for name in s["audit"]["own_kernels"]}
-    assert "_seed_matmul_kernel" in own and len(own) == 2, own  # the GEMM and inductor's gated epilogue
-
-
-@pytest.mark.slow
-def test_optimize_seeds_a_blockwise_readout_with_a_folded_grid_and_a_size_power(tmp_path: Path) -> None:
-    """A chunked recurrence's output pass (einsums inside a Python loop over blocks): inductor lowers its
-    transposes to kernels launched on a y axis folded into z (Grid2DWithYZOverflow) and the scale `dim ** -0.5`
-    of a symbolic size to libdevice.pow; the seed launches the one and the interpreter's stand-in runs the other,
-    so the start is real (with the seed's own GEMM for the products)."""
-    result = _started_correct_and_real(UNSEEN / "chunk_readout", tmp_path / "sessions",
-                                       "the seed's own GEMM for bmm", "compiler seed (inductor)")
-    assert all(name.startswith("_seed_") for s in result["shapes"] for name in s["audit"]["own_kernels"])
-
-
-@pytest.mark.slow
-def test_optimize_seeds_a_sorting_top_p_mask_with_its_own_ranking_and_scan(tmp_path: Path) -> None:
-    """A top-k / top-p mask written with torch.sort, a softmax, a cumulative sum and a scatter: inductor calls a
-    library sort; the seed ranks instead (its own reduction kernel) and keeps inductor's scan with its combine
-    function, so the start is real."""
-    result = _started_correct_and_real(UNSEEN / "nucleus_mask", tmp_path / "sessions",
-                                       "starting point: compiler seed", "compiler seed (inductor)")
-    assert all(name.startswith("_seed_") for s in result["shapes"] for name in s["audit"]["own_kernels"])
-
-
-@pytest.mark.slow
-def test_optimize_seeds_a_scaled_fp8_cache_write(tmp_path: Path) -> None:
-    """Keys and values divided by a scale and cast to fp8 codes at their cache slots: no KB kernel scales, so the
-    seed starts it, checked on the CPU interpreter's fp8 casts (rounded to nearest even once the loader has
-    corrected them)."""
-    _started_correct_and_real(UNSEEN / "scaled_slot_store", tmp_path / "sessions", "starting point: compiler seed",
-                              "compiler seed (inductor)")
 
 
 def test_a_persons_kernel_is_the_start(tmp_path: Path) -> None:
@@ -211,11 +112,11 @@ def test_transfer_chooses_an_output_dtype_by_name() -> None:
 def test_optimize_runs_the_transferred_attention_as_a_real_kernel(tmp_path: Path) -> None:
     """The varlen attention kernel behind an encoder's interface (no mask, head size 40, its own names), through
     the adapter and the evaluator: correct and real on every shape."""
-    run = _optimize(UNSEEN / "packed_bidirectional_attention", tmp_path / "sessions")
+    run = optimize(UNSEEN / "packed_bidirectional_attention", tmp_path / "sessions")
     assert run.returncode == 0, run.stderr[-2000:]
-    proposal, result = _recorded(tmp_path / "sessions")
+    proposal, result = recorded(tmp_path / "sessions")
     assert proposal["path"] == "transfer from attention-prefill-varlen-reference-kernel"
-    assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
+    assert correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
 
 
 def test_transfer_finds_the_align_kernel_behind_exact_sizes_and_runs_it(tmp_path: Path) -> None:
@@ -230,11 +131,11 @@ def test_transfer_finds_the_align_kernel_behind_exact_sizes_and_runs_it(tmp_path
     assert match.init_map == {"num_experts": ["init", "local_experts"], "block_size": ["init", "tile"],
                               "exact_sizes": ["const", True], "with_counts": ["default"]}
     assert match.structure == ("dict", ("rows", "tile_expert", "padded_rows"))
-    run = _optimize(UNSEEN / "local_expert_schedule", tmp_path / "sessions")
+    run = optimize(UNSEEN / "local_expert_schedule", tmp_path / "sessions")
     assert run.returncode == 0, run.stderr[-2000:]
-    proposal, result = _recorded(tmp_path / "sessions")
+    proposal, result = recorded(tmp_path / "sessions")
     assert proposal["path"] == "transfer from moe-align-sort-reference-kernel"
-    assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
+    assert correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
 
 
 def test_an_in_place_kernel_serves_an_out_of_place_reference_through_copies(tmp_path: Path) -> None:
@@ -247,11 +148,11 @@ def test_an_in_place_kernel_serves_an_out_of_place_reference_through_copies(tmp_
     assert matches[0].copied == ("key_cache", "value_cache") and "copies of" in matches[0].rationale
     in_place = load_problem(UNSEEN / "paged_row_scatter")  # the in-place reference needs no copy
     assert find_transfers(in_place, KERNELS, make_probes(in_place, "cpu"), default_suite_dir())[0].copied == ()
-    run = _optimize(UNSEEN / "paged_row_scatter_copy", tmp_path / "sessions")
+    run = optimize(UNSEEN / "paged_row_scatter_copy", tmp_path / "sessions")
     assert run.returncode == 0, run.stderr[-2000:]
-    proposal, result = _recorded(tmp_path / "sessions")
+    proposal, result = recorded(tmp_path / "sessions")
     assert proposal["path"] == "transfer from kv-cache-write-reference-kernel"
-    assert _correct_and_real(result), [(s["shape_id"], s["status"], s.get("error")) for s in result["shapes"]]
+    assert correct_and_real(result), [(s["shape_id"], s["status"], s.get("error")) for s in result["shapes"]]
     own = {name for s in result["shapes"] for name in s["audit"]["own_kernels"]}
     assert "_adapter_copy_kernel" in own, own
 
@@ -265,22 +166,11 @@ def test_a_plain_counting_sort_is_the_align_kernel_at_block_size_one(tmp_path: P
     assert match.kernel.entry_id == "moe-align-sort-reference-kernel"
     assert match.init_map["block_size"] == ["const", 1] and match.init_map["with_counts"] == ["const", True]
     assert match.out_map == [[3], [4], [0]]
-    run = _optimize(UNSEEN / "expert_counting_sort", tmp_path / "sessions")
+    run = optimize(UNSEEN / "expert_counting_sort", tmp_path / "sessions")
     assert run.returncode == 0, run.stderr[-2000:]
-    proposal, result = _recorded(tmp_path / "sessions")
+    proposal, result = recorded(tmp_path / "sessions")
     assert proposal["path"] == "transfer from moe-align-sort-reference-kernel"
-    assert _correct_and_real(result), [(s["shape_id"], s["status"], s.get("error")) for s in result["shapes"]]
-
-
-def test_an_in_place_reference_returning_its_inputs_is_seeded(tmp_path: Path) -> None:
-    """A cache write in place into split-head layouts that returns the caches it wrote: no KB kernel has the
-    layout, and inductor's code writes the inputs and returns nothing; the seed returns those inputs as the
-    reference does, correct and real on every shape."""
-    result = _started_correct_and_real(UNSEEN / "split_layout_cache_write", tmp_path / "sessions",
-                                       "starting point: compiler seed", "compiler seed (inductor)")
-    kernel = (next((tmp_path / "sessions").iterdir()) / "iterations" / "0001" / "kernel.py").read_text()
-    assert "_ALIASES = ('key_cache', 'value_cache')" in kernel
-    assert all(name.startswith("_seed_kernel") for s in result["shapes"] for name in s["audit"]["own_kernels"])
+    assert correct_and_real(result), [(s["shape_id"], s["status"], s.get("error")) for s in result["shapes"]]
 
 
 def test_init_claims_offer_each_init_argument_to_one_parameter() -> None:
@@ -315,11 +205,11 @@ def test_transfer_maps_init_sizes_that_repeat_the_tensors() -> None:
 def test_optimize_runs_the_transferred_mla_decode_as_a_real_kernel(tmp_path: Path) -> None:
     """The MLA kernel's packed mode behind that interface, through the adapter and the evaluator: correct and real
     on every shape."""
-    run = _optimize(UNSEEN / "packed_latent_decode", tmp_path / "sessions")
+    run = optimize(UNSEEN / "packed_latent_decode", tmp_path / "sessions")
     assert run.returncode == 0, run.stderr[-2000:]
-    proposal, result = _recorded(tmp_path / "sessions")
+    proposal, result = recorded(tmp_path / "sessions")
     assert proposal["path"] == "transfer from attention-mla-decode-reference-kernel"
-    assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
+    assert correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
 
 
 def test_transfer_maps_block_scales_by_their_dtypes_not_their_names() -> None:
@@ -341,11 +231,11 @@ def test_transfer_maps_block_scales_by_their_dtypes_not_their_names() -> None:
 def test_optimize_runs_the_transferred_block_scaled_experts_as_a_real_kernel(tmp_path: Path) -> None:
     """The MoE kernel's fp8 path behind that interface, through the adapter and the evaluator (float32 output:
     the SwiGLU buffer stays float32, which the interpreter computes reliably): correct and real."""
-    run = _optimize(UNSEEN / "block_quantised_experts", tmp_path / "sessions")
+    run = optimize(UNSEEN / "block_quantised_experts", tmp_path / "sessions")
     assert run.returncode == 0, run.stderr[-2000:]
-    proposal, result = _recorded(tmp_path / "sessions")
+    proposal, result = recorded(tmp_path / "sessions")
     assert proposal["path"] == "transfer from moe-fused-experts-reference-kernel"
-    assert _correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
+    assert correct_and_real(result), [(s["shape_id"], s["status"]) for s in result["shapes"]]
 
 
 def test_every_probe_of_a_published_problem_is_shrunk_to_fit_the_cpu() -> None:
@@ -365,7 +255,6 @@ def test_every_probe_of_a_published_problem_is_shrunk_to_fit_the_cpu() -> None:
     first, second = probe_shapes(problem, 2)
     assert second.shape_id.startswith("smoke.") and second.shape_id.endswith("@big")
     assert input_bytes(problem, module, second) <= CPU_INPUT_BUDGET_BYTES
-
 
 
 def test_a_published_problems_probes_cover_init_arguments_only_its_larger_shapes_have() -> None:
