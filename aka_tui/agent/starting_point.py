@@ -110,9 +110,10 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
                         start_file: Path | None = None, log: Callable[[str], None] = print,
                         allow_seed: bool = True, transfer_budget_s: float = 60.0) -> StartingPoint:
     """The first path that applies; ProposerError with one line naming what would help when none does."""
-    from aka_tui.agent.adapter import transferred_kernel
+    from aka_tui.agent.adapter import adapter_source, transferred_kernel
     from aka_tui.agent.probe import load_modules
     from aka_tui.agent.transfer import find_transfers, kb_semantics, match_kernel
+    from aka_tui.agent.transfer_check import adapted_kernel_fails
     from aka_tui.bench.problem.lookup import default_suite_dir
     from aka_tui.knowledge.reference_kernels import reference_kernels
     from aka_tui.knowledge.store import default_kb_dir, load_kb
@@ -134,15 +135,22 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
         match = match_kernel(problem, probes, semantics, time.monotonic() + 60.0)
         if match is not None and _is_identity(match):
             return StartingPoint(kernel, "kb", f"the knowledge base's {kernel.entry_id}")
-    matches = find_transfers(problem, kernels, probes, suite_dir, budget_s=transfer_budget_s)
+    def runs(match: Any) -> str | None:  # the adapted kernel itself on the small probes (transfer_check.py)
+        return adapted_kernel_fails(problem, adapter_source(match, reference.Model), probes)
+
+    passed_over: list[str] = []
+    matches = find_transfers(problem, kernels, probes, suite_dir, budget_s=transfer_budget_s, accept=runs,
+                             passed_over=passed_over)
     _check_device_alive(probes)
+    for line in passed_over:
+        log(f"transfer passed over: {line}")
     if matches:
         match = matches[0]
         log(match.rationale)  # "transfer from the knowledge base's <kernel>: ..."
         return StartingPoint(transferred_kernel(match, reference.Model), "transfer",
                              f"transfer from {match.kernel.entry_id}", tried)
     tried.append(f"no knowledge-base kernel reproduces its outputs ({len(kernels)} tried on "
-                 f"{len(probes)} probe shapes)")
+                 f"{len(probes)} probe shapes" + "".join(f"; {line}" for line in passed_over) + ")")
     if allow_seed:
         from aka_tui.agent.seed_source import build_seed
         from aka_tui.knowledge.reference_kernels import kernel_from_source

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -277,10 +277,13 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
 
 
 def find_transfers(problem: Problem, kernels: list[ReferenceKernel], probes: list[Probe],
-                   suite_dir: Path | None, budget_s: float = SEARCH_BUDGET_S, limit: int = 1) -> list[TransferMatch]:
+                   suite_dir: Path | None, budget_s: float = SEARCH_BUDGET_S, limit: int = 1,
+                   accept: Callable[[TransferMatch], str | None] | None = None,
+                   passed_over: list[str] | None = None) -> list[TransferMatch]:
     """Reference kernels that reproduce the problem's semantics, at most `limit`: family matches first, and
     within each group the kernels whose semantics is a suite reference (PyTorch, fast) before those that run
-    as their own semantics on the interpreter (seconds per trial on full-size probes)."""
+    as their own semantics on the interpreter (seconds per trial on full-size probes). A match `accept` turns
+    down (it returns why) is passed over, the reason added to `passed_over`."""
     deadline = time.monotonic() + budget_s
 
     def on_interpreter(kernel: ReferenceKernel) -> bool:
@@ -295,6 +298,11 @@ def find_transfers(problem: Problem, kernels: list[ReferenceKernel], probes: lis
         if semantics is None:
             continue
         match = match_kernel(problem, probes, semantics, min(deadline, time.monotonic() + budget_s / 4))
-        if match is not None:
+        if match is None:
+            continue
+        why = accept(match) if accept is not None else None
+        if why is None:
             matches.append(match)
+        elif passed_over is not None:
+            passed_over.append(f"{kernel.entry_id} matched, but its kernel {why}")
     return matches

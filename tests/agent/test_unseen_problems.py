@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.agent.probe import make_probes
+from aka_tui.agent.probe import load_modules, make_probes
 from aka_tui.agent.starting_point import find_starting_point
 from aka_tui.agent.transfer import find_transfers
 from aka_tui.bench.problem.lookup import default_suite_dir, load_problem
@@ -266,3 +266,24 @@ def test_a_published_problems_probes_cover_init_arguments_only_its_larger_shapes
     assert all(s.init_kwargs.get("cap") is None for s in problem.shapes_for("smoke"))
     caps = {(s.init_kwargs or {}).get("cap") for s in probe_shapes(problem, 2)}
     assert 10.0 in caps, caps
+
+
+def test_a_match_whose_own_kernel_refuses_the_sizes_is_passed_over() -> None:
+    """Per-row fp8 codes of rows 96 and 7168 wide: the per-group quantiser's reference matches (one group the
+    row), but its kernel takes only power-of-two groups. Its adapted kernel runs on the small probes first, so
+    the start is the next match, whose kernel reproduces them, and the passed-over match is said."""
+    from aka_tui.agent.adapter import adapter_source
+    from aka_tui.agent.starting_point import matching_probes
+    from aka_tui.agent.transfer_check import adapted_kernel_fails
+
+    problem = load_problem(UNSEEN / "row_scaled_fp8_codes")
+    logged: list[str] = []
+    point = find_starting_point(problem, "cpu", "smoke", log=logged.append)
+    assert point.path == "transfer" and point.detail == "transfer from quant-fp8-per-token-reference-kernel", point
+    assert any("passed over: quant-fp8-per-token-group-reference-kernel" in line and "power of two" in line
+               for line in logged), logged
+    probes = matching_probes(problem, "cpu")
+    group = find_transfers(problem, [k for k in KERNELS if k.entry_id.startswith("quant-fp8-per-token-group")],
+                           probes, default_suite_dir())
+    reference, _ = load_modules(problem)
+    assert group and adapted_kernel_fails(problem, adapter_source(group[0], reference.Model), probes) is not None
