@@ -13,6 +13,8 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
   holding it, then marks that position taken. Each round is a pair of row reductions inductor writes as its
   own kernels, so the seed owns the whole computation; its cost grows with k (k passes over the row), which is
   the loop's to improve. Ties go to the lower index; `sorted=False` gets the sorted order (any order is allowed).
+  A wider top-k is the first k places of the ranking below (the same values, ties and NaN order), n comparisons
+  an element whatever k is.
 
 - a sort of a floating tensor is a ranking: each element's place is the number of elements ahead of it
   (larger for a descending sort, smaller for an ascending one; NaN ahead of every number when descending and
@@ -89,10 +91,15 @@ def depthwise_convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch
 
 def selection_topk(input: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
                    sorted: bool = True) -> Any:  # noqa: A002 - aten.topk's own argument names
-    """aten.topk as k rounds of selection (values, int64 indices); NotImplemented for k above MAX_TOPK, a
-    symbolic k or an integer tensor."""
-    if not isinstance(k, int) or not 0 < k <= MAX_TOPK or not input.is_floating_point() or input.dim() == 0:
+    """aten.topk as k rounds of selection (values, int64 indices), or the first k of the stable ranking for k
+    above MAX_TOPK; NotImplemented for a symbolic k, a k longer than the dimension or an integer tensor."""
+    if not isinstance(k, int) or k <= 0 or not input.is_floating_point() or input.dim() == 0:
         return NotImplemented
+    if k > MAX_TOPK:
+        if k > input.shape[dim]:
+            return NotImplemented  # torch.topk's own error
+        ranked = rank_sort(input, dim, descending=largest)
+        return tuple(t.narrow(dim, 0, k) for t in ranked)
     dim = dim % input.dim()
     key = input.float() if largest else -input.float()
     n = input.shape[dim]

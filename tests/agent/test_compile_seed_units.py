@@ -424,24 +424,29 @@ def test_a_small_top_k_is_rounds_of_selection_with_torchs_values() -> None:
         torch.testing.assert_close(values, torch.topk(x, 4, largest=largest).values, equal_nan=True)
         assert all(len(set(row.tolist())) == 4 for row in indices)
         torch.testing.assert_close(torch.gather(x, 1, indices), values, equal_nan=True)
-    assert selection_topk(x, MAX_TOPK + 1) is NotImplemented
+    assert selection_topk(x, MAX_TOPK + 1) is NotImplemented  # longer than the row: torch's own error
     assert selection_topk(torch.arange(10), 2) is NotImplemented  # integers stay with inductor
 
 
-def test_a_top_k_threshold_lowers_to_the_seeds_own_kernels() -> None:
-    """torch.topk is a library call under inductor; with the selection rounds the seed owns it, and the
-    interpreter's stand-ins run the NaN checks the rounds need."""
+@pytest.mark.parametrize("k", [3, 70])
+def test_a_top_k_threshold_lowers_to_the_seeds_own_kernels(k: int) -> None:
+    """torch.topk is a library call under inductor; with the selection rounds (or, for k above MAX_TOPK, the
+    ranking) the seed owns it, and the interpreter's stand-ins run the NaN checks the rounds need."""
     import torch
 
     from aka_tui.agent.compile_seed import extern_calls
     from aka_tui.agent.inductor_capture import capture
 
     class KeepTopK(torch.nn.Module):
+        def __init__(self, k: int) -> None:
+            super().__init__()
+            self.k = k
+
         def forward(self, scores: torch.Tensor) -> torch.Tensor:
-            kth = torch.topk(scores, 3, dim=-1).values[..., -1:]
+            kth = torch.topk(scores, self.k, dim=-1).values[..., -1:]
             return torch.where(scores >= kth, scores, torch.full_like(scores, float("-inf")))
 
-    graph = capture(KeepTopK(), {"scores": torch.randn(6, 40)})
+    graph = capture(KeepTopK(k), {"scores": torch.randn(6, 100)})
     assert not extern_calls(graph.source), extern_calls(graph.source)
     assert "@triton.jit" in graph.source
 
@@ -514,3 +519,21 @@ def test_int64_and_bool_scatters_move_in_a_dtype_inductor_scatters_itself_on_a_g
             assert not use_scatter_fallback(torch.ops.aten.scatter.src, None, self_dtype, src_dtype, "cuda", True)
         out = traced(base, index, src)
         assert out.dtype == src.dtype and torch.equal(out, scatter(base, index, src))
+
+
+def test_a_wide_top_k_is_the_head_of_the_ranking() -> None:
+    """Above MAX_TOPK rounds a top-k is the first k places of the stable ranking: torch.topk's values and
+    indices (distinct values; NaN first among the largest, last among the smallest)."""
+    import torch
+
+    from aka_tui.agent.seed_decompositions import MAX_TOPK, selection_topk
+
+    x = torch.randn(3, 4 * MAX_TOPK, generator=torch.Generator().manual_seed(5))
+    x[1, 7] = float("nan")
+    k = MAX_TOPK + 9
+    for dim, largest in [(-1, True), (-1, False), (1, True)]:
+        values, indices = selection_topk(x, k, dim, largest)
+        want = torch.topk(x, k, dim, largest)
+        assert torch.equal(indices, want.indices), (dim, largest)
+        torch.testing.assert_close(values, want.values, equal_nan=True)
+    assert selection_topk(torch.arange(300), k) is NotImplemented
