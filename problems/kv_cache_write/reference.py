@@ -11,6 +11,10 @@ Inputs:
     slot_mapping            [T] int64, slot = block * block_size + offset, or -1
 Outputs (tuple): (key_cache, value_cache), the mutated input tensors.
 Pure data movement: exact copies, no arithmetic.
+
+The suite's shapes use the layout above. The reference also accepts vLLM's head-major layouts, each cache its
+own: values as [num_blocks, num_kv_heads, head_dim, block_size], keys as [num_blocks, num_kv_heads,
+head_dim // x, block_size, x] (the semantics a transfer of this operator's kernel is matched on).
 """
 
 import torch
@@ -22,12 +26,30 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, key, value, key_cache, value_cache, slot_mapping):
-        num_blocks, block_size, heads, dim = key_cache.shape
         valid = slot_mapping >= 0
         slots = slot_mapping[valid]
-        key_cache.view(num_blocks * block_size, heads, dim)[slots] = key[valid].to(key_cache.dtype)
-        value_cache.view(num_blocks * block_size, heads, dim)[slots] = value[valid].to(value_cache.dtype)
+        heads, dim = key.shape[1:]
+        if key_cache.dim() == 4 and tuple(key_cache.shape[2:]) == (heads, dim) == tuple(value_cache.shape[2:]):
+            num_blocks, block_size = key_cache.shape[:2]
+            key_cache.view(num_blocks * block_size, heads, dim)[slots] = key[valid].to(key_cache.dtype)
+            value_cache.view(num_blocks * block_size, heads, dim)[slots] = value[valid].to(value_cache.dtype)
+            return key_cache, value_cache
+        for new, cache in ((key, key_cache), (value, value_cache)):
+            rows = _slot_major(cache, heads, dim)  # a view of the cache as [blocks, block_size, heads, ...]
+            block_size = rows.shape[1]
+            rows[slots // block_size, slots % block_size] = new[valid].to(cache.dtype).reshape(-1, *rows.shape[2:])
         return key_cache, value_cache
+
+
+def _slot_major(cache, heads, dim):
+    """A view of a cache in any of the docstring's layouts as [num_blocks, block_size, heads, ...]."""
+    if cache.dim() == 4 and tuple(cache.shape[2:]) == (heads, dim):
+        return cache
+    if cache.dim() == 4 and tuple(cache.shape[1:3]) == (heads, dim):
+        return cache.permute(0, 3, 1, 2)
+    if cache.dim() == 5 and cache.shape[1] == heads and cache.shape[2] * cache.shape[4] == dim:
+        return cache.permute(0, 3, 1, 2, 4)
+    raise ValueError(f"kv_cache_write: a cache of shape {list(cache.shape)} is in none of the layouts")
 
 
 def roofline_flops(inputs, outputs, **_):

@@ -29,10 +29,10 @@ def recorded(sessions: Path) -> tuple[dict, dict]:
     return proposal, result
 
 
-def started_correct_and_real(problem_dir: Path, sessions: Path, printed: str, path: str) -> dict:
-    """`aka optimize` on `problem_dir` printed `printed`, recorded `path` as the start, and the start is correct
-    and real on every shape; its result."""
-    run = optimize(problem_dir, sessions)
+def started_correct_and_real(problem_dir: Path, sessions: Path, printed: str, path: str, *extra: str) -> dict:
+    """`aka optimize` (with `extra` arguments) on `problem_dir` printed `printed`, recorded `path` as the start,
+    and the start is correct and real on every shape; its result."""
+    run = optimize(problem_dir, sessions, *extra)
     assert run.returncode == 0, run.stderr[-2000:]
     assert printed in run.stderr
     proposal, result = recorded(sessions)

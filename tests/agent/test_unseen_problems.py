@@ -287,3 +287,13 @@ def test_a_match_whose_own_kernel_refuses_the_sizes_is_passed_over() -> None:
                            probes, default_suite_dir())
     reference, _ = load_modules(problem)
     assert group and adapted_kernel_fails(problem, adapter_source(group[0], reference.Model), probes) is not None
+
+
+@pytest.mark.slow
+def test_a_padded_cache_write_in_split_layouts_transfers(tmp_path: Path) -> None:
+    """vLLM's split key and value cache layouts written token by token in a Python loop that skips padding
+    slots: the loop's data-dependent branch stops inductor, and the KB's cache write (which takes these layouts)
+    reproduces it; correct and real on every shape."""
+    started_correct_and_real(UNSEEN / "split_layout_padded_loop", tmp_path / "sessions",
+                             "starting point: transfer from kv-cache-write-reference-kernel",
+                             "transfer from kv-cache-write-reference-kernel")

@@ -6,6 +6,13 @@ key_cache[s // block_size, s % block_size] and value[t] likewise to value_cache;
 skipped by masking the loads and stores. Rows longer than BLOCK are walked in BLOCK-sized chunks, so any
 BLOCK in the search space is correct. Pure data movement: the values are stored bit-exact (a dtype cast
 only, a no-op when key and cache share a dtype). Offsets are int64 (the pools can exceed 2^31 elements).
+
+Cache layouts (each cache its own, read from its shape against key's heads and head size):
+  [num_blocks, block_size, heads, head_dim]          token-major (the problem's)
+  [num_blocks, heads, head_dim, block_size]          vLLM's split value cache
+  [num_blocks, heads, head_dim // x, block_size, x]  vLLM's split key cache (x elements of a head together)
+Token-major and head-major caches launch the plain addressing (any strides for block, slot, head and d); a
+split key cache turns SPLIT on, which takes element d of a head to (d // x, d % x) on two strides.
 """
 
 import torch
@@ -28,7 +35,8 @@ def _kv_cache_write_kernel(
     num_tokens, head_dim, row_elems, block_size,
     sk_t, sk_h, sk_d, sv_t, sv_h, sv_d,
     skc_b, skc_s, skc_h, skc_d, svc_b, svc_s, svc_h, svc_d,
-    BLOCK: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr, CONTIG_ROWS: tl.constexpr,
+    skc_x, kx, svc_x, vx,
+    BLOCK: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr, CONTIG_ROWS: tl.constexpr, SPLIT: tl.constexpr = False,
 ):
     pid = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
@@ -56,32 +64,66 @@ def _kv_cache_write_kernel(
                 d = (e - h * head_dim).to(tl.int64)
                 k = tl.load(k_row + h * sk_h + d * sk_d, mask=m)
                 v = tl.load(v_row + h * sv_h + d * sv_d, mask=m)
-                tl.store(kc_row + h * skc_h + d * skc_d, k.to(key_cache_ptr.dtype.element_ty), mask=m)
-                tl.store(vc_row + h * svc_h + d * svc_d, v.to(value_cache_ptr.dtype.element_ty), mask=m)
+                if SPLIT:  # d as (d // x, d % x) on each cache's two strides
+                    kd = (d // kx) * skc_d + (d % kx) * skc_x
+                    vd = (d // vx) * svc_d + (d % vx) * svc_x
+                else:
+                    kd = d * skc_d
+                    vd = d * svc_d
+                tl.store(kc_row + h * skc_h + kd, k.to(key_cache_ptr.dtype.element_ty), mask=m)
+                tl.store(vc_row + h * svc_h + vd, v.to(value_cache_ptr.dtype.element_ty), mask=m)
 
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _cache_layout(cache: torch.Tensor, heads: int, head_dim: int) -> tuple[int, tuple[int, ...], int, str]:
+    """(block_size, strides (block, slot, head, d // x, d % x), x, layout) of a cache in one of the layouts of the
+    module docstring; layout is "token-major", "head-major" or "split"."""
+    shape, st = tuple(cache.shape), cache.stride()
+    if cache.dim() == 4 and shape[2:] == (heads, head_dim):
+        return shape[1], (st[0], st[1], st[2], 0, st[3]), head_dim, "token-major"
+    if cache.dim() == 4 and shape[1:3] == (heads, head_dim):
+        return shape[3], (st[0], st[3], st[1], 0, st[2]), head_dim, "head-major"
+    if cache.dim() == 5 and shape[1] == heads and shape[2] * shape[4] == head_dim:
+        return shape[3], (st[0], st[3], st[1], st[2], st[4]), shape[4], "split"
+    raise ValueError(f"kv_cache_write: a cache of shape {list(shape)} is none of [blocks, block_size, {heads}, "
+                     f"{head_dim}], [blocks, {heads}, {head_dim}, block_size] or [blocks, {heads}, "
+                     f"{head_dim} // x, block_size, x]")
+
+
+def _kernel_strides(strides: tuple[int, ...], x: int, split: bool) -> tuple[int, ...]:
+    """The kernel's (block, slot, head, d) strides then (d % x stride, x): with SPLIT the fourth stride is
+    d // x's; without it, d's own (an unsplit cache has no d // x stride, so both forms address it alike)."""
+    block, slot, head, hi, lo = strides
+    return (block, slot, head, hi, lo, x) if split else (block, slot, head, lo, 0, 1)
+
+
 def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping):
     num_tokens, heads, head_dim = key.shape
-    block_size = key_cache.shape[1]
+    block_size, k_strides, kx, k_layout = _cache_layout(key_cache, heads, head_dim)
+    v_block_size, v_strides, vx, v_layout = _cache_layout(value_cache, heads, head_dim)
+    if v_block_size != block_size:
+        raise ValueError(f"kv_cache_write: key blocks of {block_size} slots, value blocks of {v_block_size}")
     if num_tokens == 0:
         return key_cache, value_cache
     tpp = TUNABLES["TOKENS_PER_PROGRAM"]
+    split = "split" in (k_layout, v_layout)
 
     def rows_contiguous(t: torch.Tensor, head_axis: int) -> bool:
         return t.stride(head_axis + 1) == 1 and t.stride(head_axis) == head_dim
 
-    contig = bool(TUNABLES["CONTIG_ROWS"]) and all(
+    contig = bool(TUNABLES["CONTIG_ROWS"]) and k_layout == v_layout == "token-major" and all(
         rows_contiguous(t, axis) for t, axis in ((key, 1), (value, 1), (key_cache, 2), (value_cache, 2)))
+    k_args, v_args = _kernel_strides(k_strides, kx, split), _kernel_strides(v_strides, vx, split)
     grid = (_cdiv(num_tokens, tpp),)
     _kv_cache_write_kernel[grid](
         key, value, key_cache, value_cache, slot_mapping,
         num_tokens, head_dim, heads * head_dim, block_size,
-        *key.stride(), *value.stride(), *key_cache.stride(), *value_cache.stride(),
-        BLOCK=TUNABLES["BLOCK"], TOKENS_PER_PROGRAM=tpp, CONTIG_ROWS=contig, num_warps=TUNABLES["num_warps"],
+        *key.stride(), *value.stride(), *k_args[:4], *v_args[:4], *k_args[4:], *v_args[4:],
+        BLOCK=TUNABLES["BLOCK"], TOKENS_PER_PROGRAM=tpp, CONTIG_ROWS=contig, SPLIT=split,
+        num_warps=TUNABLES["num_warps"],
     )
     return key_cache, value_cache
 

@@ -1,0 +1,52 @@
+"""The KB cache write on each cache layout it takes (token-major, vLLM's head-major values and split keys, mixed),
+on Triton's interpreter against the suite reference (which takes the same layouts), padding slots skipped."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from aka_tui.bench.problem.module_loading import import_file  # noqa: E402
+from tests.conftest import PROBLEMS, REPO  # noqa: E402
+
+KERNEL = import_file(REPO / "kb" / "family" / "kv_cache" / "kv_cache_write.py", "kv_cache_layouts_kernel")
+REFERENCE = import_file(PROBLEMS / "kv_cache_write" / "reference.py", "kv_cache_layouts_reference")
+
+
+def _cache(layout: str, blocks: int, block_size: int, heads: int, dim: int) -> torch.Tensor:
+    shape = {"token-major": (blocks, block_size, heads, dim), "head-major": (blocks, heads, dim, block_size),
+             "split": (blocks, heads, dim // 8, block_size, 8)}[layout]
+    return torch.randn(shape).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("key_layout, value_layout", [("token-major", "token-major"), ("split", "head-major"),
+                                                      ("token-major", "head-major"), ("split", "token-major")])
+@pytest.mark.parametrize("contig_rows", [False, True])
+def test_each_cache_layout_is_written_as_the_reference_writes_it(key_layout: str, value_layout: str,
+                                                                 contig_rows: bool,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Head size 16 = block size 16 too: a head-major cache's slot axis then has the row strides of a token-major
+    one, which must not take the contiguous-rows path."""
+    monkeypatch.setitem(KERNEL.TUNABLES, "CONTIG_ROWS", contig_rows)
+    generator = torch.Generator().manual_seed(3)
+    tokens, heads, dim, blocks, block_size = 7, 2, 16, 3, 16
+    key = torch.randn(tokens, heads, dim, generator=generator).to(torch.bfloat16)
+    value = torch.randn(tokens, heads, dim, generator=generator).to(torch.bfloat16)
+    slots = torch.randperm(blocks * block_size, generator=generator)[:tokens]
+    slots[2] = slots[5] = -1
+    caches = (_cache(key_layout, blocks, block_size, heads, dim), _cache(value_layout, blocks, block_size, heads, dim))
+    want = REFERENCE.Model()(key, value, caches[0].clone(), caches[1].clone(), slots)
+    got = KERNEL.Model()(key, value, caches[0].clone(), caches[1].clone(), slots)
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+    assert not torch.equal(want[0], caches[0])  # the write happened
+
+
+def test_a_cache_in_no_known_layout_is_one_line() -> None:
+    key = torch.zeros(2, 2, 16)
+    with pytest.raises(ValueError, match="none of"):
+        KERNEL.Model()(key, key, torch.zeros(3, 16, 4, 16), torch.zeros(3, 16, 2, 16), torch.tensor([0, 1]))
