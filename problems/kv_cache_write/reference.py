@@ -14,7 +14,9 @@ Pure data movement: exact copies, no arithmetic.
 
 The suite's shapes use the layout above. The reference also accepts vLLM's head-major layouts, each cache its
 own: values as [num_blocks, num_kv_heads, head_dim, block_size], keys as [num_blocks, num_kv_heads,
-head_dim // x, block_size, x] (the semantics a transfer of this operator's kernel is matched on).
+head_dim // x, block_size, x] (the semantics a transfer of this operator's kernel is matched on), and
+optional k_scale / v_scale (one-element float32 tensors): each value divided by its scale in float32 before the
+cast to the cache's dtype (an fp8 cache).
 """
 
 import torch
@@ -25,10 +27,12 @@ class Model(nn.Module):
     def __init__(self):
         super().__init__()
 
-    def forward(self, key, value, key_cache, value_cache, slot_mapping):
+    def forward(self, key, value, key_cache, value_cache, slot_mapping, k_scale=None, v_scale=None):
         valid = slot_mapping >= 0
         slots = slot_mapping[valid]
         heads, dim = key.shape[1:]
+        if k_scale is not None or v_scale is not None:
+            key, value = key.float() / k_scale, value.float() / v_scale
         if key_cache.dim() == 4 and tuple(key_cache.shape[2:]) == (heads, dim) == tuple(value_cache.shape[2:]):
             num_blocks, block_size = key_cache.shape[:2]
             key_cache.view(num_blocks * block_size, heads, dim)[slots] = key[valid].to(key_cache.dtype)

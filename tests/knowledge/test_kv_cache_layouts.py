@@ -50,3 +50,24 @@ def test_a_cache_in_no_known_layout_is_one_line() -> None:
     key = torch.zeros(2, 2, 16)
     with pytest.raises(ValueError, match="none of"):
         KERNEL.Model()(key, key, torch.zeros(3, 16, 4, 16), torch.zeros(3, 16, 2, 16), torch.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("key_layout, value_layout", [("token-major", "token-major"), ("split", "head-major")])
+def test_scales_divide_before_the_cast_to_an_fp8_cache(key_layout: str, value_layout: str) -> None:
+    """With k_scale and v_scale the values are divided in float32 and cast to the fp8 cache, as the reference
+    does; without them the same call leaves out the division (scale 1 writes the same codes)."""
+    generator = torch.Generator().manual_seed(4)
+    tokens, heads, dim, blocks, block_size = 6, 2, 16, 2, 16
+    key = (3 * torch.randn(tokens, heads, dim, generator=generator)).to(torch.bfloat16)
+    value = (3 * torch.randn(tokens, heads, dim, generator=generator)).to(torch.bfloat16)
+    slots = torch.randperm(blocks * block_size, generator=generator)[:tokens]
+    slots[1] = -1
+    caches = tuple(_cache(layout, blocks, block_size, heads, dim).to(torch.float8_e4m3fn)
+                   for layout in (key_layout, value_layout))
+    for scales in ((torch.tensor([0.37]), torch.tensor([1.9])), (torch.tensor(1.0), torch.tensor(1.0))):
+        want = REFERENCE.Model()(key, value, caches[0].clone(), caches[1].clone(), slots, *scales)
+        got = KERNEL.Model()(key, value, caches[0].clone(), caches[1].clone(), slots, *scales)
+        for g, w in zip(got, want):
+            assert torch.equal(g.view(torch.uint8), w.view(torch.uint8))
+    unscaled = KERNEL.Model()(key, value, caches[0].clone(), caches[1].clone(), slots)
+    assert all(torch.equal(u.view(torch.uint8), g.view(torch.uint8)) for u, g in zip(unscaled, got))

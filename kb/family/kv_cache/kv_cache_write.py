@@ -11,7 +11,8 @@ Cache layouts (each cache its own, read from its shape against key's heads and h
   [num_blocks, block_size, heads, head_dim]          token-major (the problem's)
   [num_blocks, heads, head_dim, block_size]          vLLM's split value cache
   [num_blocks, heads, head_dim // x, block_size, x]  vLLM's split key cache (x elements of a head together)
-Token-major and head-major caches launch the plain addressing (any strides for block, slot, head and d); a
+With k_scale and v_scale (one-element fp32 tensors; SCALED) each value is divided by its scale in fp32 before
+the cast to the cache's dtype (an fp8 cache). Token-major and head-major caches launch the plain addressing (any strides for block, slot, head and d); a
 split key cache turns SPLIT on, which takes element d of a head to (d // x, d % x) on two strides.
 """
 
@@ -30,13 +31,22 @@ SEARCH_SPACE = {
 
 
 @triton.jit
+def _to_cache(x, scale_ptr, cache_ptr, SCALED: tl.constexpr):
+    """x in the cache's dtype; with SCALED divided by the scale first (IEEE division in fp32, as torch)."""
+    if SCALED:
+        x = tl.div_rn(x.to(tl.float32), tl.load(scale_ptr).to(tl.float32))
+    return x.to(cache_ptr.dtype.element_ty)
+
+
+@triton.jit
 def _kv_cache_write_kernel(
-    key_ptr, value_ptr, key_cache_ptr, value_cache_ptr, slot_ptr,
+    key_ptr, value_ptr, key_cache_ptr, value_cache_ptr, slot_ptr, k_scale_ptr, v_scale_ptr,
     num_tokens, head_dim, row_elems, block_size,
     sk_t, sk_h, sk_d, sv_t, sv_h, sv_d,
     skc_b, skc_s, skc_h, skc_d, svc_b, svc_s, svc_h, svc_d,
     skc_x, kx, svc_x, vx,
     BLOCK: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr, CONTIG_ROWS: tl.constexpr, SPLIT: tl.constexpr = False,
+    SCALED: tl.constexpr = False,
 ):
     pid = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
@@ -57,8 +67,8 @@ def _kv_cache_write_kernel(
             if CONTIG_ROWS:
                 k = tl.load(k_row + e, mask=m)
                 v = tl.load(v_row + e, mask=m)
-                tl.store(kc_row + e, k.to(key_cache_ptr.dtype.element_ty), mask=m)
-                tl.store(vc_row + e, v.to(value_cache_ptr.dtype.element_ty), mask=m)
+                tl.store(kc_row + e, _to_cache(k, k_scale_ptr, key_cache_ptr, SCALED), mask=m)
+                tl.store(vc_row + e, _to_cache(v, v_scale_ptr, value_cache_ptr, SCALED), mask=m)
             else:
                 h = (e // head_dim).to(tl.int64)
                 d = (e - h * head_dim).to(tl.int64)
@@ -70,8 +80,8 @@ def _kv_cache_write_kernel(
                 else:
                     kd = d * skc_d
                     vd = d * svc_d
-                tl.store(kc_row + h * skc_h + kd, k.to(key_cache_ptr.dtype.element_ty), mask=m)
-                tl.store(vc_row + h * svc_h + vd, v.to(value_cache_ptr.dtype.element_ty), mask=m)
+                tl.store(kc_row + h * skc_h + kd, _to_cache(k, k_scale_ptr, key_cache_ptr, SCALED), mask=m)
+                tl.store(vc_row + h * svc_h + vd, _to_cache(v, v_scale_ptr, value_cache_ptr, SCALED), mask=m)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -100,8 +110,10 @@ def _kernel_strides(strides: tuple[int, ...], x: int, split: bool) -> tuple[int,
     return (block, slot, head, hi, lo, x) if split else (block, slot, head, lo, 0, 1)
 
 
-def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping):
+def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping, k_scale=None, v_scale=None):
     num_tokens, heads, head_dim = key.shape
+    if (k_scale is None) != (v_scale is None):
+        raise ValueError("kv_cache_write: pass both k_scale and v_scale, or neither")
     block_size, k_strides, kx, k_layout = _cache_layout(key_cache, heads, head_dim)
     v_block_size, v_strides, vx, v_layout = _cache_layout(value_cache, heads, head_dim)
     if v_block_size != block_size:
@@ -118,11 +130,12 @@ def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping):
         rows_contiguous(t, axis) for t, axis in ((key, 1), (value, 1), (key_cache, 2), (value_cache, 2)))
     k_args, v_args = _kernel_strides(k_strides, kx, split), _kernel_strides(v_strides, vx, split)
     grid = (_cdiv(num_tokens, tpp),)
+    scaled = k_scale is not None
     _kv_cache_write_kernel[grid](
-        key, value, key_cache, value_cache, slot_mapping,
+        key, value, key_cache, value_cache, slot_mapping, k_scale if scaled else key, v_scale if scaled else value,
         num_tokens, head_dim, heads * head_dim, block_size,
         *key.stride(), *value.stride(), *k_args[:4], *v_args[:4], *k_args[4:], *v_args[4:],
-        BLOCK=TUNABLES["BLOCK"], TOKENS_PER_PROGRAM=tpp, CONTIG_ROWS=contig, SPLIT=split,
+        BLOCK=TUNABLES["BLOCK"], TOKENS_PER_PROGRAM=tpp, CONTIG_ROWS=contig, SPLIT=split, SCALED=scaled,
         num_warps=TUNABLES["num_warps"],
     )
     return key_cache, value_cache
@@ -132,5 +145,5 @@ class Model(nn.Module):
     def __init__(self):
         super().__init__()
 
-    def forward(self, key, value, key_cache, value_cache, slot_mapping):
-        return launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping)
+    def forward(self, key, value, key_cache, value_cache, slot_mapping, k_scale=None, v_scale=None):
+        return launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale)
