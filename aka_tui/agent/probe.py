@@ -155,9 +155,11 @@ def make_probes(problem: Problem, device: str, count: int = 2) -> list[Probe]:
 
 def _small_magnitude_probe(reference: ModuleType, probe: Probe) -> Probe | None:
     """The first probe with its floating inputs scaled by 1e-3: where an epsilon or a clamp floor matters,
-    two implementations that differ only there disagree (None when the reference refuses such inputs)."""
+    two implementations that differ only there disagree (None when the reference refuses such inputs).
+    One-element tensors keep their value: they are scales or constants, not data (scaled, a scale a reference
+    ignores in one mode becomes one the kernel applies, and no mapping reproduces every probe)."""
     inputs = {k: (v * 1e-3).to(v.dtype) if isinstance(v, torch.Tensor) and v.is_floating_point()
-              and v.dtype.itemsize > 1 else v for k, v in probe.inputs.items()}
+              and v.dtype.itemsize > 1 and v.numel() > 1 else v for k, v in probe.inputs.items()}
     try:
         result, written, aliases = run_reference(reference, probe.shape, inputs)
         outputs, structure = flatten_outputs(result)

@@ -297,3 +297,14 @@ def test_a_padded_cache_write_in_split_layouts_transfers(tmp_path: Path) -> None
     started_correct_and_real(UNSEEN / "split_layout_padded_loop", tmp_path / "sessions",
                              "starting point: transfer from kv-cache-write-reference-kernel",
                              "transfer from kv-cache-write-reference-kernel")
+
+
+@pytest.mark.slow
+def test_a_cache_write_whose_scales_an_init_argument_switches_transfers(tmp_path: Path) -> None:
+    """bf16 caches with the scales ignored ("auto") and fp8 caches with the values divided by them, chosen by an
+    init argument: one mapping (the scales to the KB kernel's) serves both, since a server passes scale 1 with
+    "auto" and the small-magnitude probe leaves one-element tensors (scales) as they are; correct and real on
+    every shape."""
+    started_correct_and_real(UNSEEN / "cache_write_modes", tmp_path / "sessions",
+                             "starting point: transfer from kv-cache-write-reference-kernel",
+                             "transfer from kv-cache-write-reference-kernel")
