@@ -110,31 +110,47 @@ def _kernel_strides(strides: tuple[int, ...], x: int, split: bool) -> tuple[int,
     return (block, slot, head, hi, lo, x) if split else (block, slot, head, lo, 0, 1)
 
 
+_PLANS: dict = {}  # (cache shapes and strides, key's heads and head size) -> launch arguments of the layouts
+
+
+def _plan(key, key_cache, value_cache) -> tuple:
+    """(block_size, cache stride arguments, split, both token-major) of a cache pair, cached per shapes and
+    strides: reading the layouts costs a few µs of Python a call, which a decode-sized write would pay."""
+    plan_key = (key.shape[1:], key_cache.shape, key_cache.stride(), value_cache.shape, value_cache.stride())
+    plan = _PLANS.get(plan_key)
+    if plan is None:
+        heads, head_dim = key.shape[1:]
+        block_size, k_strides, kx, k_layout = _cache_layout(key_cache, heads, head_dim)
+        v_block_size, v_strides, vx, v_layout = _cache_layout(value_cache, heads, head_dim)
+        if v_block_size != block_size:
+            raise ValueError(f"kv_cache_write: key blocks of {block_size} slots, value blocks of {v_block_size}")
+        split = "split" in (k_layout, v_layout)
+        k_args, v_args = _kernel_strides(k_strides, kx, split), _kernel_strides(v_strides, vx, split)
+        plan = (block_size, (*k_args[:4], *v_args[:4], *k_args[4:], *v_args[4:]), split,
+                k_layout == v_layout == "token-major")
+        _PLANS[plan_key] = plan
+    return plan
+
+
 def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping, k_scale=None, v_scale=None):
     num_tokens, heads, head_dim = key.shape
     if (k_scale is None) != (v_scale is None):
         raise ValueError("kv_cache_write: pass both k_scale and v_scale, or neither")
-    block_size, k_strides, kx, k_layout = _cache_layout(key_cache, heads, head_dim)
-    v_block_size, v_strides, vx, v_layout = _cache_layout(value_cache, heads, head_dim)
-    if v_block_size != block_size:
-        raise ValueError(f"kv_cache_write: key blocks of {block_size} slots, value blocks of {v_block_size}")
+    block_size, cache_args, split, token_major = _plan(key, key_cache, value_cache)
     if num_tokens == 0:
         return key_cache, value_cache
     tpp = TUNABLES["TOKENS_PER_PROGRAM"]
-    split = "split" in (k_layout, v_layout)
 
     def rows_contiguous(t: torch.Tensor, head_axis: int) -> bool:
         return t.stride(head_axis + 1) == 1 and t.stride(head_axis) == head_dim
 
-    contig = bool(TUNABLES["CONTIG_ROWS"]) and k_layout == v_layout == "token-major" and all(
+    contig = bool(TUNABLES["CONTIG_ROWS"]) and token_major and all(
         rows_contiguous(t, axis) for t, axis in ((key, 1), (value, 1), (key_cache, 2), (value_cache, 2)))
-    k_args, v_args = _kernel_strides(k_strides, kx, split), _kernel_strides(v_strides, vx, split)
     grid = (_cdiv(num_tokens, tpp),)
     scaled = k_scale is not None
     _kv_cache_write_kernel[grid](
         key, value, key_cache, value_cache, slot_mapping, k_scale if scaled else key, v_scale if scaled else value,
-        num_tokens, head_dim, heads * head_dim, block_size,
-        *key.stride(), *value.stride(), *k_args[:4], *v_args[:4], *k_args[4:], *v_args[4:],
+        num_tokens, head_dim, heads * head_dim, block_size, *key.stride(), *value.stride(), *cache_args,
         BLOCK=TUNABLES["BLOCK"], TOKENS_PER_PROGRAM=tpp, CONTIG_ROWS=contig, SPLIT=split, SCALED=scaled,
         num_warps=TUNABLES["num_warps"],
     )
