@@ -308,3 +308,12 @@ def test_a_cache_write_whose_scales_an_init_argument_switches_transfers(tmp_path
     started_correct_and_real(UNSEEN / "cache_write_modes", tmp_path / "sessions",
                              "starting point: transfer from kv-cache-write-reference-kernel",
                              "transfer from kv-cache-write-reference-kernel")
+
+
+@pytest.mark.slow
+def test_a_scaled_fp8_cache_write_returning_new_caches_transfers_through_copies(tmp_path: Path) -> None:
+    """Keys and values divided by per-tensor scales into fp8 caches, returned as new tensors: the KB's cache
+    write (with its scales) reproduces it on copies of the caches; correct and real on every shape."""
+    started_correct_and_real(UNSEEN / "scaled_slot_store", tmp_path / "sessions",
+                             "starting point: transfer from kv-cache-write-reference-kernel",
+                             "transfer from kv-cache-write-reference-kernel")
