@@ -206,7 +206,7 @@ class AkaApp(App[None]):
         seen = records_signature(paths)
         if only_if_changed and seen == self._records_seen:
             return
-        records = load_records(paths.session_dirs(), paths.report_dirs)
+        records = load_records(paths.session_dirs(), paths.report_dirs, paths.suite_dir.name)
         self.call_from_thread(self._records_loaded, records, seen)
 
     def _records_loaded(self, records: Any, seen: Any) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_tui.tui.config import TuiConfig
-from aka_tui.tui.records import Records, load_records
+from aka_tui.tui.records import Records, load_records, report_files
 
 
 @dataclass
@@ -76,8 +76,7 @@ def records_signature(paths: AppPaths) -> tuple[tuple[str, int], ...]:
                 except OSError:
                     continue
     for directory in paths.report_dirs:
-        if directory.is_dir():
-            seen += [(str(f), f.stat().st_mtime_ns) for f in directory.glob("*.json") if f.is_file()]
+        seen += [(str(f), f.stat().st_mtime_ns) for f in report_files(directory)]
     return tuple(sorted(seen))
 
 
@@ -91,5 +90,5 @@ def load_app_data(config: TuiConfig, paths: AppPaths) -> AppData:
     device = resolve_device("auto")
     detected = detect_profile(device)
     profile = get_profile(config.hardware) if config.hardware else detected
-    records = load_records(paths.session_dirs(), paths.report_dirs)
+    records = load_records(paths.session_dirs(), paths.report_dirs, paths.suite_dir.name)
     return AppData(suite.problems, {k: str(v) for k, v in suite.errors.items()}, profile, detected, records, device)

@@ -28,25 +28,41 @@ class RecordedBest:
     source: str
 
 
-def report_bests(directories: list[Path]) -> dict[str, RecordedBest]:
-    """Best S_op per op in `aka bench` JSON reports (files that are not reports are skipped)."""
+def report_files(directory: Path) -> list[Path]:
+    """A report directory's JSON files, its subdirectories' too (a session's device runs are kept together)."""
+    return sorted(p for p in directory.rglob("*.json") if p.is_file()) if directory.is_dir() else []
+
+
+def _same_suite(data: dict, suite_name: str | None, top_level: bool) -> bool:
+    """A report of the suite the app shows (by the suite directory's name; published operators share names with
+    the shipped suite's). One that predates recording its suite counts only at the top level, as before."""
+    recorded = data.get("suite_dir")
+    if recorded is None:
+        return top_level
+    return suite_name is None or Path(str(recorded)).name == suite_name
+
+
+def report_bests(directories: list[Path], suite_name: str | None = None) -> dict[str, RecordedBest]:
+    """Best S_op per op in `aka bench` JSON reports of the suite `suite_name` (files that are not reports are
+    skipped)."""
     best: dict[str, RecordedBest] = {}
     for directory in directories:
-        if not directory.is_dir():
-            continue
-        for path in sorted(directory.glob("*.json")):
+        for path in report_files(directory):
             try:
                 data: Any = json.loads(path.read_text())
                 ops = data["ops"]
                 hardware = str(data.get("hardware", {}).get("name", "?"))
+                if not _same_suite(data, suite_name, path.parent == directory):
+                    continue
             except (OSError, json.JSONDecodeError, KeyError, TypeError, AttributeError):
                 continue
+            source = str(path.relative_to(directory))
             for op in ops if isinstance(ops, list) else []:
                 try:
                     name, s_op, real = str(op["problem"]), float(op["s_op"]), bool(op.get("real"))
                 except (KeyError, TypeError, ValueError):
                     continue
-                _offer(best, name, RecordedBest(s_op, real, hardware, path.name))
+                _offer(best, name, RecordedBest(s_op, real, hardware, source))
     return best
 
 
@@ -69,10 +85,11 @@ class Records:
         return [s for s in self.sessions if s.problem == problem]
 
 
-def load_records(session_dirs: list[tuple[Path, bool]], report_dirs: list[Path]) -> Records:
-    """Sessions and reports merged into the best S_op per op."""
+def load_records(session_dirs: list[tuple[Path, bool]], report_dirs: list[Path],
+                 suite_name: str | None = None) -> Records:
+    """Sessions and the suite's reports merged into the best S_op per op."""
     sessions = list_sessions(session_dirs)
-    best = report_bests(report_dirs)
+    best = report_bests(report_dirs, suite_name)
     for s in sessions:
         if s.best_s is not None:
             _offer(best, s.problem, RecordedBest(s.best_s, s.best_real, s.hardware, s.label))

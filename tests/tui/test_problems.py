@@ -77,6 +77,30 @@ def test_best_recorded_kernel_prefers_real_over_a_higher_partly_fallback_score(t
     assert (best.s_op, best.real, best.source) == (0.30, True, "b-real.json")
 
 
+def test_reports_in_subdirectories_count_for_their_own_suite_only(tmp_path: Any) -> None:
+    """A session's device runs are kept in a subdirectory of the reports; they count, but only for the suite they
+    were run on (published operators share names with the shipped suite's); a report that predates recording its
+    suite counts at the top level only."""
+    import json
+
+    from aka_tui.tui.records import report_bests
+
+    def report(path: str, s_op: float, suite_dir: str | None) -> None:
+        data: dict = {"hardware": {"name": "h200"}, "ops": [{"problem": "rms_norm", "s_op": s_op, "real": True}]}
+        if suite_dir is not None:
+            data["suite_dir"] = suite_dir
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(json.dumps(data))
+
+    report("old.json", 0.60, None)
+    report("run-2/suite.json", 0.72, "/somewhere/problems")
+    report("run-2/published.json", 0.95, "../shared/other-suite")
+    report("run-3/legacy.json", 0.99, None)
+    best = report_bests([tmp_path], "problems")["rms_norm"]
+    assert (best.s_op, best.source) == (0.72, "run-2/suite.json")
+    assert report_bests([tmp_path], "other-suite")["rms_norm"].s_op == 0.95
+
+
 @pytest.mark.asyncio
 async def test_the_app_opens_a_published_suite_directory(tmp_path: Any) -> None:
     """`aka --suite DIR` on a published (Atrex-Bench format) directory: its operators, weights from its
