@@ -135,6 +135,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
         match = match_kernel(problem, probes, semantics, time.monotonic() + 60.0)
         if match is not None and _is_identity(match):
             return StartingPoint(kernel, "kb", f"the knowledge base's {kernel.entry_id}")
+
     def runs(match: Any) -> str | None:  # the adapted kernel itself on the small probes (transfer_check.py)
         return adapted_kernel_fails(problem, adapter_source(match, reference.Model), probes)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
+from aka_tui.bench.problem.inputs import clone_inputs
 from aka_tui.bench.problem.model import Problem
 
 CHECK_ELEMENTS = 1 << 16  # probes whose inputs hold at most this many elements run (the interpreter is slow)
@@ -26,10 +26,6 @@ def check_probes(probes: list[Probe]) -> list[Probe]:
     """The probes small enough to run interpreted; the smallest one when none is."""
     small = [p for p in probes if _elements(p) <= CHECK_ELEMENTS]
     return small or sorted(probes, key=_elements)[:1]
-
-
-def _cloned(inputs: dict[str, Any]) -> dict[str, Any]:
-    return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 
 def adapted_kernel_fails(problem: Problem, source: str, probes: list[Probe]) -> str | None:
@@ -49,7 +45,7 @@ def adapted_kernel_fails(problem: Problem, source: str, probes: list[Probe]) -> 
         try:
             model = module.Model(**probe.init)
             with torch.no_grad():
-                produced, _ = flatten_outputs(model(**_cloned(probe.inputs)))
+                produced, _ = flatten_outputs(model(**clone_inputs(probe.inputs)))
         except Exception as exc:
             first = str(exc).splitlines()[0] if str(exc) else ""
             return f"raises on {probe.shape.shape_id}: {type(exc).__name__}: {first[:200]}"

@@ -9,11 +9,12 @@ only, a no-op when key and cache share a dtype). Offsets are int64 (the pools ca
 
 Cache layouts (each cache its own, read from its shape against key's heads and head size):
   [num_blocks, block_size, heads, head_dim]          token-major (the problem's)
-  [num_blocks, heads, head_dim, block_size]          vLLM's split value cache
-  [num_blocks, heads, head_dim // x, block_size, x]  vLLM's split key cache (x elements of a head together)
+  [num_blocks, heads, head_dim, block_size]          head-major (vLLM's value cache)
+  [num_blocks, heads, head_dim // x, block_size, x]  split (vLLM's key cache: x elements of a head together)
+Token-major and head-major caches take the plain addressing (any strides for block, slot, head and d); a split
+cache turns SPLIT on, which takes element d of a head to (d // x, d % x) on two strides.
 With k_scale and v_scale (one-element fp32 tensors; SCALED) each value is divided by its scale in fp32 before
-the cast to the cache's dtype (an fp8 cache). Token-major and head-major caches launch the plain addressing (any strides for block, slot, head and d); a
-split key cache turns SPLIT on, which takes element d of a head to (d // x, d % x) on two strides.
+the cast to the cache's dtype (an fp8 cache).
 """
 
 import torch
@@ -43,8 +44,7 @@ def _kv_cache_write_kernel(
     key_ptr, value_ptr, key_cache_ptr, value_cache_ptr, slot_ptr, k_scale_ptr, v_scale_ptr,
     num_tokens, head_dim, row_elems, block_size,
     sk_t, sk_h, sk_d, sv_t, sv_h, sv_d,
-    skc_b, skc_s, skc_h, skc_d, svc_b, svc_s, svc_h, svc_d,
-    skc_x, kx, svc_x, vx,
+    skc_b, skc_s, skc_h, skc_d, skc_x, kx, svc_b, svc_s, svc_h, svc_d, svc_x, vx,
     BLOCK: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr, CONTIG_ROWS: tl.constexpr, SPLIT: tl.constexpr = False,
     SCALED: tl.constexpr = False,
 ):
@@ -104,7 +104,7 @@ def _cache_layout(cache: torch.Tensor, heads: int, head_dim: int) -> tuple[int, 
 
 
 def _kernel_strides(strides: tuple[int, ...], x: int, split: bool) -> tuple[int, ...]:
-    """The kernel's (block, slot, head, d) strides then (d % x stride, x): with SPLIT the fourth stride is
+    """A cache's kernel arguments (block, slot, head, d, d % x strides, x): with SPLIT the fourth stride is
     d // x's; without it, d's own (an unsplit cache has no d // x stride, so both forms address it alike)."""
     block, slot, head, hi, lo = strides
     return (block, slot, head, hi, lo, x) if split else (block, slot, head, lo, 0, 1)
@@ -125,8 +125,7 @@ def _plan(key, key_cache, value_cache) -> tuple:
         if v_block_size != block_size:
             raise ValueError(f"kv_cache_write: key blocks of {block_size} slots, value blocks of {v_block_size}")
         split = "split" in (k_layout, v_layout)
-        k_args, v_args = _kernel_strides(k_strides, kx, split), _kernel_strides(v_strides, vx, split)
-        plan = (block_size, (*k_args[:4], *v_args[:4], *k_args[4:], *v_args[4:]), split,
+        plan = (block_size, _kernel_strides(k_strides, kx, split) + _kernel_strides(v_strides, vx, split), split,
                 k_layout == v_layout == "token-major")
         _PLANS[plan_key] = plan
     return plan
