@@ -30,6 +30,16 @@ if [[ -x "$VENV/bin/python" && -f "$STAMP" ]]; then
   fi
 fi
 
+# A full install (torch's CPU build, the app's and the tests' packages, Ray) takes about 3 GB; pip's own error
+# on a full disk comes late and among retries, so say it first.
+NEED_MB=3500
+free_mb=$(df -Pm . | awk 'NR==2 {print $4}')
+if [[ ! -x "$VENV/bin/python" && -n "$free_mb" && "$free_mb" -lt $NEED_MB ]]; then
+  echo "setup: only ${free_mb} MB free on the disk holding $PWD; the install needs about ${NEED_MB} MB." \
+       "Free some space (old checkouts' .venv directories are ~3 GB each) and run it again." >&2
+  exit 1
+fi
+
 if [[ ! -x "$VENV/bin/python" ]]; then
   if "$PY" -c "import torch" >/dev/null 2>&1; then
     echo "setup: reusing torch $("$PY" -c 'import torch; print(torch.__version__)') from $PY"
@@ -47,8 +57,13 @@ if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
   else
     echo "setup: no GPU; installing the CPU build of torch 2.13.0, triton 3.7.1 (interpreter) and numpy"
     # '+cpu' can only match a CPU wheel: a local one on pip's find-links, else PyTorch's CPU index.
-    "${PIP[@]}" "torch==2.13.0+cpu" "triton==3.7.1" "numpy" 2>/dev/null \
-      || "${PIP[@]}" "torch==2.13.0+cpu" "triton==3.7.1" "numpy" --extra-index-url https://download.pytorch.org/whl/cpu
+    local_log=$(mktemp)
+    if ! "${PIP[@]}" "torch==2.13.0+cpu" "triton==3.7.1" "numpy" 2>"$local_log"; then
+      if grep -q "No space left" "$local_log"; then cat "$local_log" >&2; rm -f "$local_log"; exit 1; fi
+      echo "setup: no local CPU wheel of torch 2.13.0 ($(tail -n 1 "$local_log")); trying PyTorch's CPU index"
+      "${PIP[@]}" "torch==2.13.0+cpu" "triton==3.7.1" "numpy" --extra-index-url https://download.pytorch.org/whl/cpu
+    fi
+    rm -f "$local_log"
   fi
 fi
 "$VENV/bin/python" -c "import triton" >/dev/null 2>&1 || "${PIP[@]}" "triton==3.7.1"
