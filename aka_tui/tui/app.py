@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import signal
+import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -19,6 +23,7 @@ from aka_tui.tui.error_lines import error_text
 
 __all__ = ["AkaApp", "error_text", "run_app"]
 RECORDS_POLL_S = 2.0  # how often the sessions and reports directories are checked for new records
+TERMINAL_CHECK_S = 1.0  # how often the app checks that its terminal is still there
 
 STARTED = time.monotonic()
 
@@ -139,8 +144,40 @@ class AkaApp(App[None]):
             return
         self.load_data()
         self.set_interval(self.records_poll_s, self.refresh_records_if_changed, name="records-poll")
+        self._watch_terminal()
         if self.config_warning:
             self.notify(self.config_warning, title="settings", severity="warning", timeout=8)
+
+    def _watch_terminal(self) -> None:
+        """Exit when the terminal goes away (a closed window, a killed tmux pane): Textual's input thread would
+        otherwise read end-of-file from the hung-up terminal in a loop, at most of a core, with no one to see it.
+        A hang-up that reaches us as SIGHUP exits the same way, through `exit` (a running session stops at its
+        next boundary; its records are written as it goes)."""
+        if self.is_headless:
+            return
+        try:
+            fd = sys.__stdin__.fileno() if sys.__stdin__ is not None else -1
+        except (OSError, ValueError):
+            fd = -1
+        if fd < 0 or not os.isatty(fd):
+            return
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._terminal_gone)
+
+        def check() -> None:
+            if not os.isatty(fd):  # a hung-up terminal fails tcgetattr with EIO
+                self._terminal_gone()
+
+        self.set_interval(TERMINAL_CHECK_S, check, name="terminal-watch")
+
+    def _terminal_gone(self) -> None:
+        """Stop a running session at its next boundary (what it recorded stays), then exit."""
+        for stack in getattr(self, "_screen_stacks", {}).values():
+            for screen in stack:
+                runner = getattr(screen, "runner", None)
+                if runner is not None and getattr(runner, "running", False):
+                    runner.stop()
+        self.exit(return_code=129)  # 128 + SIGHUP, as a shell reports a hang-up
 
     def load_data(self) -> None:
         """(Re)load suite, profile and records in a thread; screens get `when_ready` callbacks."""
