@@ -317,3 +317,12 @@ def test_a_scaled_fp8_cache_write_returning_new_caches_transfers_through_copies(
     started_correct_and_real(UNSEEN / "scaled_slot_store", tmp_path / "sessions",
                              "starting point: transfer from kv-cache-write-reference-kernel",
                              "transfer from kv-cache-write-reference-kernel")
+
+
+@pytest.mark.slow
+def test_a_head_norm_over_heads_flattened_per_token_transfers(tmp_path: Path) -> None:
+    """Query and key heads normalised while flattened per token ([tokens, heads * head_dim]): the KB's q/k head
+    norm (which takes that layout with head_dim given) reproduces it, one launch for both; correct and real."""
+    started_correct_and_real(UNSEEN / "flat_head_norm", tmp_path / "sessions",
+                             "starting point: transfer from qk-head-norm-reference-kernel",
+                             "transfer from qk-head-norm-reference-kernel")

@@ -3,6 +3,9 @@
 For every (token, head) vector of head_dim: out = x * rsqrt(mean(x^2) + eps) * weight (weight shared by all
 heads of the tensor), fp32 math, one rounding. Inputs are not mutated.
 
+Heads flattened per token ([T, H * D], as a projection writes them) are the same rows: a view [T, H, D] of
+the input, the output allocated in the input's shape.
+
 Tiling: a tensor [T, H, D] is seen as T * H head rows (row r -> token r // H, head r % H, so token and head
 strides may be arbitrary, e.g. q/k slices of a fused qkv buffer). Each program normalises ROWS_PER_PROGRAM
 head rows as a [ROWS, next_power_of_2(D)] register tile: one read, a row reduction, one write.
@@ -79,17 +82,31 @@ def _next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
+def _heads(shape: torch.Size, strides: tuple[int, ...], head_dim: int) -> tuple[int, int, int, int]:
+    """A tensor's [tokens, heads, head_dim] rows: token count, head count, token and head strides."""
+    if len(shape) == 3:
+        return shape[0], shape[1], strides[0], strides[1]
+    return shape[0], shape[1] // head_dim, strides[0], head_dim  # [T, H * D] with unit last stride
+
+
 def launch_qk_head_norm(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor,
-                        eps: float, cfg: dict | None = None):
+                        eps: float, cfg: dict | None = None, head_dim: int | None = None):
+    """q / k as [T, H, D], or as [T, H * D] with `head_dim` given; outputs shaped like them."""
     cfg = TUNABLES if cfg is None else cfg
     q, sq = _last_dim_contiguous(q)
     k, sk = _last_dim_contiguous(k)
     q_weight = q_weight.contiguous()
     k_weight = k_weight.contiguous()
-    n_tokens, n_q_heads, head_dim = q.shape
-    n_k_heads = k.shape[1]
+    if len(sq) == 3:
+        head_dim = q.shape[2]
+    elif head_dim is None or len(sq) != 2 or q.shape[1] % head_dim or k.shape[1] % head_dim:
+        raise ValueError(f"q {tuple(q.shape)} / k {tuple(k.shape)}: [T, H, D], or [T, H * D] with head_dim given")
     q_out, sqo = _out_like(q)
     k_out, sko = _out_like(k)
+    n_tokens, n_q_heads, *sq = _heads(q.shape, sq, head_dim)
+    _, n_k_heads, *sk = _heads(k.shape, sk, head_dim)
+    _, _, *sqo = _heads(q.shape, sqo, head_dim)
+    _, _, *sko = _heads(k.shape, sko, head_dim)
     rows = cfg["ROWS_PER_PROGRAM"]
     block_d = _next_pow2(head_dim)
     n_q_rows = n_tokens * n_q_heads
@@ -120,4 +137,4 @@ class Model(nn.Module):
         self.eps = eps
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor):
-        return launch_qk_head_norm(q, k, q_weight, k_weight, self.eps)
+        return launch_qk_head_norm(q, k, q_weight, k_weight, self.eps, head_dim=self.head_dim)
