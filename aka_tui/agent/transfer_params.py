@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,8 +129,12 @@ def _param_kind(param: Param) -> str:
     """The kind of value an init parameter takes: its example's, else its default's."""
     kind = _kind(param.example if param.example is not None else
                  (param.default if not param.required else None))
-    if kind == "none" and "str" in param.annotation and "int" not in param.annotation:
-        kind = "str"  # `out_dtype: str | None = None`: a name, never a size
+    if kind == "none":
+        # an optional parameter no example shows: its annotation names the kind (`top_k: int | None = None`
+        # takes a problem's int init argument; `out_dtype: str | None = None` a name, never a size)
+        named = [k for k in ("int", "float", "str") if re.search(rf"\b{k}\b", param.annotation)]
+        if len(named) == 1:
+            kind = named[0]
     return kind
 
 

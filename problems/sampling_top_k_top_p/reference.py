@@ -24,8 +24,11 @@ the boundary.
 Inputs
 ------
 logits  [batch, vocab]  float32 (fp16/bf16/fp64 also accepted)
-top_k   [batch]         int32
-top_p   [batch]         float32
+top_k   [batch]         int32, or None: every row takes the init argument ``top_k`` (None there: top-k off)
+top_p   [batch]         float32, or None: every row takes the init argument ``top_p`` (None there: top-p off)
+
+Init kwargs: vocab_size (informational), top_k (int) and top_p (float), both optional: one setting for every
+row, as a sampler configured once applies it (a filter with only one of the two leaves the other off).
 
 Output
 ------
@@ -37,12 +40,18 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    def __init__(self, vocab_size: int):
+    def __init__(self, vocab_size: int | None = None, top_k: int | None = None, top_p: float | None = None):
         super().__init__()
         self.vocab_size = vocab_size
+        self.top_k = top_k
+        self.top_p = top_p
 
-    def forward(self, logits, top_k, top_p):
+    def forward(self, logits, top_k=None, top_p=None):
         B, V = logits.shape
+        if top_k is None:
+            top_k = torch.full((B,), V if self.top_k is None else self.top_k, device=logits.device)
+        if top_p is None:
+            top_p = torch.full((B,), 1.0 if self.top_p is None else self.top_p, device=logits.device)
         cdt = torch.promote_types(logits.dtype, torch.float32)
         x = logits.to(cdt)
         s = torch.sort(x, dim=-1, descending=True).values                      # [B, V]

@@ -326,3 +326,24 @@ def test_a_head_norm_over_heads_flattened_per_token_transfers(tmp_path: Path) ->
     started_correct_and_real(UNSEEN / "flat_head_norm", tmp_path / "sessions",
                              "starting point: transfer from qk-head-norm-reference-kernel",
                              "transfer from qk-head-norm-reference-kernel")
+
+
+@pytest.mark.parametrize("name, mapped", [("per_row_top_k_filter", {"top_k": ["input", "k"], "top_p": ["default"]}),
+                                          ("row_top_k_mask", {"top_k": ["default"], "top_p": ["default"]})])
+def test_a_top_k_filter_without_top_p_transfers_from_the_sampling_filter(name: str, mapped: dict) -> None:
+    """A top-k filter alone, with a k per row (a tensor) or one k for every row (an init argument): the KB's
+    top-k / top-p filter leaves top-p off when no p is given, and takes the init argument by its annotated kind
+    (`top_k: int | None`) where no example shows it."""
+    problem = load_problem(UNSEEN / name)
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "sampling-top-k-top-p-reference-kernel"
+    assert {k: v for k, v in matches[0].arg_map.items() if k != "logits"} == mapped
+    if name == "row_top_k_mask":
+        assert matches[0].init_map["top_k"] == ["init", "k"]
+
+
+@pytest.mark.slow
+def test_optimize_runs_a_transferred_per_row_top_k_filter_as_a_real_kernel(tmp_path: Path) -> None:
+    started_correct_and_real(UNSEEN / "per_row_top_k_filter", tmp_path / "sessions",
+                             "starting point: transfer from sampling-top-k-top-p-reference-kernel",
+                             "transfer from sampling-top-k-top-p-reference-kernel")

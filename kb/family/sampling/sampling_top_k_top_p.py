@@ -587,9 +587,32 @@ def launch_sampling_top_k_top_p(logits, top_k, top_p, cfg: dict | None = None):
 
 
 class Model(nn.Module):
-    def __init__(self, vocab_size: int):
+    """Per-row top_k / top_p tensors, or one setting for every row from the init arguments (None: that filter
+    off, k = vocab or p = 1); the per-row tensors of a setting are made once per batch size and device."""
+
+    def __init__(self, vocab_size: int | None = None, top_k: int | None = None, top_p: float | None = None):
         super().__init__()
         self.vocab_size = vocab_size
+        self.top_k = top_k
+        self.top_p = top_p
+        self._settings: dict = {}
 
-    def forward(self, logits, top_k, top_p):
+    def _rows(self, logits, name: str):
+        batch, vocab = logits.shape
+        key = (name, batch, vocab, logits.device)
+        rows = self._settings.get(key)
+        if rows is None:
+            value = getattr(self, name)
+            if name == "top_k":
+                rows = torch.full((batch,), vocab if value is None else value, dtype=torch.int32, device=logits.device)
+            else:
+                rows = torch.full((batch,), 1.0 if value is None else value, dtype=torch.float32, device=logits.device)
+            self._settings[key] = rows
+        return rows
+
+    def forward(self, logits, top_k=None, top_p=None):
+        if top_k is None:
+            top_k = self._rows(logits, "top_k")
+        if top_p is None:
+            top_p = self._rows(logits, "top_p")
         return launch_sampling_top_k_top_p(logits, top_k, top_p)
