@@ -11,7 +11,6 @@ kernels with the same names but another computation do not.
 from __future__ import annotations
 
 import heapq
-import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +76,7 @@ def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics
     from aka_tui.bench.problem.lookup import load_problem
 
     init_examples: dict[str, Any] = {}
+    init_variants: dict[str, list[Any]] = {}
     forward_examples: dict[str, Any] = {}
     forward_variants: dict[str, list[Any]] = {}
     module: ModuleType | None = None
@@ -89,6 +89,11 @@ def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics
             module, input_module = load_modules(own)
             shape, *others = probe_shapes(own, 2)
             init_examples = dict(shape.init_kwargs or {})
+            # the modes (string init arguments: an activation, a cache dtype) every shape of its problem uses
+            for other in own.shapes.values():
+                for name, value in (other.init_kwargs or {}).items():
+                    if isinstance(value, str) and value not in init_variants.setdefault(name, []):
+                        init_variants[name].append(value)
             forward_examples = make_inputs(own, input_module, shape, "cpu", 0)
             # The other probe shapes (further semantic groups): the optional inputs only they pass (the block
             # scales of a quantised variant) and the other dtypes an argument takes.
@@ -109,7 +114,7 @@ def kb_semantics(kernel: ReferenceKernel, suite_dir: Path | None) -> KbSemantics
     model_class = getattr(module, "Model", None)
     if model_class is None:
         return None
-    return KbSemantics(kernel, model_class, signature_params(model_class.__init__, init_examples),
+    return KbSemantics(kernel, model_class, signature_params(model_class.__init__, init_examples, init_variants),
                        signature_params(model_class.forward, forward_examples, forward_variants))
 
 
@@ -214,6 +219,30 @@ def _out_map_holds(probe: Probe, produced: list[torch.Tensor], out_map: list[lis
     return True
 
 
+def _plausible_first(options: list[list[Any]], limit: int) -> list[tuple]:
+    """Up to `limit` combinations of the per-parameter options (each list best first), best-first by the sum of
+    the options' ranks (ties: fewer parameters away from their first option): every parameter at its likeliest
+    value, then one parameter at its second, and so on. The product's order would exhaust the last parameter's
+    options before trying the first parameter's second."""
+    bounds = [len(o) - 1 for o in options]
+
+    def with_sum(total: int, position: int) -> Iterator[tuple[int, ...]]:
+        if position == len(bounds):
+            if total == 0:
+                yield ()
+            return
+        for pick in range(min(total, bounds[position]) + 1):
+            for rest in with_sum(total - pick, position + 1):
+                yield (pick, *rest)
+
+    ranked: list[tuple[int, ...]] = []
+    for total in range(sum(bounds) + 1):
+        ranked += sorted(with_sum(total, 0), key=lambda c: sum(i > 0 for i in c))
+        if len(ranked) >= limit:
+            break
+    return [tuple(o[i] for o, i in zip(options, combo)) for combo in ranked[:limit]]
+
+
 def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
                  deadline: float) -> TransferMatch | None:
     """The first mapping under which the kernel reproduces every output on every probe, or None."""
@@ -236,8 +265,8 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
                     for p in semantics.init_params]
         if any(not c for c in per_init):
             continue
-        failures = 0
-        for init_combo in itertools.islice(itertools.product(*[c[:8] for c in per_init]), 64):
+        failures = ran_any = 0
+        for init_combo in _plausible_first([c[:8] for c in per_init], 64):
             tried += 1
             if tried > MAX_MAPPINGS_PER_KERNEL or time.monotonic() > deadline:
                 return with_copies
@@ -249,9 +278,10 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
                 ran = _run_kb(semantics, init_map, arg_map, first, read_only, copied)
             if ran is None:
                 failures += 1
-                if failures >= 6:  # this forward mapping does not run: other init values rarely help
-                    break
+                if failures >= 6 and not ran_any:  # this forward mapping does not run: other init values
+                    break  # rarely help
                 continue
+            ran_any = 1
             produced, kb_structure, _ = ran
             out_map = _match_outputs(first, produced, tolerance)
             if out_map is None:

@@ -168,6 +168,8 @@ def init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[str
     options += [["init", n] for n in same_kind if claims.get(n, param.name) == param.name]
     if not param.required:
         options.append(["default"])
+    if kind == "str":  # the other modes its own problem uses (an activation: "silu", "gelu_tanh")
+        options += [["const", v] for v in param.variants if isinstance(v, str)]
     options += _derived_dims(param, forward_params or [], arg_map, inputs)
     options += [["init", n] for n in same_kind if claims.get(n, param.name) != param.name]
     if kind in ("int", "none", "other"):
@@ -179,6 +181,11 @@ def init_candidates(param: Param, problem_init: dict[str, Any], inputs: dict[str
     if kind in ("str", "none"):
         options += [["const", d] for d in output_dtypes]
     if kind == "bool":
+        # `has_bias` / `use_gate` switch the forward parameter of that name: on when it is mapped to an input
+        flag = re.fullmatch(r"(?:has|use|with)_(\w+)", param.name)
+        switched = arg_map.get(flag.group(1)) if flag else None
+        if switched is not None and switched[0] == "input":
+            options.insert(0, ["const", True])
         options += [["const", True], ["const", False]]
     if kind == "int" and param.required:
         # 1, the neutral size (a group, block or tile of one), last: a kernel that pads or groups reaches a

@@ -347,3 +347,17 @@ def test_optimize_runs_a_transferred_per_row_top_k_filter_as_a_real_kernel(tmp_p
     started_correct_and_real(UNSEEN / "per_row_top_k_filter", tmp_path / "sessions",
                              "starting point: transfer from sampling-top-k-top-p-reference-kernel",
                              "transfer from sampling-top-k-top-p-reference-kernel")
+
+
+def test_a_gated_projection_transfers_to_the_gemm_with_its_epilogue_mode_and_flags() -> None:
+    """sigmoid(x W^T + b) * up: the KB GEMM's modes are tried from its own problem's shapes (activation
+    "sigmoid" is one of them), a `has_gate` / `has_bias` flag is on where its tensor is mapped to an input, and
+    the init values are tried fewest departures from the likeliest first."""
+    problem = load_problem(UNSEEN / "gated_projection")
+    kernels = [k for k in KERNELS if k.family == "gemm"]
+    matches = find_transfers(problem, kernels, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "gemm-bf16-linear-epilogue-reference-kernel"
+    match = matches[0]
+    assert match.arg_map["gate"] == ["input", "up"] and match.arg_map["w"] == ["input", "weight"]
+    assert match.init_map["activation"] == ["const", "sigmoid"]
+    assert match.init_map["has_gate"] == match.init_map["has_bias"] == ["const", True]

@@ -1,10 +1,10 @@
-"""Reference Triton kernel: y = act(x @ w^T + bias) + residual with a fused epilogue.
+"""Reference Triton kernel: y = act(x @ w^T + bias) * gate + residual with a fused epilogue.
 
 Tiled tl.dot GEMM: one program per [BLOCK_M, BLOCK_N] output tile (x K split when SPLIT_K > 1), tiles
 ordered in GROUP_M-tall column bands (L2 swizzle: a band of GROUP_M row blocks reuses each w tile while
 it is hot in L2). Row/column indices of the operand loads wrap modulo M/N (no masks on the M/N edges;
 out-of-range rows are computed and dropped at the store), only the K tail is masked. fp32 accumulation.
-SPLIT_K == 1: the epilogue (bias, activation, residual in fp32, one rounding) is applied on the
+SPLIT_K == 1: the epilogue (bias, activation, gate, residual in fp32, one rounding) is applied on the
 accumulator. SPLIT_K > 1: each split writes an fp32 partial tile to a workspace [SPLIT_K, M, N] and a
 second kernel sums the partials in split order (deterministic) and applies the same epilogue.
 """
@@ -53,7 +53,7 @@ INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}, "SMALL_M_BLOCK_N": {"SMALL_M_M
          "SMALL_M_BLOCK_K": {"SMALL_M_MAX": [0]}, "MID_M_BLOCK_K": {"MID_M_MAX": [0]},
          "WARP_SPECIALIZE": {"TMA": [0]}}
 
-ACT_IDS = {"none": 0, "gelu_tanh": 1, "silu": 2}
+ACT_IDS = {"none": 0, "gelu_tanh": 1, "silu": 2, "sigmoid": 3}
 REDUCE_BLOCK = 1024
 SMEM_BUDGET = 200 * 1024  # bytes of operand buffers per program (H100/H200 allow 227 KiB per block)
 
@@ -72,9 +72,9 @@ def _fit_smem(stages: int, block_k: int, bytes_per_k: int):
 
 
 @triton.jit
-def _linear_epilogue(z, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm,
-                     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr):
-    """z: fp32 [BM, BN] accumulator tile -> bias, activation, residual, all in fp32."""
+def _linear_epilogue(z, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm, gate_ptr, stride_gm,
+                     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr):
+    """z: fp32 [BM, BN] accumulator tile -> bias, activation, gate (a product), residual, all in fp32."""
     if HAS_BIAS:
         z += tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
     if ACT == 1:  # gelu, tanh approximation; tanh(u) = 1 - 2 / (exp(2u) + 1) saturates cleanly
@@ -82,6 +82,11 @@ def _linear_epilogue(z, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm,
         z = 0.5 * z * (2.0 - 2.0 / (tl.exp(2.0 * u) + 1.0))
     elif ACT == 2:  # silu
         z = z / (1.0 + tl.exp(-z))
+    elif ACT == 3:  # sigmoid
+        z = 1.0 / (1.0 + tl.exp(-z))
+    if HAS_GATE:
+        z *= tl.load(gate_ptr + offs_m.to(tl.int64)[:, None] * stride_gm + offs_n[None, :], mask=mask,
+                     other=0.0).to(tl.float32)
     if HAS_RES:
         z += tl.load(res_ptr + offs_m.to(tl.int64)[:, None] * stride_rm + offs_n[None, :], mask=mask,
                      other=0.0).to(tl.float32)
@@ -100,9 +105,10 @@ def _tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.c
 
 
 @triton.jit
-def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, ws_ptr, M, N, K, k_per_split,
-                                      stride_xm, stride_wn, stride_rm, stride_om,
+def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr, out_ptr, ws_ptr, M, N, K,
+                                      k_per_split, stride_xm, stride_wn, stride_rm, stride_gm, stride_om,
                                       ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
+                                      HAS_GATE: tl.constexpr,
                                       SPLIT_K: tl.constexpr, IEEE: tl.constexpr, BLOCK_M: tl.constexpr,
                                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     pid_k = tl.program_id(1)
@@ -131,7 +137,8 @@ def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, 
 
     mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
     if SPLIT_K == 1:
-        z = _linear_epilogue(acc, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm, ACT, HAS_BIAS, HAS_RES)
+        z = _linear_epilogue(acc, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm, gate_ptr, stride_gm, ACT,
+                             HAS_BIAS, HAS_RES, HAS_GATE)
         tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :],
                  z.to(out_ptr.dtype.element_ty), mask=mask)
     else:
@@ -140,8 +147,9 @@ def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, out_ptr, 
 
 
 @triton.jit
-def _gemm_tma_kernel(a_desc, b_desc, bias_ptr, res_ptr, out_ptr, M, N, K, stride_rm, stride_om,
-                     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, IEEE: tl.constexpr,
+def _gemm_tma_kernel(a_desc, b_desc, bias_ptr, res_ptr, gate_ptr, out_ptr, M, N, K, stride_rm, stride_gm, stride_om,
+                     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr,
+                     IEEE: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                      WS: tl.constexpr):
     """The same tile and epilogue, its operands brought in by the copy engine (TMA) through host-built
@@ -159,14 +167,16 @@ def _gemm_tma_kernel(a_desc, b_desc, bias_ptr, res_ptr, out_ptr, M, N, K, stride
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
-    z = _linear_epilogue(acc, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm, ACT, HAS_BIAS, HAS_RES)
+    z = _linear_epilogue(acc, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm, gate_ptr, stride_gm, ACT,
+                         HAS_BIAS, HAS_RES, HAS_GATE)
     tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :],
              z.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def _gemm_splitk_reduce_kernel(ws_ptr, bias_ptr, res_ptr, out_ptr, M, N, stride_rm, stride_om,
+def _gemm_splitk_reduce_kernel(ws_ptr, bias_ptr, res_ptr, gate_ptr, out_ptr, M, N, stride_rm, stride_gm, stride_om,
                                ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
+                               HAS_GATE: tl.constexpr,
                                SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     offs_n = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
@@ -175,7 +185,8 @@ def _gemm_splitk_reduce_kernel(ws_ptr, bias_ptr, res_ptr, out_ptr, M, N, stride_
     z = tl.zeros([1, BLOCK], dtype=tl.float32)
     for s in range(SPLIT_K):                     # fixed order: deterministic
         z += tl.load(ws_ptr + (s * M + offs_m.to(tl.int64))[:, None] * N + offs_n[None, :], mask=mask, other=0.0)
-    z = _linear_epilogue(z, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm, ACT, HAS_BIAS, HAS_RES)
+    z = _linear_epilogue(z, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm, gate_ptr, stride_gm, ACT,
+                         HAS_BIAS, HAS_RES, HAS_GATE)
     tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :],
              z.to(out_ptr.dtype.element_ty), mask=mask)
 
@@ -194,7 +205,7 @@ def _tma_ok(x: torch.Tensor, w: torch.Tensor) -> bool:
     return all(t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 for t in (x, w))
 
 
-def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg: dict = TUNABLES):
+def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg: dict = TUNABLES, gate=None):
     if x.stride(-1) != 1:
         x = x.contiguous()
     if w.stride(-1) != 1:
@@ -210,6 +221,11 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
     bias_arg = bias if has_bias else x
     res_arg = residual if has_res else x
     stride_rm = residual.stride(0) if has_res else 0
+    has_gate = gate is not None
+    if has_gate and gate.stride(-1) != 1:
+        gate = gate.contiguous()
+    gate_arg = gate if has_gate else x
+    stride_gm = gate.stride(0) if has_gate else 0
     bm, bn, bk, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["SPLIT_K"]
     warps, stages = cfg["num_warps"], cfg["num_stages"]
     large = False
@@ -224,37 +240,42 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
     if split == 1 and cfg.get("TMA") and large and _tma_ok(x, w):  # the large-M tiles only (where timed)
         grid = (_cdiv(M, bm) * _cdiv(N, bn),)
         _gemm_tma_kernel[grid](TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
-                               bias_arg, res_arg, out, M, N, K, stride_rm, out.stride(0), ACT=act,
-                               HAS_BIAS=has_bias, HAS_RES=has_res, IEEE=x.dtype == torch.float32, BLOCK_M=bm,
+                               bias_arg, res_arg, gate_arg, out, M, N, K, stride_rm, stride_gm, out.stride(0),
+                               ACT=act, HAS_BIAS=has_bias, HAS_RES=has_res, HAS_GATE=has_gate, IEEE=x.dtype == torch.float32, BLOCK_M=bm,
                                BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
                                WS=bool(cfg.get("WARP_SPECIALIZE", 0)), num_warps=warps, num_stages=stages)
         return out
     k_per_split = _cdiv(_cdiv(K, bk), split) * bk
     ws = torch.empty((split, M, N), dtype=torch.float32, device=x.device) if split > 1 else out
     grid = (_cdiv(M, bm) * _cdiv(N, bn), split)
-    _gemm_bf16_linear_epilogue_kernel[grid](x, w, bias_arg, res_arg, out, ws, M, N, K, k_per_split,
-                                            x.stride(0), w.stride(0), stride_rm, out.stride(0),
-                                            ACT=act, HAS_BIAS=has_bias, HAS_RES=has_res, SPLIT_K=split,
+    _gemm_bf16_linear_epilogue_kernel[grid](x, w, bias_arg, res_arg, gate_arg, out, ws, M, N, K, k_per_split,
+                                            x.stride(0), w.stride(0), stride_rm, stride_gm, out.stride(0),
+                                            ACT=act, HAS_BIAS=has_bias, HAS_RES=has_res, HAS_GATE=has_gate,
+                                            SPLIT_K=split,
                                             IEEE=x.dtype == torch.float32, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                             GROUP_M=cfg["GROUP_M"], num_warps=warps, num_stages=stages)
     if split > 1:
         rb = min(REDUCE_BLOCK, _next_pow2(N))
-        _gemm_splitk_reduce_kernel[(M, _cdiv(N, rb))](ws, bias_arg, res_arg, out, M, N, stride_rm,
-                                                           out.stride(0), ACT=act, HAS_BIAS=has_bias,
-                                                           HAS_RES=has_res, SPLIT_K=split, BLOCK=rb,
+        _gemm_splitk_reduce_kernel[(M, _cdiv(N, rb))](ws, bias_arg, res_arg, gate_arg, out, M, N, stride_rm,
+                                                           stride_gm, out.stride(0), ACT=act, HAS_BIAS=has_bias,
+                                                           HAS_RES=has_res, HAS_GATE=has_gate, SPLIT_K=split,
+                                                           BLOCK=rb,
                                                            num_warps=4)
     return out
 
 
 class Model(nn.Module):
-    def __init__(self, activation: str = "none", has_bias: bool = False, has_residual: bool = False):
+    def __init__(self, activation: str = "none", has_bias: bool = False, has_residual: bool = False,
+                 has_gate: bool = False):
         super().__init__()
         if activation not in ACT_IDS:
             raise ValueError(f"activation must be one of {tuple(ACT_IDS)}, not {activation!r}")
         self.activation = activation
         self.has_bias = bool(has_bias)
         self.has_residual = bool(has_residual)
+        self.has_gate = bool(has_gate)
 
-    def forward(self, x, w, bias=None, residual=None):
+    def forward(self, x, w, bias=None, residual=None, gate=None):
         return launch_gemm_bf16_linear_epilogue(x, w, bias if self.has_bias else None,
-                                                residual if self.has_residual else None, self.activation)
+                                                residual if self.has_residual else None, self.activation,
+                                                gate=gate if self.has_gate else None)

@@ -93,6 +93,7 @@ def gemm_bf16_groups(shape: Shape, inputs: dict, ctx: Context) -> list[PlanGroup
     n = inputs["w"].shape[0]
     kw = shape.init_kwargs
     act, has_bias, has_res = kw.get("activation", "none"), bool(kw.get("has_bias")), bool(kw.get("has_residual"))
+    has_gate = bool(kw.get("has_gate"))
     bare = LibraryPlan(
         "torch.matmul (cuBLAS GEMM alone)", 2.0 * m * n * k,
         prepare=lambda i: {"x": i["x"], "w": i["w"]},
@@ -101,20 +102,25 @@ def gemm_bf16_groups(shape: Shape, inputs: dict, ctx: Context) -> list[PlanGroup
         reference_inputs=lambda i: {"x": i["x"], "w": i["w"]},
         details={"what": "x @ w^T in the input dtype, no epilogue; FLOPs 2*M*N*K"})
     groups = [PlanGroup("bar", "torch.matmul", [bare])]
-    if act != "none" or has_bias or has_res:
+    if act != "none" or has_bias or has_res or has_gate:
         def epilogue(p: dict) -> torch.Tensor:
             z = F.linear(p["x"], p["w"], p.get("bias"))  # bias fused by cuBLASLt
             if act == "gelu_tanh":
                 z = F.gelu(z, approximate="tanh")
             elif act == "silu":
                 z = F.silu(z, inplace=True)
+            elif act == "sigmoid":
+                z = torch.sigmoid_(z)
+            if has_gate:
+                z *= p["gate"]
             if has_res:
                 z += p["residual"]
             return z
 
-        keep = ["x", "w"] + (["bias"] if has_bias else []) + (["residual"] if has_res else [])
+        keep = ["x", "w"] + (["bias"] if has_bias else []) + (["residual"] if has_res else []) + \
+            (["gate"] if has_gate else [])
         what = "F.linear" + (" with bias" if has_bias else "") + (f", {act}" if act != "none" else "") + \
-               (", + residual" if has_res else "") + " in the input dtype"
+               (", * gate" if has_gate else "") + (", + residual" if has_res else "") + " in the input dtype"
         groups.append(PlanGroup("context", "F.linear + torch epilogue", [LibraryPlan(
             "F.linear + torch epilogue", ctx.flops(shape), prepare=lambda i: {key: i[key] for key in keep},
             call=epilogue, details={"what": what})]))
