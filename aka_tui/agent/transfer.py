@@ -265,7 +265,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
                     for p in semantics.init_params]
         if any(not c for c in per_init):
             continue
-        failures = ran_any = 0
+        failures, ran_any = 0, False
         for init_combo in _plausible_first([c[:8] for c in per_init], 64):
             tried += 1
             if tried > MAX_MAPPINGS_PER_KERNEL or time.monotonic() > deadline:
@@ -281,7 +281,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
                 if failures >= 6 and not ran_any:  # this forward mapping does not run: other init values
                     break  # rarely help
                 continue
-            ran_any = 1
+            ran_any = True
             produced, kb_structure, _ = ran
             out_map = _match_outputs(first, produced, tolerance)
             if out_map is None:

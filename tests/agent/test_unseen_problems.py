@@ -183,6 +183,19 @@ def test_init_claims_offer_each_init_argument_to_one_parameter() -> None:
     assert claims == {"kv_lora_rank": "kv_lora_rank", "heads": "num_heads", "rope": "rope_dim"}
 
 
+def test_an_optional_init_parameter_without_an_example_takes_its_annotated_kind() -> None:
+    """`top_k: int | None = None` is offered int init arguments; a list of ints or a union of kinds is not a
+    size, and keeps the wide "none" kind."""
+    from aka_tui.agent.transfer_params import Param, init_candidates
+
+    def offered(annotation: str) -> list:
+        return init_candidates(Param("top_k", None, None, annotation), {"k": 4}, {}, {}, ["float32"])
+
+    assert ["init", "k"] in offered("int | None")
+    assert ["init", "k"] not in offered("list[int] | None") and ["init", "k"] not in offered("int | float | None")
+    assert offered("str | None") == [["default"], ["const", "float32"]]
+
+
 def test_transfer_maps_init_sizes_that_repeat_the_tensors() -> None:
     """MLA decode over a packed latent cache, with init sizes of its own names that repeat the tensors' (rope
     width 16, not DeepSeek's 64): the MLA kernel refuses sizes that disagree with the tensors, so each init
@@ -352,7 +365,7 @@ def test_optimize_runs_a_transferred_per_row_top_k_filter_as_a_real_kernel(tmp_p
 def test_a_gated_projection_transfers_to_the_gemm_with_its_epilogue_mode_and_flags() -> None:
     """sigmoid(x W^T + b) * up: the KB GEMM's modes are tried from its own problem's shapes (activation
     "sigmoid" is one of them), a `has_gate` / `has_bias` flag is on where its tensor is mapped to an input, and
-    the init values are tried fewest departures from the likeliest first."""
+    the init combinations are tried best-first by the sum of their options' ranks."""
     problem = load_problem(UNSEEN / "gated_projection")
     kernels = [k for k in KERNELS if k.family == "gemm"]
     matches = find_transfers(problem, kernels, make_probes(problem, "cpu"), default_suite_dir())
