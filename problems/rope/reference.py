@@ -13,13 +13,14 @@ rounded to q.dtype once. Returns new tensors; q and k are not mutated.
 
 Inputs:
     positions:     [num_tokens] int64, 0 <= positions < max_position
-    q:             [num_tokens, num_q_heads, head_size], float dtype
-    k:             [num_tokens, num_kv_heads, head_size], same dtype
+    q:             [num_tokens, num_q_heads, head_size], float dtype; or [num_tokens, num_q_heads * head_size]
+                   (the heads flattened per token, as vLLM's rotary embedding takes them)
+    k:             [num_tokens, num_kv_heads, head_size] or [num_tokens, num_kv_heads * head_size], same dtype
     cos_sin_cache: [max_position, rotary_dim], same dtype; row p = [cos(p * f_i) for i < R/2] ++
                    [sin(p * f_i) for i < R/2], f_i = base ** (-2 i / R)
 Outputs (tuple):
-    q_out: [num_tokens, num_q_heads, head_size], dtype of q
-    k_out: [num_tokens, num_kv_heads, head_size], dtype of k
+    q_out: shaped like q, dtype of q
+    k_out: shaped like k, dtype of k
 
 Init kwargs: head_size (int), rotary_dim (int, even, <= head_size).
 """
@@ -28,15 +29,16 @@ import torch
 from torch import nn
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_dim: int, ct: torch.dtype) -> torch.Tensor:
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_dim: int, ct: torch.dtype,
+            head_size: int) -> torch.Tensor:
     half = rotary_dim // 2
-    xf = x.to(ct)
+    xf = x.to(ct).reshape(x.shape[0], -1, head_size)  # [T, H, D], also for heads flattened per token
     x1 = xf[..., :half]
     x2 = xf[..., half:rotary_dim]
     o1 = x1 * cos - x2 * sin
     o2 = x2 * cos + x1 * sin
     out = torch.cat([o1, o2, xf[..., rotary_dim:]], dim=-1)
-    return out.to(x.dtype)
+    return out.to(x.dtype).reshape(x.shape)
 
 
 class Model(nn.Module):
@@ -54,14 +56,15 @@ class Model(nn.Module):
         cs = cos_sin_cache.index_select(0, positions).to(ct)  # [T, R]
         cos = cs[:, None, :half]  # broadcast over heads
         sin = cs[:, None, half:]
-        return _rotate(q, cos, sin, self.rotary_dim, ct), _rotate(k, cos, sin, self.rotary_dim, ct)
+        return (_rotate(q, cos, sin, self.rotary_dim, ct, self.head_size),
+                _rotate(k, cos, sin, self.rotary_dim, ct, self.head_size))
 
 
 def roofline_flops(inputs, outputs, head_size: int, rotary_dim: int | None = None, **_) -> int:
     """3 FLOPs (2 mul + 1 add) per rotated element of q and k; pass-through dims are free."""
     rotary_dim = head_size if rotary_dim is None else rotary_dim
-    t, hq, _ = inputs["q"].shape
-    hk = inputs["k"].shape[1]
+    t = inputs["q"].shape[0]
+    hq, hk = inputs["q"][0].numel() // head_size, inputs["k"][0].numel() // head_size
     return 3 * t * (hq + hk) * rotary_dim
 
 

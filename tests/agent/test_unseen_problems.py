@@ -374,3 +374,11 @@ def test_a_gated_projection_transfers_to_the_gemm_with_its_epilogue_mode_and_fla
     assert match.arg_map["gate"] == ["input", "up"] and match.arg_map["w"] == ["input", "weight"]
     assert match.init_map["activation"] == ["const", "sigmoid"]
     assert match.init_map["has_gate"] == match.init_map["has_bias"] == ["const", True]
+
+
+@pytest.mark.slow
+def test_a_rotary_embedding_over_heads_flattened_per_token_transfers(tmp_path: Path) -> None:
+    """q and k flattened per token with a partial rotary width: the KB RoPE (which takes that layout with
+    head_size given) reproduces it; correct and real on every shape."""
+    started_correct_and_real(UNSEEN / "flat_rotary", tmp_path / "sessions",
+                             "starting point: transfer from rope-reference-kernel", "transfer from rope-reference-kernel")

@@ -82,11 +82,12 @@ def _next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
-def _heads(shape: torch.Size, strides: tuple[int, ...], head_dim: int) -> tuple[int, int, int, int]:
-    """A tensor's [tokens, heads, head_dim] rows: token count, head count, token and head strides."""
-    if len(shape) == 3:
-        return shape[0], shape[1], strides[0], strides[1]
-    return shape[0], shape[1] // head_dim, strides[0], head_dim  # [T, H * D] with unit last stride
+def _flat_heads(q: torch.Tensor, k: torch.Tensor, strides: list, head_dim: int | None) -> tuple:
+    """Head counts and [token, head] strides of q, k and their outputs (in `strides`' order) for heads flattened
+    per token ([T, H * head_dim], unit last stride)."""
+    if head_dim is None or q.dim() != 2 or k.dim() != 2 or q.shape[1] % head_dim or k.shape[1] % head_dim:
+        raise ValueError(f"q {tuple(q.shape)} / k {tuple(k.shape)}: [T, H, D], or [T, H * D] with head_dim given")
+    return q.shape[1] // head_dim, k.shape[1] // head_dim, [(s[0], head_dim) for s in strides]
 
 
 def launch_qk_head_norm(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor,
@@ -97,16 +98,14 @@ def launch_qk_head_norm(q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor
     k, sk = _last_dim_contiguous(k)
     q_weight = q_weight.contiguous()
     k_weight = k_weight.contiguous()
-    if len(sq) == 3:
-        head_dim = q.shape[2]
-    elif head_dim is None or len(sq) != 2 or q.shape[1] % head_dim or k.shape[1] % head_dim:
-        raise ValueError(f"q {tuple(q.shape)} / k {tuple(k.shape)}: [T, H, D], or [T, H * D] with head_dim given")
     q_out, sqo = _out_like(q)
     k_out, sko = _out_like(k)
-    n_tokens, n_q_heads, *sq = _heads(q.shape, sq, head_dim)
-    _, n_k_heads, *sk = _heads(k.shape, sk, head_dim)
-    _, _, *sqo = _heads(q.shape, sqo, head_dim)
-    _, _, *sko = _heads(k.shape, sko, head_dim)
+    if len(sq) == 3:
+        n_tokens, n_q_heads, head_dim = q.shape
+        n_k_heads = k.shape[1]
+    else:
+        n_tokens = q.shape[0]
+        n_q_heads, n_k_heads, (sq, sk, sqo, sko) = _flat_heads(q, k, [sq, sk, sqo, sko], head_dim)
     rows = cfg["ROWS_PER_PROGRAM"]
     block_d = _next_pow2(head_dim)
     n_q_rows = n_tokens * n_q_heads

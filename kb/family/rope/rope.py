@@ -9,7 +9,8 @@ R elements, int64 offset pos * stride), then walks the heads in blocks of BLOCK_
 x1 and x2 are two contiguous half-row loads, the rotated halves two stores, and the pass-through columns
 (R < head_size) a masked copy. SINGLE_LAUNCH: q and k heads of a token are handled by the same program
 (cos/sin gathered once for both); otherwise one launch per tensor. Head and token strides are taken from the
-tensors, so q/k may be slices of a fused qkv buffer.
+tensors, so q/k may be slices of a fused qkv buffer; heads flattened per token ([T, H * head_size], as vLLM's
+rotary embedding takes them) are the same rows with head stride head_size, the outputs in the inputs' shapes.
 """
 
 import torch
@@ -101,17 +102,30 @@ def _next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
+def _flat_heads(q: torch.Tensor, k: torch.Tensor, strides: list, head_size: int | None) -> tuple:
+    """Head counts and [token, head] strides of q, k and their outputs (in `strides`' order) for heads flattened
+    per token ([T, H * head_size], unit last stride)."""
+    if head_size is None or q.dim() != 2 or k.dim() != 2 or q.shape[1] % head_size or k.shape[1] % head_size:
+        raise ValueError(f"q {tuple(q.shape)} / k {tuple(k.shape)}: [T, H, D], or [T, H * D] with head_size given")
+    return q.shape[1] // head_size, k.shape[1] // head_size, [(s[0], head_size) for s in strides]
+
+
 def launch_rope(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_sin_cache: torch.Tensor,
-                rotary_dim: int, cfg: dict | None = None):
+                rotary_dim: int, cfg: dict | None = None, head_size: int | None = None):
+    """q / k as [T, H, D], or as [T, H * D] with `head_size` given; outputs shaped like them."""
     cfg = TUNABLES if cfg is None else cfg
     q, sq = _last_dim_contiguous(q)
     k, sk = _last_dim_contiguous(k)
     positions = positions.contiguous()
     cache, s_cache = _last_dim_contiguous(cos_sin_cache)
-    n_tokens, n_q_heads, head_size = q.shape
-    n_k_heads = k.shape[1]
     q_out, sqo = _out_like(q)
     k_out, sko = _out_like(k)
+    if len(sq) == 3:
+        n_tokens, n_q_heads, head_size = q.shape
+        n_k_heads = k.shape[1]
+    else:
+        n_tokens = q.shape[0]
+        n_q_heads, n_k_heads, (sq, sk, sqo, sko) = _flat_heads(q, k, [sq, sk, sqo, sko], head_size)
     if n_tokens == 0:
         return q_out, k_out
     half = rotary_dim // 2
@@ -147,4 +161,4 @@ class Model(nn.Module):
         self.rotary_dim = rotary_dim
 
     def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_sin_cache: torch.Tensor):
-        return launch_rope(positions, q, k, cos_sin_cache, self.rotary_dim)
+        return launch_rope(positions, q, k, cos_sin_cache, self.rotary_dim, head_size=self.head_size)
