@@ -133,7 +133,9 @@ def _param_kind(param: Param) -> str:
         # an optional parameter no example shows: its annotation names the kind (`top_k: int | None = None`
         # takes a problem's int init argument; `out_dtype: str | None = None` a name, never a size)
         named = [k for k in ("int", "float", "str") if re.search(rf"\b{k}\b", param.annotation)]
-        if len(named) == 1 and not re.search(r"\b(list|tuple|dict|Sequence)\b", param.annotation):
+        if re.search(r"\b(list|tuple|dict|Sequence)\b", param.annotation):
+            kind = "other"  # `sections: list[int] | None`: takes a problem's list, never a size
+        elif len(named) == 1:
             kind = named[0]
     return kind
 

@@ -22,7 +22,11 @@ Outputs (tuple):
     q_out: shaped like q, dtype of q
     k_out: shaped like k, dtype of k
 
-Init kwargs: head_size (int), rotary_dim (int, even, <= head_size).
+Init kwargs: head_size (int), rotary_dim (int, even, <= head_size), sections (three ints adding up to R/2, or None).
+
+Multimodal rotary: with positions [3, num_tokens] (a time, a height and a width position per token) and
+sections (s0, s1, s2), band i < R/2 of cos and sin is read at positions[j, t], j the section holding i
+(i < s0: 0; i < s0 + s1: 1; else 2). A positions tensor [num_tokens] ignores sections.
 """
 
 import torch
@@ -42,18 +46,26 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_dim: i
 
 
 class Model(nn.Module):
-    def __init__(self, head_size: int, rotary_dim: int | None = None):
+    def __init__(self, head_size: int, rotary_dim: int | None = None, sections: list[int] | None = None):
         super().__init__()
         rotary_dim = head_size if rotary_dim is None else rotary_dim
         if rotary_dim % 2 != 0 or rotary_dim > head_size:
             raise ValueError(f"rotary_dim {rotary_dim} must be even and <= head_size {head_size}")
         self.head_size = head_size
         self.rotary_dim = rotary_dim
+        self.sections = None if sections is None else [int(s) for s in sections]
 
     def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_sin_cache: torch.Tensor):
         ct = torch.promote_types(q.dtype, torch.float32)
         half = self.rotary_dim // 2
-        cs = cos_sin_cache.index_select(0, positions).to(ct)  # [T, R]
+        if positions.dim() == 2:  # [3, T] streams: each band's section picks its stream
+            if self.sections is None or sum(self.sections) != half or positions.shape[0] != len(self.sections):
+                raise ValueError(f"positions {tuple(positions.shape)} need sections adding up to {half}")
+            rows = cos_sin_cache[positions].to(ct)  # [3, T, R]
+            cs = torch.cat([part[j] for j, part in enumerate(rows[..., :half].split(self.sections, dim=-1))]
+                           + [part[j] for j, part in enumerate(rows[..., half:].split(self.sections, dim=-1))], -1)
+        else:
+            cs = cos_sin_cache.index_select(0, positions).to(ct)  # [T, R]
         cos = cs[:, None, :half]  # broadcast over heads
         sin = cs[:, None, half:]
         return (_rotate(q, cos, sin, self.rotary_dim, ct, self.head_size),

@@ -382,3 +382,12 @@ def test_a_rotary_embedding_over_heads_flattened_per_token_transfers(tmp_path: P
     head_size given) reproduces it; correct and real on every shape."""
     started_correct_and_real(UNSEEN / "flat_rotary", tmp_path / "sessions",
                              "starting point: transfer from rope-reference-kernel", "transfer from rope-reference-kernel")
+
+
+@pytest.mark.slow
+def test_a_rotary_embedding_with_three_position_streams_transfers(tmp_path: Path) -> None:
+    """Multimodal rotary (positions [3, T], bands split in sections across the streams), q / k flattened per
+    token: the KB RoPE takes the sections as its list init argument (an annotated `list[int] | None` is offered
+    the problem's lists); one kernel where the compiler seed launched eleven; correct and real."""
+    started_correct_and_real(UNSEEN / "sectioned_rotary", tmp_path / "sessions",
+                             "starting point: transfer from rope-reference-kernel", "transfer from rope-reference-kernel")

@@ -44,3 +44,26 @@ def test_flattened_heads_without_head_size_are_one_line() -> None:
     q = torch.zeros(3, 100)
     with pytest.raises(ValueError, match="head_size given"):
         KERNEL.launch_rope(torch.zeros(3, dtype=torch.long), q, q, torch.zeros(4, 16), 16)
+
+
+@pytest.mark.parametrize("single_launch", [True, False])
+def test_three_position_streams_rotate_each_band_at_its_sections_position(single_launch: bool,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Multimodal rotary: positions [3, T] and sections (2, 3, 3) of the 8 bands; flattened heads."""
+    monkeypatch.setitem(KERNEL.TUNABLES, "SINGLE_LAUNCH", single_launch)
+    generator = torch.Generator().manual_seed(8)
+    tokens, q_heads, kv_heads, size, rotary, positions = 6, 4, 2, 32, 16, 50
+    q = torch.randn(tokens, q_heads * size, generator=generator)
+    k = torch.randn(tokens, kv_heads * size, generator=generator)
+    cache = torch.randn(positions, rotary, generator=generator)
+    pos = torch.randint(0, positions, (3, tokens), generator=generator)
+    want = REFERENCE.Model(size, rotary, [2, 3, 3])(pos, q, k, cache)
+    got = KERNEL.Model(size, rotary, [2, 3, 3])(pos, q, k, cache)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+    # band 4 (second section) of token 1 reads the height stream's row
+    x1, x2 = q[1, 4], q[1, 4 + rotary // 2]
+    cos, sin = cache[pos[1, 1], 4], cache[pos[1, 1], 4 + rotary // 2]
+    torch.testing.assert_close(got[0][1, 4], x1 * cos - x2 * sin, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="three sections"):
+        KERNEL.Model(size, rotary, [2, 3, 2])(pos, q, k, cache)

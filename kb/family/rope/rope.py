@@ -11,6 +11,8 @@ x1 and x2 are two contiguous half-row loads, the rotated halves two stores, and 
 (cos/sin gathered once for both); otherwise one launch per tensor. Head and token strides are taken from the
 tensors, so q/k may be slices of a fused qkv buffer; heads flattened per token ([T, H * head_size], as vLLM's
 rotary embedding takes them) are the same rows with head stride head_size, the outputs in the inputs' shapes.
+Three position streams ([3, T]: time, height, width of a multimodal token) with `sections` (three band counts
+adding up to R/2): band r of the cos/sin row is read at the position of the stream whose section holds r.
 """
 
 import torch
@@ -59,17 +61,27 @@ def _rope_token_heads(x_ptr, o_ptr, tok, n_heads, sx_t, sx_h, so_t, so_h, cos, s
 def _rope_kernel(pos_ptr, cache_ptr, q_ptr, qo_ptr, k_ptr, ko_ptr, n_tokens, n_q_heads, n_k_heads,
                  sq_t, sq_h, sqo_t, sqo_h, sk_t, sk_h, sko_t, sko_h, s_cache,
                  HALF: tl.constexpr, ROT: tl.constexpr, HEAD_SIZE: tl.constexpr, BLOCK_H: tl.constexpr,
-                 BLOCK_HALF: tl.constexpr, BLOCK_PASS: tl.constexpr, TOKENS: tl.constexpr, DO_K: tl.constexpr):
+                 BLOCK_HALF: tl.constexpr, BLOCK_PASS: tl.constexpr, TOKENS: tl.constexpr, DO_K: tl.constexpr,
+                 SECTIONS: tl.constexpr):
     pid = tl.program_id(0)
     offs_r = tl.arange(0, BLOCK_HALF)
     r_mask = offs_r < HALF
     for i in range(TOKENS):
         tok = pid.to(tl.int64) * TOKENS + i
         if tok < n_tokens:
-            pos = tl.load(pos_ptr + tok).to(tl.int64)
-            row = cache_ptr + pos * s_cache
-            cos = tl.load(row + offs_r, mask=r_mask, other=0.0).to(tl.float32)
-            sin = tl.load(row + HALF + offs_r, mask=r_mask, other=0.0).to(tl.float32)
+            if SECTIONS == 0:
+                pos = tl.load(pos_ptr + tok).to(tl.int64)
+                row = cache_ptr + pos * s_cache
+                cos = tl.load(row + offs_r, mask=r_mask, other=0.0).to(tl.float32)
+                sin = tl.load(row + HALF + offs_r, mask=r_mask, other=0.0).to(tl.float32)
+            else:  # three position streams [3, T]: band r reads the stream whose section holds it
+                p0 = tl.load(pos_ptr + tok).to(tl.int64)
+                p1 = tl.load(pos_ptr + n_tokens + tok).to(tl.int64)
+                p2 = tl.load(pos_ptr + 2 * n_tokens + tok).to(tl.int64)
+                band_pos = tl.where(offs_r < SECTIONS // 4096, p0, tl.where(offs_r < SECTIONS % 4096, p1, p2))
+                rows = cache_ptr + band_pos * s_cache + offs_r
+                cos = tl.load(rows, mask=r_mask, other=0.0).to(tl.float32)
+                sin = tl.load(rows + HALF, mask=r_mask, other=0.0).to(tl.float32)
             _rope_token_heads(q_ptr, qo_ptr, tok, n_q_heads, sq_t, sq_h, sqo_t, sqo_h, cos, sin,
                               HALF, ROT, HEAD_SIZE, BLOCK_H, BLOCK_HALF, BLOCK_PASS)
             if DO_K:
@@ -110,9 +122,23 @@ def _flat_heads(q: torch.Tensor, k: torch.Tensor, strides: list, head_size: int 
     return q.shape[1] // head_size, k.shape[1] // head_size, [(s[0], head_size) for s in strides]
 
 
+def _section_ends(positions: torch.Tensor, sections: list[int] | None, half: int) -> int:
+    """The SECTIONS constexpr: 0 for one position per token, else the ends of the first two bands' sections
+    (end1 * 4096 + end2) for three position streams [3, T]."""
+    if positions.dim() == 1:
+        return 0
+    if sections is None or positions.dim() != 2 or positions.shape[0] != 3 or len(sections) != 3 \
+            or sum(sections) != half:
+        raise ValueError(f"positions {tuple(positions.shape)}: [T], or [3, T] with three sections adding up to "
+                         f"rotary_dim / 2 = {half} (got {sections})")
+    return sections[0] * 4096 + sections[0] + sections[1]
+
+
 def launch_rope(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_sin_cache: torch.Tensor,
-                rotary_dim: int, cfg: dict | None = None, head_size: int | None = None):
-    """q / k as [T, H, D], or as [T, H * D] with `head_size` given; outputs shaped like them."""
+                rotary_dim: int, cfg: dict | None = None, head_size: int | None = None,
+                sections: list[int] | None = None):
+    """q / k as [T, H, D], or as [T, H * D] with `head_size` given; outputs shaped like them. positions [T],
+    or [3, T] with `sections` (multimodal rotary: the bands of each section read their own stream)."""
     cfg = TUNABLES if cfg is None else cfg
     q, sq = _last_dim_contiguous(q)
     k, sk = _last_dim_contiguous(k)
@@ -134,7 +160,7 @@ def launch_rope(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_s
     meta = dict(HALF=half, ROT=rotary_dim, HEAD_SIZE=head_size, BLOCK_H=cfg["BLOCK_H"],
                 BLOCK_HALF=_next_pow2(max(half, 1)),
                 BLOCK_PASS=_next_pow2(max(head_size - rotary_dim, 1)),
-                TOKENS=tokens, num_warps=cfg["num_warps"])
+                TOKENS=tokens, SECTIONS=_section_ends(positions, sections, half), num_warps=cfg["num_warps"])
     q_part = (q, q_out)
     q_dims = (sq[0], sq[1], sqo[0], sqo[1])
     k_part = (k, k_out)
@@ -152,13 +178,15 @@ def launch_rope(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_s
 
 
 class Model(nn.Module):
-    def __init__(self, head_size: int, rotary_dim: int | None = None):
+    def __init__(self, head_size: int, rotary_dim: int | None = None, sections: list[int] | None = None):
         super().__init__()
         rotary_dim = head_size if rotary_dim is None else rotary_dim
         if rotary_dim % 2 != 0 or rotary_dim > head_size:
             raise ValueError(f"rotary_dim {rotary_dim} must be even and <= head_size {head_size}")
         self.head_size = head_size
         self.rotary_dim = rotary_dim
+        self.sections = None if sections is None else [int(s) for s in sections]
 
     def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cos_sin_cache: torch.Tensor):
-        return launch_rope(positions, q, k, cos_sin_cache, self.rotary_dim, head_size=self.head_size)
+        return launch_rope(positions, q, k, cos_sin_cache, self.rotary_dim, head_size=self.head_size,
+                           sections=self.sections)

@@ -9,17 +9,17 @@ import torch.nn as nn
 
 class Model(nn.Module):
 
-    def __init__(self, head_size: int, rotary_dim: int, sections: list) -> None:
+    def __init__(self, head_size: int, rotary_dim: int, bands_per_stream: list) -> None:
         super().__init__()
-        if sum(sections) * 2 != rotary_dim:
-            raise ValueError(f"sections {sections} must add up to rotary_dim / 2 = {rotary_dim // 2}")
+        if sum(bands_per_stream) * 2 != rotary_dim:
+            raise ValueError(f"bands_per_stream {bands_per_stream} must add up to rotary_dim / 2 = {rotary_dim // 2}")
         self.head_size = head_size
         self.rotary_dim = rotary_dim
-        self.sections = list(sections)
+        self.bands_per_stream = list(bands_per_stream)
 
     def _bands(self, table: torch.Tensor) -> torch.Tensor:
         # table: [streams, tokens, rotary_dim / 2] -> [tokens, rotary_dim / 2], band by band from its stream
-        pieces = table.split(self.sections, dim=-1)
+        pieces = table.split(self.bands_per_stream, dim=-1)
         return torch.cat([piece[stream] for stream, piece in enumerate(pieces)], dim=-1)
 
     def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
