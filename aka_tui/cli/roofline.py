@@ -22,6 +22,10 @@ def register(sub: Any) -> None:
     p.add_argument("--hardware", help="profile for T_SOL (default: detected)")
     p.add_argument("--recount", action="store_true",
                    help="published directories: count every shape here too (their published W/Q are kept otherwise)")
+    p.add_argument("--keep-within", type=float, metavar="PCT",
+                   help="a recount within PCT%% of the stored W and Q keeps the stored entry (counted elsewhere, "
+                        "e.g. on a GPU, whose random inputs gave slightly other counts); the file's inputs hash "
+                        "is updated either way")
     p.set_defaults(func=cmd_roofline)
 
 
@@ -37,7 +41,10 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     profile = get_profile(args.hardware) if args.hardware else detect_profile("auto")
     published = problem.source_format != "native"
     # A published directory's W/Q are the data's: only what it leaves out is counted (--recount: all of it).
-    counted = refresh(problem, args.device, args.tier, only_missing=published and not args.recount)
+    kept: list[str] = []
+    within = None if args.keep_within is None else max(0.0, args.keep_within) / 100
+    counted = refresh(problem, args.device, args.tier, only_missing=published and not args.recount,
+                      keep_within=within, kept=kept)
     devices = sorted({d for times in problem.published_sol_ms.values() for d in times})
     rows = []
     for shape in problem.shapes_for(args.tier):
@@ -50,7 +57,8 @@ def cmd_roofline(args: argparse.Namespace) -> int:
         b = bound(entry, profile)
         rows.append([shape.shape_id, f"{entry.flops:.4g}", f"{entry.bytes_total:.4g}", f"{b.arithmetic_intensity:.3g}",
                      f"{b.t_sol_s * 1e6:.2f}", f"{b.bottleneck} ({entry.path}, {entry.source})", *sol])
-    print(f"{problem.name}: roofline on {profile.name}" + (f"; {counted} shape(s) counted here" if counted else ""))
+    print(f"{problem.name}: roofline on {profile.name}" + (f"; {counted} shape(s) counted here" if counted else "")
+          + (f", {len(kept)} kept as stored (within {args.keep_within:g}%): {', '.join(kept)}" if kept else ""))
     print(text_table(rows, ["shape", "W FLOP", "Q bytes", "FLOP/B", "T_SOL us", "bound",
                             *[f"published SOL us ({d})" for d in devices]]))
     if devices:

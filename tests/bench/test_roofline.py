@@ -144,3 +144,29 @@ def test_shipped_rooflines_match_their_problems() -> None:
     stale = [d.name for d in sorted(PROBLEMS.iterdir()) if (d / "roofline.json").is_file()
              and json.loads((d / "roofline.json").read_text()).get("inputs_hash") != roofline_inputs_hash(d)]
     assert not stale, f"roofline.json counted for other code: {stale}"
+
+
+def test_a_recount_close_to_the_stored_entry_keeps_it_and_rehashes(tmp_path: Path) -> None:
+    """`aka roofline P --keep-within PCT`: a reference edited without changing what it computes (its hash
+    changed) keeps entries counted elsewhere when the recount agrees within PCT; a recount that does not agree
+    replaces the entry."""
+    d = _problem(tmp_path, "mm", (
+        "import torch\nclass Model(torch.nn.Module):\n"
+        "    def forward(self, a, b):\n        return a @ b.t()\n"), (
+        "import torch\ndef _make_inputs(m, n, k, device='cpu'):\n"
+        "    return {'a': torch.randn(m, k, device=device), 'b': torch.randn(n, k, device=device)}\n"),
+        {"near": {"input_kwargs": {"m": 64, "n": 48, "k": 32}}, "far": {"input_kwargs": {"m": 8, "n": 8, "k": 8}}},
+        "float32")
+    refresh(load_problem(d), "cpu")
+    stored = json.loads((d / "roofline.json").read_text())
+    stored["shapes"]["near"]["bytes_read"] *= 1.004  # as if counted on another device's random inputs
+    stored["shapes"]["far"]["bytes_read"] *= 1.5
+    (d / "roofline.json").write_text(json.dumps(stored))
+    (d / "reference.py").write_text((d / "reference.py").read_text() + "# a comment: the hash changes\n")
+    assert load_problem(d).roofline == {}  # stale
+    kept: list[str] = []
+    refresh(load_problem(d), "cpu", keep_within=0.01, kept=kept)
+    assert kept == ["near"]
+    after = load_problem(d).roofline  # current again: the file's hash was updated
+    assert after["near"].bytes_read == stored["shapes"]["near"]["bytes_read"]
+    assert after["far"].bytes_read == 8 * 8 * 4 * 2

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from aka_tui.bench.problem.inputs import make_inputs
-from aka_tui.bench.problem.model import Problem
+from aka_tui.bench.problem.model import Problem, RooflineEntry
 from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.bench.problem.seeds import derive_seed
 from aka_tui.bench.roofline.bound import measure_entry, write_cache
@@ -19,12 +21,31 @@ def _devices(device: str) -> list[str]:
     return ["meta", "cuda" if torch.cuda.is_available() else "cpu"]
 
 
-def refresh(problem: Problem, device: str = "auto", tier: str | None = None, only_missing: bool = False) -> int:
+def stored_entries(problem: Problem) -> dict[str, RooflineEntry]:
+    """A native problem's roofline.json entries as written, whatever its inputs hash says (a stale file's
+    entries are what a recount is compared with)."""
+    try:
+        raw = json.loads(problem.roofline_path.read_text())
+        return {sid: RooflineEntry.from_json(spec) for sid, spec in raw.get("shapes", {}).items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def _agrees(new: RooflineEntry, old: RooflineEntry, within: float) -> bool:
+    pairs = ((new.flops, old.flops), (new.bytes_read, old.bytes_read), (new.bytes_written, old.bytes_written))
+    return new.path == old.path and all(abs(a - b) <= within * max(abs(a), abs(b)) for a, b in pairs)
+
+
+def refresh(problem: Problem, device: str = "auto", tier: str | None = None, only_missing: bool = False,
+            keep_within: float | None = None, kept: list[str] | None = None) -> int:
     """Recount the shapes of `tier` (only those without an entry when `only_missing`) and keep the counts
-    (roofline.json of a native problem, the per-user cache for a published one); returns how many."""
+    (roofline.json of a native problem, the per-user cache for a published one); returns how many. With
+    `keep_within` (a fraction), a recount that agrees with the stored entry that closely keeps the stored one
+    (counted on another device, whose random inputs gave slightly other counts); their ids go to `kept`."""
     ref_module = import_file(problem.reference_path, "ref")
     input_module = import_file(problem.input_path, "inp")
     todo = [s for s in problem.shapes_for(tier) if not (only_missing and s.shape_id in problem.roofline)]
+    stored = stored_entries(problem) if keep_within is not None and problem.source_format == "native" else {}
     for shape in todo:
         seed = derive_seed(problem.name, shape.shape_id, 0, "roofline")
         errors = []
@@ -36,6 +57,11 @@ def refresh(problem: Problem, device: str = "auto", tier: str | None = None, onl
             except Exception as exc:  # meta cannot run data-dependent references; try the next device
                 errors.append(f"{dev}: {type(exc).__name__}: {str(exc)[:200]}")
                 continue
+            previous = stored.get(shape.shape_id)
+            if previous is not None and keep_within is not None and _agrees(entry, previous, keep_within):
+                entry = previous
+                if kept is not None:
+                    kept.append(shape.shape_id)
             problem.roofline[shape.shape_id] = entry
             break
         else:
