@@ -28,7 +28,9 @@ top_k   [batch]         int32, or None: every row takes the init argument ``top_
 top_p   [batch]         float32, or None: every row takes the init argument ``top_p`` (None there: top-p off)
 
 Init kwargs: vocab_size (informational), top_k (int) and top_p (float), both optional: one setting for every
-row, as a sampler configured once applies it (a filter with only one of the two leaves the other off).
+row, as a sampler configured once applies it (a filter with only one of the two leaves the other off);
+renormalize (bool, default True): with False, step 2's P is the softmax over the whole row, not over the top-k
+survivors (a sampler that sorts the full distribution once and masks both ways in it).
 
 Output
 ------
@@ -40,11 +42,13 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    def __init__(self, vocab_size: int | None = None, top_k: int | None = None, top_p: float | None = None):
+    def __init__(self, vocab_size: int | None = None, top_k: int | None = None, top_p: float | None = None,
+                 renormalize: bool = True):
         super().__init__()
         self.vocab_size = vocab_size
         self.top_k = top_k
         self.top_p = top_p
+        self.renormalize = bool(renormalize)
 
     def forward(self, logits, top_k=None, top_p=None):
         B, V = logits.shape
@@ -58,7 +62,7 @@ class Model(nn.Module):
         k = top_k.long().clamp(1, V)
         t_k = s.gather(1, (k - 1)[:, None])                                    # [B, 1]
         s_masked = s.masked_fill(s < t_k, float("-inf"))
-        probs = torch.softmax(s_masked, dim=-1)
+        probs = torch.softmax(s_masked if self.renormalize else s, dim=-1)
         cum = torch.cumsum(probs, dim=-1)
         pp = top_p.to(cdt)[:, None]
         r = (cum < pp).sum(dim=-1, keepdim=True).clamp(max=V - 1)             # first index with cum >= p

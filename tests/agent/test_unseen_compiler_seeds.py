@@ -59,9 +59,10 @@ def test_optimize_seeds_a_blockwise_readout_with_a_folded_grid_and_a_size_power(
 def test_optimize_seeds_a_sorting_top_p_mask_with_its_own_ranking_and_scan(tmp_path: Path) -> None:
     """A top-k / top-p mask written with torch.sort, a softmax, a cumulative sum and a scatter: inductor calls a
     library sort; the seed ranks instead (its own reduction kernel) and keeps inductor's scan with its combine
-    function, so the start is real."""
+    function, so the start is real. The transfer search is off: the KB's filter has this top-p mode too."""
     result = started_correct_and_real(UNSEEN / "nucleus_mask", tmp_path / "sessions",
-                                       "starting point: compiler seed", "compiler seed (inductor)")
+                                       "starting point: compiler seed", "compiler seed (inductor)",
+                                       "--transfer-budget", "0")
     assert all(name.startswith("_seed_") for s in result["shapes"] for name in s["audit"]["own_kernels"])
 
 

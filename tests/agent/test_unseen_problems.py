@@ -391,3 +391,16 @@ def test_a_rotary_embedding_with_three_position_streams_transfers(tmp_path: Path
     the problem's lists); one kernel where the compiler seed launched eleven; correct and real."""
     started_correct_and_real(UNSEEN / "sectioned_rotary", tmp_path / "sessions",
                              "starting point: transfer from rope-reference-kernel", "transfer from rope-reference-kernel")
+
+
+@pytest.mark.slow
+def test_a_top_p_over_the_whole_softmax_transfers_to_the_filters_second_mode(tmp_path: Path) -> None:
+    """Top-p measured on the whole row's softmax (not renormalised over the top-k survivors), written with a
+    sort, a cumulative sum and a scatter: the KB filter with `renormalize=False` (top-k alone, then top-p alone
+    with p scaled by Z_all / Z_surv) reproduces it; correct and real."""
+    started_correct_and_real(UNSEEN / "nucleus_mask", tmp_path / "sessions",
+                             "starting point: transfer from sampling-top-k-top-p-reference-kernel",
+                             "transfer from sampling-top-k-top-p-reference-kernel")
+    proposal, _ = recorded(tmp_path / "sessions")
+    kernel = (next((tmp_path / "sessions").iterdir()) / "iterations" / "0001" / "kernel.py").read_text()
+    assert "'renormalize': ['const', False]" in kernel, proposal

@@ -68,3 +68,37 @@ def test_split_row_paths_match_the_reference(kernel: ModuleType, config: str, ki
     assert got.dtype == expected.dtype
     same = (got == expected) | (torch.isinf(got) & torch.isinf(expected) & (got < 0) & (expected < 0))
     assert bool(same.all()), f"rows differ: {(~same).any(dim=1).nonzero().flatten().tolist()}"
+
+
+@pytest.mark.parametrize("kind", ["fp32", "ties", "fp16"])
+def test_top_p_over_the_whole_row_matches_the_reference(kernel: ModuleType, kind: str) -> None:
+    """renormalize=False: top-p on the whole row's softmax, with top-k on and off and top-p off in some rows;
+    exact against the reference's mode (ties kept whole, as in the renormalised mode)."""
+    reference = import_file(PROBLEMS / "sampling_top_k_top_p" / "reference.py", "sampling_reference").Model
+    gen = torch.Generator().manual_seed(zlib.crc32(f"whole-row/{kind}".encode()))
+    batch, vocab = 8, 700
+    logits, top_k, _ = _inputs(kind, batch, vocab, gen)
+    # targets between the whole row's cumulative masses of neighbouring sorted values, so that float rounding
+    # cannot move the boundary
+    probs = torch.softmax(logits.double(), dim=-1).sort(dim=-1, descending=True).values.cumsum(dim=-1)
+    at = torch.randint(0, 40, (batch,), generator=gen)
+    top_p = ((probs.gather(1, at[:, None]) + probs.gather(1, at[:, None] + 1)) / 2).squeeze(1).float()
+    top_p[0] = 1.0
+    expected = reference(vocab, renormalize=False)(logits, top_k, top_p)
+    got = kernel.Model(vocab, renormalize=False)(logits, top_k, top_p)
+    same = (got == expected) | (torch.isinf(got) & torch.isinf(expected) & (got < 0) & (expected < 0))
+    assert bool(same.all()), f"rows differ: {(~same).any(dim=1).nonzero().flatten().tolist()}"
+    renormalised = reference(vocab)(logits, top_k, top_p)
+    assert not torch.equal(renormalised.isinf(), expected.isinf())  # the two modes keep different sets here
+
+
+@pytest.mark.xfail(strict=True, reason="known: the split-row filter mishandles -inf logits (a masked vocabulary) "
+                                       "on top-p rows; the suite's inputs have none")
+def test_masked_vocabulary_entries_do_not_change_which_logits_survive(kernel: ModuleType) -> None:
+    reference = import_file(PROBLEMS / "sampling_top_k_top_p" / "reference.py", "sampling_reference").Model
+    logits = torch.randn(4, 700, generator=torch.Generator().manual_seed(3)) * 3
+    logits[:, :300] = float("-inf")
+    top_k = torch.tensor([700, 20, 700, 5], dtype=torch.int32)
+    top_p = torch.tensor([0.8, 0.9, 1.0, 0.7])
+    got = kernel.launch_sampling_top_k_top_p(logits, top_k, top_p)
+    assert torch.equal(got.isfinite(), reference(700)(logits, top_k, top_p).isfinite())

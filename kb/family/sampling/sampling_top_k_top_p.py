@@ -586,23 +586,50 @@ def launch_sampling_top_k_top_p(logits, top_k, top_p, cfg: dict | None = None):
     return out
 
 
+@triton.jit
+def _whole_row_p_kernel(x_ptr, y_ptr, p_ptr, out_ptr, vocab, s_xb, s_xv, s_yb, s_yv, BLOCK: tl.constexpr):
+    """Per row: p * Z_all / Z_surv, the top-p fraction of the top-k survivors' mass (y: x or -inf) that equals p
+    of the whole row's softmax mass (one online-softmax pass over x and y); p >= 1 stays 1 (off)."""
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    m = tl.full((), float("-inf"), tl.float32)
+    z_all = tl.zeros((), tl.float32)
+    z_surv = tl.zeros((), tl.float32)
+    for v0 in range(0, vocab, BLOCK):
+        o = (v0 + offs).to(tl.int64)
+        ok = o < vocab
+        x = tl.load(x_ptr + row * s_xb + o * s_xv, mask=ok, other=float("-inf")).to(tl.float32)
+        y = tl.load(y_ptr + row * s_yb + o * s_yv, mask=ok, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a block of -inf so far: nothing to add yet
+        scale = tl.exp(m - m_safe)
+        z_all = z_all * scale + tl.sum(tl.exp(x - m_safe), axis=0)
+        z_surv = z_surv * scale + tl.sum(tl.exp(y - m_safe), axis=0)
+        m = m_new
+    p = tl.load(p_ptr + row).to(tl.float32)
+    tl.store(out_ptr + row, tl.where(p >= 1.0, 1.0, p * z_all / z_surv))
+
+
 class Model(nn.Module):
     """Per-row top_k / top_p tensors, or one setting for every row from the init arguments (None: that filter
-    off, k = vocab or p = 1); the per-row tensors of a setting are made once per batch size and device."""
+    off, k = vocab or p = 1); the per-row tensors of a setting are made once per batch size and device.
+    renormalize=False: top-p measures the whole row's softmax, not the top-k survivors' (the filter runs twice:
+    top-k alone, to weigh the survivors, then both filters with p scaled by Z_all / Z_surv per row)."""
 
-    def __init__(self, vocab_size: int | None = None, top_k: int | None = None, top_p: float | None = None):
+    def __init__(self, vocab_size: int | None = None, top_k: int | None = None, top_p: float | None = None,
+                 renormalize: bool = True):
         super().__init__()
         self.vocab_size = vocab_size
         self.top_k = top_k
         self.top_p = top_p
+        self.renormalize = bool(renormalize)
         self._settings: dict = {}
 
-    def _rows(self, logits, name: str):
+    def _rows(self, logits, name: str, value):
         batch, vocab = logits.shape
-        key = (name, batch, vocab, logits.device)
+        key = (name, value, batch, vocab, logits.device)
         rows = self._settings.get(key)
         if rows is None:
-            value = getattr(self, name)
             if name == "top_k":
                 rows = torch.full((batch,), vocab if value is None else value, dtype=torch.int32, device=logits.device)
             else:
@@ -612,7 +639,14 @@ class Model(nn.Module):
 
     def forward(self, logits, top_k=None, top_p=None):
         if top_k is None:
-            top_k = self._rows(logits, "top_k")
+            top_k = self._rows(logits, "top_k", self.top_k)
         if top_p is None:
-            top_p = self._rows(logits, "top_p")
-        return launch_sampling_top_k_top_p(logits, top_k, top_p)
+            top_p = self._rows(logits, "top_p", self.top_p)
+        if self.renormalize:
+            return launch_sampling_top_k_top_p(logits, top_k, top_p)
+        survivors = launch_sampling_top_k_top_p(logits, top_k, self._rows(logits, "top_p", None))
+        scaled = torch.empty(logits.shape[0], dtype=torch.float32, device=logits.device)
+        if logits.shape[0] and logits.shape[1]:
+            _whole_row_p_kernel[(logits.shape[0],)](logits, survivors, top_p, scaled, logits.shape[1],
+                                                    *logits.stride(), *survivors.stride(), BLOCK=1024, num_warps=4)
+        return launch_sampling_top_k_top_p(logits, top_k, scaled)
