@@ -246,7 +246,7 @@ def _scan_kernel(
                 lat = tl.where(jj == j, tl.sum((valid & (x >= piv)).to(tl.int32), axis=0).to(tl.float32), lat)
         else:  # top-p only: masses at NPM pivots, relative to the slice max
             base = _sortable_key(m) >> SHIFT_P
-            w = tl.where(valid, tl.exp(x - m), 0.0)
+            w = tl.where(valid & (x != float("-inf")), tl.exp(x - m), 0.0)  # an all -inf slice: m = -inf
             z = tl.sum(w, axis=0)
             lat = tl.zeros((NPW,), tl.float32)
             for j in tl.static_range(NPM):
