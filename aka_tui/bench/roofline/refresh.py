@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from aka_tui.bench.problem.inputs import make_inputs
 from aka_tui.bench.problem.model import Problem, RooflineEntry
 from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.problem.native import load_cached_roofline
 from aka_tui.bench.problem.seeds import derive_seed
 from aka_tui.bench.roofline.bound import measure_entry, write_cache
 from aka_tui.errors import ProblemFormatError
@@ -23,11 +22,10 @@ def _devices(device: str) -> list[str]:
 
 def stored_entries(problem: Problem) -> dict[str, RooflineEntry]:
     """A native problem's roofline.json entries as written, whatever its inputs hash says (a stale file's
-    entries are what a recount is compared with)."""
+    entries are what a recount is compared with); none when the file is unreadable."""
     try:
-        raw = json.loads(problem.roofline_path.read_text())
-        return {sid: RooflineEntry.from_json(spec) for sid, spec in raw.get("shapes", {}).items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return load_cached_roofline(problem.name, problem.roofline_path, problem.shapes, check_hash=False)
+    except ProblemFormatError:
         return {}
 
 
