@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 GRID = {"BLOCK_M": [64, 128], "BLOCK_N": [32, 64], "num_warps": [4, 8], "num_stages": [2, 3],
         "TILE_MAP": [0, 1], "PACK_GQA": [0, 1], "KV_AHEAD": [0],
-        "MAXNREG": [0]}
+        "MAXNREG": [0], "TMA": [1], "TMA_TAIL": [0]}
 
 
 def parse_shape(text: str) -> dict[str, int | bool]:

@@ -150,14 +150,17 @@ def test_auto_makes_the_explicit_tiles_inert() -> None:
     assert kernel.canonical(dict(auto, BLOCK_M=128)) == kernel.canonical(auto)
 
 
-@pytest.mark.parametrize("causal, pack_gqa", [(True, 0), (False, 0), (True, 1)])
+@pytest.mark.parametrize("causal, pack_gqa, tail", [(True, 0, 0), (False, 0, 0), (True, 1, 0), (True, 0, 1),
+                                                     (False, 1, 1)])
 def test_tma_chunks_match_the_reference(modules: tuple[ModuleType, ModuleType], causal: bool, pack_gqa: int,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+                                        tail: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """TMA: the unmasked K/V chunks through descriptors over [tokens, kv_heads * head] (a head of 32, its own
     power of two): chunks start at each sequence's first key and stop before the masked ones, which keep the
-    pointer loads; a head that is not a power of two (24) takes the pointer path throughout."""
+    pointer loads (with TMA_TAIL whole boxes too, reaching into the next sequence's keys or past the tensor's
+    end, masked out); a head that is not a power of two (24) takes the pointer path throughout."""
     kernel, reference = modules
     monkeypatch.setitem(kernel.TUNABLES, "TMA", 1)
+    monkeypatch.setitem(kernel.TUNABLES, "TMA_TAIL", tail)
     monkeypatch.setitem(kernel.TUNABLES, "PACK_GQA", pack_gqa)
     torch.manual_seed(2)
     q_lens, k_lens = [3, 40, 17], [35, 40, 17]
@@ -169,6 +172,59 @@ def test_tma_chunks_match_the_reference(modules: tuple[ModuleType, ModuleType], 
         want = reference.Model(H, KVH, dim, causal=causal)(q, k, v, cu_q, cu_seqlens_k=cu_k)
         got = kernel.Model(H, KVH, dim, causal=causal)(q, k, v, cu_q, cu_seqlens_k=cu_k)
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("page, pack_gqa, bt_ahead, tail", [(16, 0, 0, 0), (32, 1, 1, 0), (8, 0, 0, 0), (16, 1, 0, 1),
+                                                             (32, 0, 0, 1)])
+def test_tma_chunks_from_a_paged_cache_match_the_reference(modules: tuple[ModuleType, ModuleType], page: int,
+                                                           pack_gqa: int, bt_ahead: int, tail: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """TMA over a paged cache viewed as [blocks * page, kv_heads * head]: each unmasked 16-key chunk is read from
+    its own block of a shuffled pool at its offset in the block (two chunks a block at page 32); the masked chunks
+    keep the pointer gathers (and the block ids read ahead are left off), or with TMA_TAIL take whole boxes too,
+    whose slots past a sequence's end hold NaN here (a stale cache) and must not reach the output; a page smaller
+    than a chunk (8) gets no descriptors and the pointer path."""
+    kernel, reference = modules
+    for key, value in (("TMA", 1), ("PACK_GQA", pack_gqa), ("BT_AHEAD", bt_ahead), ("TMA_TAIL", tail)):
+        monkeypatch.setitem(kernel.TUNABLES, key, value)
+    torch.manual_seed(3)
+    dim, q_lens, k_lens = 32, [3, 40, 17, 1], [35, 70, 17, 50]
+    cu_q = _offsets(q_lens)
+    per_seq = -(-max(k_lens) // page)
+    blocks = per_seq * len(k_lens) + 3
+    k, v = torch.full((blocks, page, KVH, dim), float("nan")), torch.full((blocks, page, KVH, dim), float("nan"))
+    table = torch.randperm(blocks)[: per_seq * len(k_lens)].view(len(k_lens), per_seq).to(torch.int32)
+    for seq, length in enumerate(k_lens):  # only the slots a sequence uses hold keys
+        for key in range(length):
+            k[table[seq, key // page], key % page], v[table[seq, key // page], key % page] = torch.randn(2, KVH, dim)
+    extra = {"seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table}
+    assert bool(kernel._kv_descriptors(k, v, kernel.TUNABLES, 16, 32, dim, True)) == (page >= 16)
+    q = torch.randn(int(cu_q[-1]), H, dim)
+    for causal in (True, False):
+        want = reference.Model(H, KVH, dim, causal=causal)(q, k, v, cu_q, **extra)
+        got = kernel.Model(H, KVH, dim, causal=causal)(q, k, v, cu_q, **extra)
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_auto_keeps_pointer_gathers_on_paged_caches(modules: tuple[ModuleType, ModuleType],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """AUTO's tiles were chosen on paged caches read by pointer gathers: with AUTO on, a paged cache whose pages
+    would take whole chunks still gets no descriptors (TMA stays a tunable for AUTO 0); contiguous K/V keep it."""
+    kernel, _ = modules
+    seen: list[int] = []
+    real = kernel._kv_descriptors
+    monkeypatch.setattr(kernel, "_kv_descriptors", lambda k, v, tiles, *rest: seen.append(tiles["TMA"]) or
+                        real(k, v, tiles, *rest))
+    for key, value in (("AUTO", 1), ("TMA", 1)):
+        monkeypatch.setitem(kernel.TUNABLES, key, value)
+    monkeypatch.setattr(kernel, "_sm_count", lambda device: 1000)  # AUTO's long-sequence tiles (128-key chunks)
+    q, cu = torch.randn(200, 4, 32), _offsets([200])
+    pool = torch.randn(2, 128, KVH, 32)
+    table = torch.tensor([[1, 0]], dtype=torch.int32)
+    kernel.Model(4, KVH, 32)(q, pool, pool, cu, seqused_k=torch.tensor([200], dtype=torch.int32), block_table=table)
+    kv = torch.randn(200, KVH, 32)
+    kernel.Model(4, KVH, 32)(q, kv, kv, cu)
+    assert seen == [0, 1]
 
 
 @pytest.mark.parametrize("kv_ahead", [0, 1])

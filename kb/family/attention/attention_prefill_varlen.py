@@ -38,6 +38,13 @@ TMA loads the unmasked K/V chunks of contiguous K/V through host-built descripto
 arithmetic); AUTO keeps it for the long-sequence tiles only (H200, in the suite: 4 x 4096 tokens 0.714 -> 0.655 ms,
 8192 and 16384 tokens 9% and 11% faster; the short tiles, unpipelined, lost 12-13%). WARP_SPECIALIZE asks the
 compiler to split that loop into producer and consumer warps (no effect on Triton 3.6, H200).
+A paged cache [blocks, page, kv_heads, head] takes the same descriptors over its [blocks * page, kv_heads * head]
+view when a chunk fits in a block (page a multiple of BLOCK_N; a chunk's row is its block id times the page plus
+its offset there), so 16-key chunks of 16-slot pages stream through TMA and the compiler's pipelining stages
+without gathering addresses in registers; AUTO keeps pointer gathers on paged caches (its tiles were measured
+with them), so this is a tunable for AUTO 0. TMA_TAIL also reads the masked chunks (the causal diagonal, the
+sequence's end) as whole boxes: keys past the end are masked out of P and their V rows zeroed (a stale slot of a
+paged cache may hold NaN).
 SPLIT_HEAD runs a head that is not a power of two as two parts, each its own dots (head 72 as 64 + 16 lanes of
 MMA width instead of 128 padded: 37.5% less tensor-core work; 192 as 128 + 64), with no TMA or KV_AHEAD 2 form.
 On by default: H200, causal, single long sequences under AUTO, do_bench median: head 72 paged 11840 tokens 1.96 ->
@@ -53,7 +60,8 @@ from torch import nn
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
-            "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0}
+            "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0,
+            "TMA_TAIL": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -68,12 +76,13 @@ SEARCH_SPACE = {
     "WARP_SPECIALIZE": [0, 1],
     "SPLIT_HEAD": [0, 1],
     "BT_AHEAD": [0, 1],
+    "TMA_TAIL": [0, 1],
 }
 
 INERT = {  # AUTO picks these itself
     "BLOCK_M": {"AUTO": [1]}, "BLOCK_N": {"AUTO": [1]}, "TILE_MAP": {"AUTO": [1]}, "PACK_GQA": {"AUTO": [1]},
     "KV_AHEAD": {"AUTO": [1]}, "MAXNREG": {"AUTO": [1]}, "num_warps": {"AUTO": [1]},
-    "num_stages": {"AUTO": [1]}, "WARP_SPECIALIZE": {"TMA": [0]},
+    "num_stages": {"AUTO": [1]}, "WARP_SPECIALIZE": {"TMA": [0]}, "TMA_TAIL": {"TMA": [0]},
 }
 
 LOG2E = 1.4426950408889634
@@ -188,6 +197,7 @@ def _attention_prefill_varlen_kernel(
     SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
     TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr, KV_AHEAD: tl.constexpr,
     k_desc=None, v_desc=None, TMA: tl.constexpr = False, WS: tl.constexpr = False, BT_AHEAD: tl.constexpr = False,
+    TMA_TAIL: tl.constexpr = False,
 ):
     # strides arrive divided by UNIT (see _stride_unit); multiplying by the constant proves their divisibility
     sq_t, sq_h, so_t, so_h = sq_t * UNIT, sq_h * UNIT, so_t * UNIT, so_h * UNIT
@@ -272,8 +282,12 @@ def _attention_prefill_varlen_kernel(
     # 1) chunks every row of the tile sees in full: no mask
     if TMA:  # K and V chunks through descriptors over [tokens, kv_heads * head] (contiguous K/V, head = BLOCK_D)
         for n0 in tl.range(0, n_full, BLOCK_N, warp_specialize=WS):
-            kk = k_desc.load([k_start + n0, kv_head * BLOCK_D])
-            vv = v_desc.load([k_start + n0, kv_head * BLOCK_D])
+            if PAGED:  # rows [block * page, (block + 1) * page) of the view; a chunk never spans two blocks
+                row = tl.load(bt_ptr + b * s_bt + n0 // page) * page + n0 % page
+            else:
+                row = k_start + n0
+            kk = k_desc.load([row, kv_head * BLOCK_D])
+            vv = v_desc.load([row, kv_head * BLOCK_D])
             kt = tl.trans(kk)
             m_i, l_i, acc, acc2 = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q, kt, vv, acc2, False)
     elif KV_AHEAD == 2:  # the next chunk's K and V are loaded before this chunk's dots (registers, no stages)
@@ -319,14 +333,24 @@ def _attention_prefill_varlen_kernel(
     for n0 in range(n_full, n_end, BLOCK_N):
         offs_n = n0 + offs_n0
         n_ok = offs_n < kv_len
-        if BT_AHEAD:
+        if TMA_TAIL:  # whole boxes as in 1); rows past the sequence's end are masked out of P, and V's are zeroed
+            if PAGED:
+                row = tl.load(bt_ptr + b * s_bt + n0 // page) * page + n0 % page
+            else:
+                row = k_start + n0
+            kt = tl.trans(k_desc.load([row, kv_head * BLOCK_D]))
+            kt2 = kt
+            vv = tl.where(n_ok[:, None], v_desc.load([row, kv_head * BLOCK_D]), 0.0)  # a stale slot may be NaN
+            vv2 = vv
+        elif BT_AHEAD:
             k_rows, v_rows = _rows_in_pages(blocks, offs_n, page, sk_b, sk_t, sv_b, sv_t)
             blocks = _page_ids(bt_ptr, b, s_bt, page, offs_n + BLOCK_N, offs_n + BLOCK_N < kv_len)
         else:
             k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n, n_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
-        kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & n_ok[None, :], other=0.0)
-        kt2 = _load_part(k_base2 + k_rows[None, :], d2_ok[:, None] & n_ok[None, :], kt, SPLIT)
-        if KV_AHEAD:
+        if not TMA_TAIL:
+            kt = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & n_ok[None, :], other=0.0)
+            kt2 = _load_part(k_base2 + k_rows[None, :], d2_ok[:, None] & n_ok[None, :], kt, SPLIT)
+        if KV_AHEAD and not TMA_TAIL:
             vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
             vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :] & n_ok[:, None], vv, SPLIT)
         s = _scores(q, kt, q2, kt2, SPLIT) * qk_scale
@@ -338,7 +362,7 @@ def _attention_prefill_varlen_kernel(
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        if not KV_AHEAD:
+        if not KV_AHEAD and not TMA_TAIL:
             vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
             vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :] & n_ok[:, None], vv, SPLIT)
         acc, acc2 = _pv(acc, acc2, alpha, p, vv, vv2, SPLIT)
@@ -372,17 +396,28 @@ def _register_cap(maxnreg: int, block_d: int) -> dict[str, int]:
 
 
 def _kv_descriptors(k, v, tiles: dict, block_n: int, block_d: int, head_dim: int, paged: bool) -> dict:
-    """With TMA: descriptors over contiguous K and V as [tokens, kv_heads * head] for the unmasked chunks (a head
-    that is its own power of two, 16-byte rows); otherwise nothing (the pointer loads)."""
-    if not tiles.get("TMA") or paged or head_dim != block_d:
+    """With TMA: descriptors over K and V as [tokens, kv_heads * head] for the unmasked chunks (a head that is its
+    own power of two, 16-byte rows); a paged cache [blocks, page, kv_heads, head] is viewed as [blocks * page,
+    kv_heads * head] when a chunk fits its blocks (page a multiple of BLOCK_N) and its slots and heads are packed;
+    otherwise nothing (the pointer loads)."""
+    if not tiles.get("TMA") or head_dim != block_d or (paged and k.shape[1] % block_n):
         return {}
     views = []
     for t in (k, v):
-        tokens, heads, dim = t.shape
-        if t.stride(-1) != 1 or t.stride(1) != dim or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
+        if paged:
+            blocks, page, heads, dim = t.shape
+            tokens, row_stride = blocks * page, t.stride(1)
+            if t.stride(0) != page * row_stride or t.stride(2) != dim:
+                return {}
+        else:
+            (tokens, heads, dim), row_stride = t.shape, t.stride(0)
+            if t.stride(1) != dim:
+                return {}
+        if t.stride(-1) != 1 or (row_stride * t.element_size()) % 16 or t.data_ptr() % 16:
             return {}
-        views.append(TensorDescriptor(t, [tokens, heads * dim], [t.stride(0), 1], [block_n, block_d]))
-    return {"k_desc": views[0], "v_desc": views[1], "TMA": True, "WS": bool(tiles.get("WARP_SPECIALIZE", 0))}
+        views.append(TensorDescriptor(t, [tokens, heads * dim], [row_stride, 1], [block_n, block_d]))
+    return {"k_desc": views[0], "v_desc": views[1], "TMA": True, "WS": bool(tiles.get("WARP_SPECIALIZE", 0)),
+            "TMA_TAIL": bool(tiles.get("TMA_TAIL", 0))}
 
 
 def _head_parts(head_dim: int, split: bool) -> tuple[int, int]:
@@ -458,6 +493,8 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     tiles = TUNABLES
     if TUNABLES.get("AUTO", 0):
         tiles = {**TUNABLES, **_workload_tiles(total, batch, block_d, group, num_kv_heads, _sm_count(q.device))}
+        if block_table is not None:  # AUTO's tiles were measured on paged caches with pointer gathers
+            tiles["TMA"] = 0
     block_d, block_d2 = _head_parts(head_dim, bool(tiles.get("SPLIT_HEAD", 0)))
     if block_d2:  # the split has no TMA or look-ahead form
         tiles = {**tiles, "TMA": 0, "KV_AHEAD": min(tiles.get("KV_AHEAD", 0), 1)}
@@ -484,6 +521,7 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     if tile_map:
         seq_of_tile = torch.empty(grid[0], dtype=torch.int32, device=q.device)
         _tile_map_kernel[(batch,)](prefix, seq_of_tile, CHUNK=256, num_warps=4)
+    descriptors = _kv_descriptors(k, v, tiles, bn, block_d, head_dim, paged)
     _attention_prefill_varlen_kernel[grid](
         q, k, v, cu_seqlens, cu_k, seqused_k if seqused_k is not None else cu_k,
         block_table if paged else cu_k, prefix, seq_of_tile, out,
@@ -493,8 +531,8 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d, HEAD_DIM=head_dim, SPLIT=block_d2 > 0, BLOCK_D2=block_d2 or 16,
         SEARCH=max(1, (batch - 1).bit_length()),
         CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map, PACK_GQA=pack,
-        KV_AHEAD=tiles.get("KV_AHEAD", 0), **_kv_descriptors(k, v, tiles, bn, block_d, head_dim, paged),
-        BT_AHEAD=paged and bool(tiles.get("BT_AHEAD", 0)) and tiles.get("KV_AHEAD", 0) != 2,
+        KV_AHEAD=tiles.get("KV_AHEAD", 0), **descriptors,
+        BT_AHEAD=paged and bool(tiles.get("BT_AHEAD", 0)) and tiles.get("KV_AHEAD", 0) != 2 and not descriptors,
         num_warps=tiles["num_warps"], **_register_cap(tiles.get("MAXNREG", 0), block_d + block_d2),
         num_stages=_cap_stages(tiles["num_stages"], 2 * bn * (block_d + block_d2) * q.element_size(),
                                bm * (block_d + block_d2) * q.element_size()),
