@@ -206,25 +206,26 @@ def test_tma_chunks_from_a_paged_cache_match_the_reference(modules: tuple[Module
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
-def test_auto_keeps_pointer_gathers_on_paged_caches(modules: tuple[ModuleType, ModuleType],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """AUTO's tiles were chosen on paged caches read by pointer gathers: with AUTO on, a paged cache whose pages
-    would take whole chunks still gets no descriptors (TMA stays a tunable for AUTO 0); contiguous K/V keep it."""
+def test_auto_reads_whole_pages_through_tma_on_its_long_tiles_only(modules: tuple[ModuleType, ModuleType],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """AUTO's long-sequence tiles read a paged cache whose pages hold whole chunks through descriptors (as they
+    do contiguous K/V); its short-batch tiles keep the pointer gathers (16-key chunks of 16-slot pages lost)."""
     kernel, _ = modules
-    seen: list[int] = []
+    seen: list[bool] = []
     real = kernel._kv_descriptors
-    monkeypatch.setattr(kernel, "_kv_descriptors", lambda k, v, tiles, *rest: seen.append(tiles["TMA"]) or
-                        real(k, v, tiles, *rest))
+    monkeypatch.setattr(kernel, "_kv_descriptors", lambda *args: seen.append(bool(real(*args))) or real(*args))
     for key, value in (("AUTO", 1), ("TMA", 1)):
         monkeypatch.setitem(kernel.TUNABLES, key, value)
-    monkeypatch.setattr(kernel, "_sm_count", lambda device: 1000)  # AUTO's long-sequence tiles (128-key chunks)
     q, cu = torch.randn(200, 4, 32), _offsets([200])
     pool = torch.randn(2, 128, KVH, 32)
-    table = torch.tensor([[1, 0]], dtype=torch.int32)
-    kernel.Model(4, KVH, 32)(q, pool, pool, cu, seqused_k=torch.tensor([200], dtype=torch.int32), block_table=table)
+    paged = {"seqused_k": torch.tensor([200], dtype=torch.int32), "block_table": torch.tensor([[1, 0]],
+                                                                                              dtype=torch.int32)}
     kv = torch.randn(200, KVH, 32)
-    kernel.Model(4, KVH, 32)(q, kv, kv, cu)
-    assert seen == [0, 1]
+    for sms in (1000, 1):  # few programs for that many SMs: the long tiles; else the short ones
+        monkeypatch.setattr(kernel, "_sm_count", lambda device, sms=sms: sms)
+        kernel.Model(4, KVH, 32)(q, pool, pool, cu, **paged)
+        kernel.Model(4, KVH, 32)(q, kv, kv, cu)
+    assert seen == [True, True, False, False]
 
 
 @pytest.mark.parametrize("kv_ahead", [0, 1])

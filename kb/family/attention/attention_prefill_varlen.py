@@ -40,11 +40,14 @@ arithmetic); AUTO keeps it for the long-sequence tiles only (H200, in the suite:
 compiler to split that loop into producer and consumer warps (no effect on Triton 3.6, H200).
 A paged cache [blocks, page, kv_heads, head] takes the same descriptors over its [blocks * page, kv_heads * head]
 view when a chunk fits in a block (page a multiple of BLOCK_N; a chunk's row is its block id times the page plus
-its offset there), so 16-key chunks of 16-slot pages stream through TMA and the compiler's pipelining stages
-without gathering addresses in registers; AUTO keeps pointer gathers on paged caches (its tiles were measured
-with them), so this is a tunable for AUTO 0. TMA_TAIL also reads the masked chunks (the causal diagonal, the
-sequence's end) as whole boxes: keys past the end are masked out of P and their V rows zeroed (a stale slot of a
-paged cache may hold NaN).
+its offset there). H200, do_bench, 2026-12-05: AUTO's long tiles on one 6294-token sequence (32 / 4 heads, head
+128) in 128-slot pages 1.116 -> 0.849 ms (1.31x), so they take it wherever the pages hold whole chunks; 16-slot
+pages need 16-key chunks, which lost to AUTO's 32-key gathers on 256-token batches with or without TMA and 1-3
+stages (1882 x 256, 16 / 4 heads: 3.12 ms against 3.71 at best, 3.98 through TMA), so the short tiles keep the
+gathers. TMA_TAIL also reads the masked chunks (the causal diagonal, the sequence's end) as whole boxes: keys
+past the end are masked out of P and their V rows zeroed (a stale slot of a paged cache may hold NaN); 1-2%
+faster on the long paged tiles (0.849 -> 0.835 ms, 16 x 1024 tokens in 64-slot pages 0.629 -> 0.622 at 64-key
+chunks), not measured on contiguous K/V, off by default.
 SPLIT_HEAD runs a head that is not a power of two as two parts, each its own dots (head 72 as 64 + 16 lanes of
 MMA width instead of 128 padded: 37.5% less tensor-core work; 192 as 128 + 64), with no TMA or KV_AHEAD 2 form.
 On by default: H200, causal, single long sequences under AUTO, do_bench median: head 72 paged 11840 tokens 1.96 ->
@@ -493,8 +496,6 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     tiles = TUNABLES
     if TUNABLES.get("AUTO", 0):
         tiles = {**TUNABLES, **_workload_tiles(total, batch, block_d, group, num_kv_heads, _sm_count(q.device))}
-        if block_table is not None:  # AUTO's tiles were measured on paged caches with pointer gathers
-            tiles["TMA"] = 0
     block_d, block_d2 = _head_parts(head_dim, bool(tiles.get("SPLIT_HEAD", 0)))
     if block_d2:  # the split has no TMA or look-ahead form
         tiles = {**tiles, "TMA": 0, "KV_AHEAD": min(tiles.get("KV_AHEAD", 0), 1)}
