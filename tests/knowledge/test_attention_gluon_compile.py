@@ -1,0 +1,31 @@
+"""The Gluon paged-attention kernel of scripts/gluon_attention_device.py (a device experiment beside the KB's
+Triton kernel) compiles for sm_90 on this machine: TMA copies per page into a ring of shared-memory slots, two
+warpgroup MMAs a chunk, Q kept in shared memory."""
+
+from __future__ import annotations
+
+from tests.conftest import REPO
+from tests.knowledge.hopper_compile import run_compile_script
+
+_COMPILE = """
+import sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from aka_tui.bench.evaluator.target_compile import install_compile_only
+compiled = install_compile_only(90)
+import gluon_attention_device as g
+seqs, length, page, heads, kv_heads, dim = 3, 100, 16, 8, 2, 64
+q = torch.randn(seqs * length, heads, dim, dtype=torch.bfloat16)
+blocks = seqs * -(-length // page)
+k = torch.randn(blocks, page, kv_heads, dim, dtype=torch.bfloat16)
+cu = torch.arange(0, seqs * length + 1, length, dtype=torch.int32)
+table = torch.randperm(blocks).view(seqs, -1).to(torch.int32)
+used = torch.full((seqs,), length, dtype=torch.int32)
+g.launch(q, k, k, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=3)
+print(dict(compiled)["_paged_attention_kernel"])
+"""
+
+
+def test_gluon_paged_attention_compiles_for_hopper() -> None:
+    run = run_compile_script(_COMPILE, str(REPO / "scripts"))
+    assert int(run.stdout.split()[-1]) > 500, run.stdout
