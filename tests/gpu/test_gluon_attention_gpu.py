@@ -1,0 +1,64 @@
+"""On a CUDA GPU (sm_90+): the Gluon paged-attention kernel of scripts/gluon_attention_device.py against the
+problem's float reference, over the cases its TMA ring has to get right — sequences of uneven lengths (a chunk
+that ends inside a page, decode rows under bottom-right causality), a shuffled block table, NaN in every cache
+slot no sequence uses (a stale cache), GQA groups that do not divide the tile's rows, pages larger and smaller
+than a chunk, one and two warpgroups."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import pytest
+import torch
+
+from aka_tui.bench.problem.module_loading import import_file
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.gpu
+
+
+def _hopper() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9
+
+
+@pytest.fixture(scope="module")
+def modules() -> tuple[ModuleType, ModuleType]:
+    if not _hopper():
+        pytest.skip("needs an sm_90+ GPU")
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    return (import_file(REPO / "scripts/gluon_attention_device.py", "gluon_attention_gpu"),
+            import_file(REPO / "problems/attention_prefill_varlen/reference.py", "varlen_reference_gluon"))
+
+
+@pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, warps", [
+    (16, 4, 128, 16, 64, 3, 4),
+    (10, 1, 128, 16, 32, 2, 8),   # a group of 10: 6 tokens (60 rows) of a 64-row warpgroup
+    (8, 8, 64, 128, 64, 4, 4),    # pages larger than a chunk: two chunks a page
+    (28, 4, 128, 32, 64, 2, 8),
+])
+def test_gluon_paged_attention_matches_the_reference(modules: tuple[ModuleType, ModuleType], heads: int,
+                                                     kv_heads: int, dim: int, page: int, block_n: int,
+                                                     stages: int, warps: int) -> None:
+    kernel, reference = modules
+    torch.manual_seed(0)
+    q_lens, k_lens = [256, 1, 37, 100, 5], [256, 300, 37, 163, 129]
+    cu = torch.tensor([0] + torch.tensor(q_lens).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
+    per_seq = -(-max(k_lens) // page)
+    blocks = per_seq * len(k_lens) + 7
+    table = torch.randperm(blocks, device="cuda")[: per_seq * len(k_lens)].view(len(k_lens), per_seq).int()
+    k = torch.full((blocks, page, kv_heads, dim), float("nan"), dtype=torch.bfloat16, device="cuda")
+    v = torch.full_like(k, float("nan"))
+    for seq, length in enumerate(k_lens):
+        for key in range(0, length, 1):
+            block, slot = int(table[seq, key // page]), key % page
+            k[block, slot], v[block, slot] = torch.randn(2, kv_heads, dim, device="cuda")
+    q = torch.randn(int(cu[-1]), heads, dim, dtype=torch.bfloat16, device="cuda")
+    used = torch.tensor(k_lens, dtype=torch.int32, device="cuda")
+    want = reference.Model(heads, kv_heads, dim)(q.float(), k.float(), v.float(), cu, seqused_k=used,
+                                                 block_table=table)
+    got = kernel.launch(q, k, v, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=block_n, STAGES=stages,
+                        num_warps=warps)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
