@@ -62,7 +62,8 @@ def main() -> int:
         entries = {"default": lambda: mod.launch_gemm_bf16_linear_epilogue(x, w, None, None, act),
                    "F.linear": torch_path}
         for values in itertools.product(*(grid[key] for key in keys)):
-            cfg = {**mod.TUNABLES, "LARGE_M_MIN": 0, "SMALL_M_MAX": 0, "MID_M_MAX": 0, **dict(zip(keys, values))}
+            cfg = {**mod.TUNABLES, "LARGE_M_MIN": 0, "SMALL_M_MAX": 0, "MID_M_MAX": 0, "UNDER_WAVE_BLOCK_M": 0,
+                   **dict(zip(keys, values))}
             entries[" | ".join(str(v) for v in values)] = (
                 lambda cfg=cfg: mod.launch_gemm_bf16_linear_epilogue(x, w, None, None, act, cfg))
         outputs = warm(entries, not_launched)

@@ -18,7 +18,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1,
             "num_warps": 8, "num_stages": 4, "LARGE_M_MIN": 2048, "LARGE_M_BLOCK_M": 256,
             "SMALL_M_MAX": 64, "SMALL_M_BLOCK_N": 64, "SMALL_M_BLOCK_K": 256, "MID_M_MAX": 256, "MID_M_BLOCK_K": 128,
-            "TMA": 1, "WARP_SPECIALIZE": 0}
+            "TMA": 1, "WARP_SPECIALIZE": 0, "UNDER_WAVE_BLOCK_M": 64}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -36,6 +36,7 @@ SEARCH_SPACE = {
     "MID_M_BLOCK_K": [64, 128],
     "TMA": [0, 1],
     "WARP_SPECIALIZE": [0, 1],
+    "UNDER_WAVE_BLOCK_M": [0, 32, 64],
 }
 # M >= LARGE_M_MIN (0: never) uses LARGE_M_BLOCK_M rows per tile. An H200 agent session (2026-11-30) measured
 # BLOCK_M 256 at 1.09x on an 8192-row down projection and 0.80x on 64- and 256-row decode GEMMs; the switch
@@ -49,6 +50,11 @@ SEARCH_SPACE = {
 # TMA (the large-M tiles' operands through tensor descriptors) and 4 stages, H200 (2026-12-03, do_bench, shuffled
 # rounds): the down projection m8192 1535 -> 1460 us with TMA, 1443 with 4 stages; qkv m8192 444 -> 431 (4 stages
 # level); starcoder2 fc m4096 2110 -> 1981, 1933 with 4 stages. WARP_SPECIALIZE changed nothing on Triton 3.6.
+# Between the decode and the large-M tiles, a grid of default tiles that does not fill the GPU once (fewer output
+# tiles than SMs) takes UNDER_WAVE_BLOCK_M-row tiles at 4 warps (0: never), twice the programs: H200 sweep
+# (scripts/gemm_configs_device.py, do_bench, 2026-12-05) M 300 x N 2048 x K 1024, 48 tiles of 128 x 128 on 132
+# SMs: 12.3 us at the default, 11.1 at 64 x 128 with 4 warps (the best of the grid; cuBLAS 9.3); M 1024 x 4096
+# x 2048 (256 tiles) keeps the default tiles, the best there.
 INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}, "SMALL_M_BLOCK_N": {"SMALL_M_MAX": [0]},
          "SMALL_M_BLOCK_K": {"SMALL_M_MAX": [0]}, "MID_M_BLOCK_K": {"MID_M_MAX": [0]},
          "WARP_SPECIALIZE": {"TMA": [0]}}
@@ -205,6 +211,36 @@ def _tma_ok(x: torch.Tensor, w: torch.Tensor) -> bool:
     return all(t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 for t in (x, w))
 
 
+def _tiles(M: int, N: int, cfg: dict, sms: int) -> tuple[int, int, int, int, int, bool]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, large) for M rows and N columns on `sms` SMs (0: not
+    known, or not needed): the decode, mid and large-M rules above, else the default tiles, with fewer rows per
+    tile where the default grid would not fill the GPU once."""
+    bm, bn, bk, warps, stages = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["num_warps"], cfg["num_stages"]
+    if M <= cfg.get("SMALL_M_MAX", 0):
+        return 64, cfg["SMALL_M_BLOCK_N"], cfg["SMALL_M_BLOCK_K"], 4, 4, False
+    if M <= cfg.get("MID_M_MAX", 0):
+        return bm, bn, cfg["MID_M_BLOCK_K"], warps, stages, False
+    if cfg.get("LARGE_M_MIN") and M >= cfg["LARGE_M_MIN"]:
+        return cfg["LARGE_M_BLOCK_M"], bn, bk, warps, stages, True
+    under = cfg.get("UNDER_WAVE_BLOCK_M", 0)
+    if under and under < bm and cfg["SPLIT_K"] == 1 and _cdiv(M, bm) * _cdiv(N, bn) < sms:
+        return under, bn, bk, 4, stages, False
+    return bm, bn, bk, warps, stages, False
+
+
+_SMS: dict[int, int] = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    """Multiprocessors of a CUDA device (cached: the property query costs microseconds); 0 elsewhere."""
+    if device.type != "cuda":
+        return 0
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index]
+
+
 def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg: dict = TUNABLES, gate=None):
     if x.stride(-1) != 1:
         x = x.contiguous()
@@ -226,15 +262,8 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
         gate = gate.contiguous()
     gate_arg = gate if has_gate else x
     stride_gm = gate.stride(0) if has_gate else 0
-    bm, bn, bk, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["SPLIT_K"]
-    warps, stages = cfg["num_warps"], cfg["num_stages"]
-    large = False
-    if M <= cfg.get("SMALL_M_MAX", 0):
-        bm, bn, bk, warps, stages = 64, cfg["SMALL_M_BLOCK_N"], cfg["SMALL_M_BLOCK_K"], 4, 4
-    elif M <= cfg.get("MID_M_MAX", 0):
-        bk = cfg["MID_M_BLOCK_K"]
-    elif cfg.get("LARGE_M_MIN") and M >= cfg["LARGE_M_MIN"]:
-        bm, large = cfg["LARGE_M_BLOCK_M"], True
+    split = cfg["SPLIT_K"]
+    bm, bn, bk, warps, stages, large = _tiles(M, N, cfg, _sm_count(x.device) if M > cfg.get("MID_M_MAX", 0) else 0)
     stages, bk = _fit_smem(stages, bk, (bm + bn) * x.element_size())
     act = ACT_IDS[activation]
     if split == 1 and cfg.get("TMA") and large and _tma_ok(x, w):  # the large-M tiles only (where timed)
