@@ -165,13 +165,10 @@ def _paged_attention_kernel(q_ptr, out_ptr, k_desc, v_desc, bt_ptr, cu_ptr, used
             mbarrier.invalidate(bars.index(ring_slot))
 
         l_o = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
-        o_rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, o_layout))
-        o_cols = gl.arange(0, HEAD, layout=gl.SliceLayout(0, o_layout))
-        o_tokens = m_start + o_rows // group
-        o_ok = (o_rows < tile_tokens * group) & (o_tokens < q_len)
-        o_off = (q_start + o_tokens).to(gl.int64) * so_t + (kv_head * group + o_rows % group) * so_h
-        gl.store(out_ptr + o_off[:, None] + o_cols[None, :], (acc / l_o[:, None]).to(gl.bfloat16),
-                 mask=o_ok[:, None])
+        # through Q's blocked layout (16-byte runs of a row a thread) rather than the MMA's 4-byte pairs
+        o = gl.convert_layout((acc / l_o[:, None]).to(gl.bfloat16), q_layout)
+        o_off = (q_start + tokens).to(gl.int64) * so_t + (kv_head * group + rows % group) * so_h
+        gl.store(out_ptr + o_off[:, None] + cols[None, :], o, mask=rows_ok[:, None])
 
 
 def _kb_kernel():
