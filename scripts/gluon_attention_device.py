@@ -8,8 +8,10 @@ keys is BLOCK_N / page TMA copies into one shared-memory slot of a STAGES-deep r
 so the next chunks' pages are in flight while this chunk's two warpgroup MMAs run; Q is loaded while the first
 chunks arrive. Each warpgroup (4 warps) owns 64 packed GQA rows of the tile (BLOCK_M = 16 * num_warps); with two,
 a CTA barrier precedes each copy into a slot the other warpgroup may still be reading. Rows of V past the sequence's end are zeroed in shared memory
-before they are used (a stale slot may hold NaN). Work split and tile order are the KB kernel's (its tile-prefix
-and tile-map kernels are reused).
+before they are used (a stale slot may hold NaN). With OVERLAP (3+ stages) the next chunk's Q K^T is issued
+before this chunk's softmax and its P V left in flight into the next step, so the tensor cores and the softmax
+overlap within a warpgroup. Work split and tile order are the KB kernel's (its tile-prefix and tile-map kernels
+are reused).
 
 A shape is `SEQSxLEN:HEADS/KV_HEADS:HEAD_DIM:pagedN` as in scripts/varlen_configs_device.py.
 
@@ -29,6 +31,7 @@ import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia import hopper
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
     mbarrier,
@@ -43,9 +46,19 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 LOG2E = 1.4426950408889634
-GRID = {"BLOCK_N": [32, 64], "STAGES": [2, 3, 4], "num_warps": [4, 8]}
+GRID = {"BLOCK_N": [32, 64], "STAGES": [2, 3, 4], "num_warps": [4, 8], "OVERLAP": [0, 1]}
 # a CTA-wide barrier: `barrier` in newer Gluon, `thread_barrier` in older releases
 _cta_sync = gl.barrier if hasattr(gl, "barrier") else gl.thread_barrier
+# newer Gluon gives an asynchronous MMA's result its own type, which a loop-carried accumulator must have on entry
+_MMA_INIT = gl.constexpr(hasattr(hopper, "warpgroup_mma_init"))
+_mma_init = getattr(hopper, "warpgroup_mma_init", None)
+
+
+@gluon.jit
+def _as_accumulator(acc):
+    if _MMA_INIT:
+        acc = _mma_init(acc)
+    return acc
 
 
 @gluon.jit
@@ -77,11 +90,27 @@ def _zero_rows_from(tile, first, BLOCK_N: gl.constexpr, HEAD: gl.constexpr, num_
 
 
 @gluon.jit
+def _online_softmax(s, keys, last_key, kv_len, qk_scale, m_i, l_i, CAUSAL: gl.constexpr):
+    """One chunk of the online softmax: P (unnormalised), the rescale of what came before, and the running
+    (max, sum) after keys `keys` whose scores are s; a key past the sequence, or past a row's last key when
+    causal, is out."""
+    visible = (keys < kv_len)[None, :]
+    if CAUSAL:
+        visible = visible & (keys[None, :] <= last_key[:, None])
+    s = gl.where(visible, s * qk_scale, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, axis=1))
+    m_base = gl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet stays at zero weight
+    alpha = gl.exp2(m_i - m_base)
+    p = gl.exp2(s - m_base[:, None])
+    return p, alpha, m_new, l_i * alpha + gl.sum(p, axis=1)
+
+
+@gluon.jit
 def _paged_attention_kernel(q_ptr, out_ptr, k_desc, v_desc, bt_ptr, cu_ptr, used_ptr, prefix_ptr, map_ptr,
                             batch, group, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h,
                             Q_LAYOUT: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                             HEAD: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr, STAGES: gl.constexpr,
-                            CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+                            CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, num_warps: gl.constexpr):
     pid = gl.program_id(0)
     kv_head = gl.program_id(1)
     if pid < gl.load(prefix_ptr + batch):  # surplus programs of the grid's bound store nothing
@@ -133,34 +162,52 @@ def _paged_attention_kernel(q_ptr, out_ptr, k_desc, v_desc, bt_ptr, cu_ptr, used
         l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
         acc = gl.zeros([BLOCK_M, HEAD], gl.float32, layout=o_layout)
         s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
-        for chunk in range(n_chunks):
-            ahead = chunk + STAGES - 1  # into the slot the previous chunk freed (its MMAs were waited for)
-            if num_warps > 4:  # by every warpgroup: the other one may still be reading that slot
-                _cta_sync()
-            if ahead < n_chunks:
-                _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, bt_ptr, b, s_bt, kv_len, kv_col, ahead,
-                             STAGES, BLOCK_N, BOX, PAGE)
-            slot = chunk % STAGES
-            mbarrier.wait(bars.index(slot), (chunk // STAGES) & 1)
-            s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
-            keys = chunk * BLOCK_N + s_cols
-            visible = (keys < kv_len)[None, :]
-            if CAUSAL:
-                visible = visible & (keys[None, :] <= s_last[:, None])
-            s = gl.where(visible, s * qk_scale, float("-inf"))
-            m_new = gl.maximum(m_i, gl.max(s, axis=1))
-            m_base = gl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet stays at zero weight
-            alpha = gl.exp2(m_i - m_base)
-            p = gl.exp2(s - m_base[:, None])
-            l_i = l_i * alpha + gl.sum(p, axis=1)
-            m_i = m_new
-            v_tile = v_ring.index(slot)
-            if (chunk + 1) * BLOCK_N > kv_len:
-                _zero_rows_from(v_tile, kv_len - chunk * BLOCK_N, BLOCK_N, HEAD, num_warps)
-            acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
-            acc = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout), v_tile, acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        if OVERLAP:  # chunk i+1's Q K^T in flight while chunk i's softmax runs (STAGES >= 3)
+            mbarrier.wait(bars.index(0), 0, pred=n_chunks > 0)
+            s_cur = warpgroup_mma(q_smem, k_ring.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            acc = _as_accumulator(acc)
+            for chunk in range(n_chunks):
+                slot = chunk % STAGES
+                nxt = chunk + 1  # past the end: a discarded product of a slot no copy is writing
+                mbarrier.wait(bars.index(nxt % STAGES), (nxt // STAGES) & 1, pred=nxt < n_chunks)
+                s_next = warpgroup_mma(q_smem, k_ring.index(nxt % STAGES).permute((1, 0)), s_zero, use_acc=False,
+                                       is_async=True)
+                s, acc = warpgroup_mma_wait(num_outstanding=1, deps=(s_cur, acc))  # all but chunk i+1's Q K^T
+                if num_warps > 4:
+                    _cta_sync()
+                ahead = chunk + STAGES - 1  # into chunk i-1's slot, whose P V just completed
+                if ahead < n_chunks:
+                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, bt_ptr, b, s_bt, kv_len, kv_col, ahead,
+                                 STAGES, BLOCK_N, BOX, PAGE)
+                p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale, m_i,
+                                                     l_i, CAUSAL)
+                v_tile = v_ring.index(slot)
+                if (chunk + 1) * BLOCK_N > kv_len:
+                    _zero_rows_from(v_tile, kv_len - chunk * BLOCK_N, BLOCK_N, HEAD, num_warps)
+                acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+                acc = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout), v_tile, acc, is_async=True)
+                s_cur = s_next
+            acc, s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(acc, s_cur))
+        else:
+            for chunk in range(n_chunks):
+                ahead = chunk + STAGES - 1  # into the slot the previous chunk freed (its MMAs were waited for)
+                if num_warps > 4:  # by every warpgroup: the other one may still be reading that slot
+                    _cta_sync()
+                if ahead < n_chunks:
+                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, bt_ptr, b, s_bt, kv_len, kv_col, ahead,
+                                 STAGES, BLOCK_N, BOX, PAGE)
+                slot = chunk % STAGES
+                mbarrier.wait(bars.index(slot), (chunk // STAGES) & 1)
+                s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+                p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale, m_i,
+                                                     l_i, CAUSAL)
+                v_tile = v_ring.index(slot)
+                if (chunk + 1) * BLOCK_N > kv_len:
+                    _zero_rows_from(v_tile, kv_len - chunk * BLOCK_N, BLOCK_N, HEAD, num_warps)
+                acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+                acc = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout), v_tile, acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         for ring_slot in gl.static_range(STAGES):
             mbarrier.invalidate(bars.index(ring_slot))
 
@@ -178,7 +225,7 @@ def _kb_kernel():
 
 
 def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale, causal=True, BLOCK_N=64,
-           STAGES=3, num_warps=4, kb=None):
+           STAGES=3, num_warps=4, OVERLAP=0, kb=None):
     """out [tokens, heads, head] of causal (bottom-right) GQA attention over a paged bf16 cache
     [blocks, page, kv_heads, head] with packed slots and heads; heads of 16..256 that are powers of two. Each
     warpgroup (4 warps) owns 64 of the tile's rows."""
@@ -192,7 +239,7 @@ def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale,
     out = torch.empty_like(q)
     page = k_cache.shape[1]
     box = min(page, BLOCK_N)
-    assert page % box == 0 and BLOCK_N % box == 0
+    assert page % box == 0 and BLOCK_N % box == 0 and STAGES >= (3 if OVERLAP else 2)
     kv_layout = gl.NVMMASharedLayout.get_default_for([box, dim], gl.bfloat16)
     descs = []
     for cache in (k_cache, v_cache):
@@ -209,7 +256,8 @@ def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale,
         batch, group, tile_tokens, scale * LOG2E, table.stride(0), q.stride(0), q.stride(1), out.stride(0),
         out.stride(1),
         Q_LAYOUT=gl.NVMMASharedLayout.get_default_for([BLOCK_M, dim], gl.bfloat16), BLOCK_M=BLOCK_M,
-        BLOCK_N=BLOCK_N, HEAD=dim, BOX=box, PAGE=page, STAGES=STAGES, CAUSAL=bool(causal), num_warps=num_warps)
+        BLOCK_N=BLOCK_N, HEAD=dim, BOX=box, PAGE=page, STAGES=STAGES, CAUSAL=bool(causal), OVERLAP=bool(OVERLAP),
+        num_warps=num_warps)
     return out
 
 

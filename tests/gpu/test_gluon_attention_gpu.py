@@ -32,15 +32,18 @@ def modules() -> tuple[ModuleType, ModuleType]:
             import_file(REPO / "problems/attention_prefill_varlen/reference.py", "varlen_reference_gluon"))
 
 
-@pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, warps", [
-    (16, 4, 128, 16, 64, 3, 4),
-    (10, 1, 128, 16, 32, 2, 8),   # a group of 10: 6 tokens (60 rows) of a 64-row warpgroup
-    (8, 8, 64, 128, 64, 4, 4),    # pages larger than a chunk: two chunks a page
-    (28, 4, 128, 32, 64, 2, 8),
+@pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, warps, overlap", [
+    (16, 4, 128, 16, 64, 3, 4, 0),
+    (10, 1, 128, 16, 32, 2, 8, 0),   # a group of 10: 6 tokens (60 rows) of a 64-row warpgroup
+    (8, 8, 64, 128, 64, 4, 4, 0),    # pages larger than a chunk: two chunks a page
+    (28, 4, 128, 32, 64, 2, 8, 0),
+    (16, 4, 128, 16, 64, 3, 4, 1),   # the next chunk's Q K^T during this chunk's softmax
+    (10, 1, 128, 16, 32, 4, 8, 1),
+    (8, 8, 64, 128, 64, 3, 4, 1),
 ])
 def test_gluon_paged_attention_matches_the_reference(modules: tuple[ModuleType, ModuleType], heads: int,
                                                      kv_heads: int, dim: int, page: int, block_n: int,
-                                                     stages: int, warps: int) -> None:
+                                                     stages: int, warps: int, overlap: int) -> None:
     kernel, reference = modules
     torch.manual_seed(0)
     q_lens, k_lens = [256, 1, 37, 100, 5], [256, 300, 37, 163, 129]
@@ -59,6 +62,6 @@ def test_gluon_paged_attention_matches_the_reference(modules: tuple[ModuleType, 
     want = reference.Model(heads, kv_heads, dim)(q.float(), k.float(), v.float(), cu, seqused_k=used,
                                                  block_table=table)
     got = kernel.launch(q, k, v, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=block_n, STAGES=stages,
-                        num_warps=warps)
+                        num_warps=warps, OVERLAP=overlap)
     assert not got.isnan().any()
     torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
