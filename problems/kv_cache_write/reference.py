@@ -15,8 +15,9 @@ Pure data movement: exact copies, no arithmetic.
 The suite's shapes use the layout above. The reference also accepts vLLM's head-major layouts, each cache its
 own: values as [num_blocks, num_kv_heads, head_dim, block_size], keys as [num_blocks, num_kv_heads,
 head_dim // x, block_size, x] (the semantics a transfer of this operator's kernel is matched on), and
-optional k_scale / v_scale (one-element float32 tensors): each value divided by its scale in float32 before the
-cast to the cache's dtype (an fp8 cache).
+optional k_scale / v_scale: each value divided by its scale in float32 before the cast to the cache's dtype (an
+fp8 cache). A scale is one element (per tensor), one per KV head as a 1-D [num_kv_heads] tensor (vLLM's per-head
+scales), or any tensor that broadcasts against key [T, num_kv_heads, head_dim] (per token as [T, 1, 1], ...).
 """
 
 import torch
@@ -32,7 +33,7 @@ class Model(nn.Module):
         slots = slot_mapping[valid]
         heads, dim = key.shape[1:]
         if k_scale is not None or v_scale is not None:
-            key, value = key.float() / k_scale, value.float() / v_scale
+            key, value = key.float() / _per_head(k_scale, heads), value.float() / _per_head(v_scale, heads)
         if key_cache.dim() == 4 and tuple(key_cache.shape[2:]) == (heads, dim) == tuple(value_cache.shape[2:]):
             num_blocks, block_size = key_cache.shape[:2]
             key_cache.view(num_blocks * block_size, heads, dim)[slots] = key[valid].to(key_cache.dtype)
@@ -43,6 +44,11 @@ class Model(nn.Module):
             block_size = rows.shape[1]
             rows[slots // block_size, slots % block_size] = new[valid].to(cache.dtype).reshape(-1, *rows.shape[2:])
         return key_cache, value_cache
+
+
+def _per_head(scale, heads):
+    """A 1-D scale of one value per KV head, shaped to broadcast over [T, heads, head_dim]; any other as it is."""
+    return scale.view(1, heads, 1) if scale.dim() == 1 and scale.numel() == heads > 1 else scale
 
 
 def _slot_major(cache, heads, dim):

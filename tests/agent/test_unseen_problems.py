@@ -332,6 +332,14 @@ def test_a_scaled_fp8_cache_write_returning_new_caches_transfers_through_copies(
                              "transfer from kv-cache-write-reference-kernel")
 
 
+def test_a_cache_write_with_a_scale_per_head_transfers(tmp_path: Path) -> None:
+    """Keys and values divided by one scale per KV head ([heads], viewed over the heads axis) into fp8 caches: the
+    KB's cache write takes per-head (and per-token) scales, so it reproduces it; correct and real."""
+    started_correct_and_real(UNSEEN / "head_scaled_slot_store", tmp_path / "sessions",
+                             "starting point: transfer from kv-cache-write-reference-kernel",
+                             "transfer from kv-cache-write-reference-kernel")
+
+
 @pytest.mark.slow
 def test_a_head_norm_over_heads_flattened_per_token_transfers(tmp_path: Path) -> None:
     """Query and key heads normalised while flattened per token ([tokens, heads * head_dim]): the KB's q/k head

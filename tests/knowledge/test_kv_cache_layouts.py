@@ -71,3 +71,35 @@ def test_scales_divide_before_the_cast_to_an_fp8_cache(key_layout: str, value_la
             assert torch.equal(g.view(torch.uint8), w.view(torch.uint8))
     unscaled = KERNEL.Model()(key, value, caches[0].clone(), caches[1].clone(), slots)
     assert all(torch.equal(u.view(torch.uint8), g.view(torch.uint8)) for u, g in zip(unscaled, got))
+
+
+@pytest.mark.parametrize("key_layout, value_layout", [("token-major", "token-major"), ("split", "head-major")])
+@pytest.mark.parametrize("contig_rows", [False, True])
+def test_scales_per_head_token_or_element_divide_each_value_by_its_own(key_layout: str, value_layout: str,
+                                                                      contig_rows: bool,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scales per KV head (1-D, vLLM's per-head form), per token ([T, 1, 1]), per element of a head ([head_dim],
+    broadcasting over the last axis) or mixed with a per-tensor one: the kernel divides every value by the scale
+    the reference's broadcasting gives it (fp8 codes bit-exact); a scale that fits no axis is one line."""
+    monkeypatch.setitem(KERNEL.TUNABLES, "CONTIG_ROWS", contig_rows)
+    generator = torch.Generator().manual_seed(5)
+    tokens, heads, dim, blocks, block_size = 6, 3, 16, 2, 16
+    key = (3 * torch.randn(tokens, heads, dim, generator=generator)).to(torch.bfloat16)
+    value = (3 * torch.randn(tokens, heads, dim, generator=generator)).to(torch.bfloat16)
+    slots = torch.randperm(blocks * block_size, generator=generator)[:tokens]
+    slots[1] = -1
+    caches = tuple(_cache(layout, blocks, block_size, heads, dim).to(torch.float8_e4m3fn)
+                   for layout in (key_layout, value_layout))
+    per_head = torch.tensor([0.3, 1.7, 0.9])
+    per_token = torch.rand(tokens, 1, 1, generator=generator) + 0.2
+    per_dim = torch.rand(dim, generator=generator) + 0.2
+    for scales in ((per_head, per_head.flip(0)), (per_token, torch.tensor([0.6])), (torch.tensor(0.4), per_dim)):
+        want = REFERENCE.Model()(key, value, caches[0].clone(), caches[1].clone(), slots, *scales)
+        got = KERNEL.Model()(key, value, caches[0].clone(), caches[1].clone(), slots, *scales)
+        for g, w in zip(got, want):
+            assert torch.equal(g.view(torch.uint8), w.view(torch.uint8))
+        once = KERNEL.Model()(key, value, caches[0].clone(), caches[1].clone(), slots, torch.tensor(0.4),
+                              torch.tensor(0.4))
+        assert not all(torch.equal(o.view(torch.uint8), g.view(torch.uint8)) for o, g in zip(once, got))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        KERNEL.Model()(key, value, caches[0].clone(), caches[1].clone(), slots, torch.ones(5), torch.ones(5))

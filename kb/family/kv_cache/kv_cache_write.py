@@ -13,8 +13,10 @@ Cache layouts (each cache its own, read from its shape against key's heads and h
   [num_blocks, heads, head_dim // x, block_size, x]  split (vLLM's key cache: x elements of a head together)
 Token-major and head-major caches take the plain addressing (any strides for block, slot, head and d); a split
 cache turns SPLIT on, which takes element d of a head to (d // x, d % x) on two strides.
-With k_scale and v_scale (one-element fp32 tensors; SCALED) each value is divided by its scale in fp32 before
-the cast to the cache's dtype (an fp8 cache).
+With k_scale and v_scale (SCALED) each value is divided by its scale in fp32 before the cast to the cache's dtype
+(an fp8 cache). A scale is one element (per tensor), one per head as a 1-D [heads] tensor (vLLM's per-head
+scales), or any tensor that broadcasts against key [tokens, heads, head_dim] (per token as [tokens, 1, 1], ...):
+its strides after broadcasting (0 along the broadcast axes) address it per element (SCALE_VEC).
 """
 
 import torch
@@ -32,10 +34,15 @@ SEARCH_SPACE = {
 
 
 @triton.jit
-def _to_cache(x, scale_ptr, cache_ptr, SCALED: tl.constexpr):
-    """x in the cache's dtype; with SCALED divided by the scale first (IEEE division in fp32, as torch)."""
+def _to_cache(x, scale_ptr, cache_ptr, SCALED: tl.constexpr, SCALE_VEC: tl.constexpr, scale_offs, mask):
+    """x in the cache's dtype; with SCALED divided by the scale first (IEEE division in fp32, as torch): one
+    scalar, or with SCALE_VEC each element's own at scale_offs."""
     if SCALED:
-        x = tl.div_rn(x.to(tl.float32), tl.load(scale_ptr).to(tl.float32))
+        if SCALE_VEC:
+            scale = tl.load(scale_ptr + scale_offs, mask=mask, other=1.0)
+        else:
+            scale = tl.load(scale_ptr)
+        x = tl.div_rn(x.to(tl.float32), scale.to(tl.float32))
     return x.to(cache_ptr.dtype.element_ty)
 
 
@@ -46,7 +53,8 @@ def _kv_cache_write_kernel(
     sk_t, sk_h, sk_d, sv_t, sv_h, sv_d,
     skc_b, skc_s, skc_h, skc_d, skc_x, kx, svc_b, svc_s, svc_h, svc_d, svc_x, vx,
     BLOCK: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr, CONTIG_ROWS: tl.constexpr, SPLIT: tl.constexpr = False,
-    SCALED: tl.constexpr = False,
+    SCALED: tl.constexpr = False, SCALE_VEC: tl.constexpr = False,
+    ks_t=0, ks_h=0, ks_d=0, vs_t=0, vs_h=0, vs_d=0,
 ):
     pid = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
@@ -67,8 +75,8 @@ def _kv_cache_write_kernel(
             if CONTIG_ROWS:
                 k = tl.load(k_row + e, mask=m)
                 v = tl.load(v_row + e, mask=m)
-                tl.store(kc_row + e, _to_cache(k, k_scale_ptr, key_cache_ptr, SCALED), mask=m)
-                tl.store(vc_row + e, _to_cache(v, v_scale_ptr, value_cache_ptr, SCALED), mask=m)
+                tl.store(kc_row + e, _to_cache(k, k_scale_ptr, key_cache_ptr, SCALED, False, e, m), mask=m)
+                tl.store(vc_row + e, _to_cache(v, v_scale_ptr, value_cache_ptr, SCALED, False, e, m), mask=m)
             else:
                 h = (e // head_dim).to(tl.int64)
                 d = (e - h * head_dim).to(tl.int64)
@@ -80,8 +88,12 @@ def _kv_cache_write_kernel(
                 else:
                     kd = d * skc_d
                     vd = d * svc_d
-                tl.store(kc_row + h * skc_h + kd, _to_cache(k, k_scale_ptr, key_cache_ptr, SCALED), mask=m)
-                tl.store(vc_row + h * svc_h + vd, _to_cache(v, v_scale_ptr, value_cache_ptr, SCALED), mask=m)
+                k_so = t * ks_t + h * ks_h + d * ks_d  # unused unless SCALE_VEC
+                v_so = t * vs_t + h * vs_h + d * vs_d
+                tl.store(kc_row + h * skc_h + kd, _to_cache(k, k_scale_ptr, key_cache_ptr, SCALED, SCALE_VEC, k_so, m),
+                         mask=m)
+                tl.store(vc_row + h * svc_h + vd, _to_cache(v, v_scale_ptr, value_cache_ptr, SCALED, SCALE_VEC, v_so, m),
+                         mask=m)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -143,17 +155,34 @@ def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping, k_sc
     def rows_contiguous(t: torch.Tensor, head_axis: int) -> bool:
         return t.stride(head_axis + 1) == 1 and t.stride(head_axis) == head_dim
 
-    contig = bool(TUNABLES["CONTIG_ROWS"]) and token_major and all(
+    scaled = k_scale is not None
+    scale_args = {}
+    if scaled and (k_scale.numel() > 1 or v_scale.numel() > 1):  # a scale per head, token or element
+        strides = [_scale_strides(sc, key.shape, name) for sc, name in ((k_scale, "k_scale"), (v_scale, "v_scale"))]
+        scale_args = dict(zip(("ks_t", "ks_h", "ks_d", "vs_t", "vs_h", "vs_d"), strides[0] + strides[1]),
+                          SCALE_VEC=True)
+    contig = bool(TUNABLES["CONTIG_ROWS"]) and token_major and not scale_args and all(
         rows_contiguous(t, axis) for t, axis in ((key, 1), (value, 1), (key_cache, 2), (value_cache, 2)))
     grid = (_cdiv(num_tokens, tpp),)
-    scaled = k_scale is not None
     _kv_cache_write_kernel[grid](
         key, value, key_cache, value_cache, slot_mapping, k_scale if scaled else key, v_scale if scaled else value,
         num_tokens, head_dim, heads * head_dim, block_size, *key.stride(), *value.stride(), *cache_args,
         BLOCK=TUNABLES["BLOCK"], TOKENS_PER_PROGRAM=tpp, CONTIG_ROWS=contig, SPLIT=split, SCALED=scaled,
-        num_warps=TUNABLES["num_warps"],
+        num_warps=TUNABLES["num_warps"], **scale_args,
     )
     return key_cache, value_cache
+
+
+def _scale_strides(scale: torch.Tensor, shape: torch.Size, name: str) -> tuple[int, ...]:
+    """Element strides of a scale broadcast against key's [tokens, heads, head_dim] (0 on broadcast axes); a 1-D
+    scale of one value per head applies per head."""
+    if scale.dim() == 1 and scale.numel() == shape[1] > 1:
+        scale = scale.view(1, shape[1], 1)
+    try:
+        return scale.broadcast_to(shape).stride()
+    except RuntimeError:
+        raise ValueError(f"kv_cache_write: {name} of shape {list(scale.shape)} does not broadcast against key "
+                         f"{list(shape)}; give one value, one per head ([heads]) or one per token ([tokens, 1, 1])") from None
 
 
 class Model(nn.Module):
