@@ -106,6 +106,17 @@ def _online_softmax(s, keys, last_key, kv_len, qk_scale, m_i, l_i, CAUSAL: gl.co
 
 
 @gluon.jit
+def _issue_pv(acc, p, alpha, v_tile, chunk, kv_len, BLOCK_N: gl.constexpr, HEAD: gl.constexpr,
+              o_layout: gl.constexpr, p_layout: gl.constexpr, num_warps: gl.constexpr):
+    """The accumulator rescaled by alpha, then P V of a chunk issued (not waited for); a chunk the sequence ends in
+    has V's rows past the end zeroed first."""
+    if (chunk + 1) * BLOCK_N > kv_len:
+        _zero_rows_from(v_tile, kv_len - chunk * BLOCK_N, BLOCK_N, HEAD, num_warps)
+    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+    return warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout), v_tile, acc, is_async=True)
+
+
+@gluon.jit
 def _paged_attention_kernel(q_ptr, out_ptr, k_desc, v_desc, bt_ptr, cu_ptr, used_ptr, prefix_ptr, map_ptr,
                             batch, group, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h,
                             Q_LAYOUT: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
@@ -181,11 +192,8 @@ def _paged_attention_kernel(q_ptr, out_ptr, k_desc, v_desc, bt_ptr, cu_ptr, used
                                  STAGES, BLOCK_N, BOX, PAGE)
                 p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale, m_i,
                                                      l_i, CAUSAL)
-                v_tile = v_ring.index(slot)
-                if (chunk + 1) * BLOCK_N > kv_len:
-                    _zero_rows_from(v_tile, kv_len - chunk * BLOCK_N, BLOCK_N, HEAD, num_warps)
-                acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
-                acc = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout), v_tile, acc, is_async=True)
+                acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, HEAD, o_layout, p_layout,
+                                num_warps)
                 s_cur = s_next
             acc, s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(acc, s_cur))
         else:
@@ -202,11 +210,8 @@ def _paged_attention_kernel(q_ptr, out_ptr, k_desc, v_desc, bt_ptr, cu_ptr, used
                 s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
                 p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale, m_i,
                                                      l_i, CAUSAL)
-                v_tile = v_ring.index(slot)
-                if (chunk + 1) * BLOCK_N > kv_len:
-                    _zero_rows_from(v_tile, kv_len - chunk * BLOCK_N, BLOCK_N, HEAD, num_warps)
-                acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
-                acc = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout), v_tile, acc, is_async=True)
+                acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, HEAD, o_layout, p_layout,
+                                num_warps)
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         for ring_slot in gl.static_range(STAGES):
             mbarrier.invalidate(bars.index(ring_slot))

@@ -52,18 +52,26 @@ def test_a_cache_in_no_known_layout_is_one_line() -> None:
         KERNEL.Model()(key, key, torch.zeros(3, 16, 4, 16), torch.zeros(3, 16, 2, 16), torch.tensor([0, 1]))
 
 
-@pytest.mark.parametrize("key_layout, value_layout", [("token-major", "token-major"), ("split", "head-major")])
-def test_scales_divide_before_the_cast_to_an_fp8_cache(key_layout: str, value_layout: str) -> None:
-    """With k_scale and v_scale the values are divided in float32 and cast to the fp8 cache, as the reference
-    does; without them the same call leaves out the division (scale 1 writes the same codes)."""
-    generator = torch.Generator().manual_seed(4)
-    tokens, heads, dim, blocks, block_size = 6, 2, 16, 2, 16
+def _fp8_write(seed: int, heads: int, key_layout: str,
+               value_layout: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
+    """key and value (6 tokens of `heads` heads of 16, values to 3 sigma), slots with one padding token, and fp8
+    caches of two 16-slot blocks in the given layouts."""
+    generator = torch.Generator().manual_seed(seed)
+    tokens, dim, blocks, block_size = 6, 16, 2, 16
     key = (3 * torch.randn(tokens, heads, dim, generator=generator)).to(torch.bfloat16)
     value = (3 * torch.randn(tokens, heads, dim, generator=generator)).to(torch.bfloat16)
     slots = torch.randperm(blocks * block_size, generator=generator)[:tokens]
     slots[1] = -1
     caches = tuple(_cache(layout, blocks, block_size, heads, dim).to(torch.float8_e4m3fn)
                    for layout in (key_layout, value_layout))
+    return key, value, slots, caches
+
+
+@pytest.mark.parametrize("key_layout, value_layout", [("token-major", "token-major"), ("split", "head-major")])
+def test_scales_divide_before_the_cast_to_an_fp8_cache(key_layout: str, value_layout: str) -> None:
+    """With k_scale and v_scale the values are divided in float32 and cast to the fp8 cache, as the reference
+    does; without them the same call leaves out the division (scale 1 writes the same codes)."""
+    key, value, slots, caches = _fp8_write(4, 2, key_layout, value_layout)
     for scales in ((torch.tensor([0.37]), torch.tensor([1.9])), (torch.tensor(1.0), torch.tensor(1.0))):
         want = REFERENCE.Model()(key, value, caches[0].clone(), caches[1].clone(), slots, *scales)
         got = KERNEL.Model()(key, value, caches[0].clone(), caches[1].clone(), slots, *scales)
@@ -82,17 +90,11 @@ def test_scales_per_head_token_or_element_divide_each_value_by_its_own(key_layou
     broadcasting over the last axis) or mixed with a per-tensor one: the kernel divides every value by the scale
     the reference's broadcasting gives it (fp8 codes bit-exact); a scale that fits no axis is one line."""
     monkeypatch.setitem(KERNEL.TUNABLES, "CONTIG_ROWS", contig_rows)
-    generator = torch.Generator().manual_seed(5)
-    tokens, heads, dim, blocks, block_size = 6, 3, 16, 2, 16
-    key = (3 * torch.randn(tokens, heads, dim, generator=generator)).to(torch.bfloat16)
-    value = (3 * torch.randn(tokens, heads, dim, generator=generator)).to(torch.bfloat16)
-    slots = torch.randperm(blocks * block_size, generator=generator)[:tokens]
-    slots[1] = -1
-    caches = tuple(_cache(layout, blocks, block_size, heads, dim).to(torch.float8_e4m3fn)
-                   for layout in (key_layout, value_layout))
+    key, value, slots, caches = _fp8_write(5, 3, key_layout, value_layout)
+    generator = torch.Generator().manual_seed(6)
     per_head = torch.tensor([0.3, 1.7, 0.9])
-    per_token = torch.rand(tokens, 1, 1, generator=generator) + 0.2
-    per_dim = torch.rand(dim, generator=generator) + 0.2
+    per_token = torch.rand(key.shape[0], 1, 1, generator=generator) + 0.2
+    per_dim = torch.rand(key.shape[2], generator=generator) + 0.2
     for scales in ((per_head, per_head.flip(0)), (per_token, torch.tensor([0.6])), (torch.tensor(0.4), per_dim)):
         want = REFERENCE.Model()(key, value, caches[0].clone(), caches[1].clone(), slots, *scales)
         got = KERNEL.Model()(key, value, caches[0].clone(), caches[1].clone(), slots, *scales)
