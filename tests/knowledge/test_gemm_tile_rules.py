@@ -44,3 +44,42 @@ def test_under_wave_tiles_compute_the_product(monkeypatch: pytest.MonkeyPatch) -
     got = KERNEL.launch_gemm_bf16_linear_epilogue(x, w, b, r, "silu", cfg)
     z = x.double() @ w.double().T + b.double()
     torch.testing.assert_close(got.double(), z * torch.sigmoid(z) + r.double(), rtol=1e-4, atol=1e-4)
+
+
+def test_float32_operands_as_three_tf32_products_compute_the_product() -> None:
+    """FP32_TF32X3 (float32 operands through three TF32 products) on the pointer and the split paths: the
+    interpreter computes in float32, so this checks the launch and the epilogue, not TF32 rounding (the GPU's)."""
+    torch.manual_seed(1)
+    x, w, b = torch.randn(70, 52), torch.randn(40, 52) / 52 ** 0.5, torch.randn(40)
+    z = x.double() @ w.double().T + b.double()
+    for split in (1, 2):
+        cfg = dict(CFG, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, SMALL_M_MAX=0, MID_M_MAX=0, LARGE_M_MIN=0,
+                   SPLIT_K=split, FP32_TF32X3=1)
+        got = KERNEL.launch_gemm_bf16_linear_epilogue(x, w, b, None, "gelu_tanh", cfg)
+        torch.testing.assert_close(got.double(), torch.nn.functional.gelu(z, approximate="tanh"), rtol=1e-4,
+                                   atol=1e-4)
+
+
+_COMPILE_TF32X3 = """
+import sys
+from pathlib import Path
+import torch
+from aka_tui.bench.evaluator.target_compile import install_compile_only
+from aka_tui.bench.problem.module_loading import import_file
+compiled = install_compile_only(90)
+kernel = import_file(Path(sys.argv[1]), "gemm_tf32x3")
+x, w = torch.randn(300, 1024), torch.randn(2048, 1024)
+for tf32x3 in (0, 1):
+    compiled.clear()
+    kernel.launch_gemm_bf16_linear_epilogue(x, w, None, None, "sigmoid", dict(kernel.TUNABLES, FP32_TF32X3=tf32x3))
+    print(dict(compiled)["_gemm_bf16_linear_epilogue_kernel"])
+"""
+
+
+def test_float32_operands_compile_both_ways_for_hopper() -> None:
+    """IEEE fp32 dots and three TF32 products are different kernels for sm_90 (the latter on tensor cores)."""
+    from tests.knowledge.hopper_compile import run_compile_script
+
+    run = run_compile_script(_COMPILE_TF32X3, str(REPO / "kb/family/gemm/gemm_bf16_linear_epilogue.py"))
+    ieee, tf32x3 = (int(n) for n in run.stdout.split())
+    assert ieee > 0 and tf32x3 > 0 and ieee != tf32x3, run.stdout

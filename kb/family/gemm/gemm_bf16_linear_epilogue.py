@@ -18,7 +18,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1,
             "num_warps": 8, "num_stages": 4, "LARGE_M_MIN": 2048, "LARGE_M_BLOCK_M": 256,
             "SMALL_M_MAX": 64, "SMALL_M_BLOCK_N": 64, "SMALL_M_BLOCK_K": 256, "MID_M_MAX": 256, "MID_M_BLOCK_K": 128,
-            "TMA": 1, "WARP_SPECIALIZE": 0, "UNDER_WAVE_BLOCK_M": 64}
+            "TMA": 1, "WARP_SPECIALIZE": 0, "UNDER_WAVE_BLOCK_M": 64, "FP32_TF32X3": 0}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -37,6 +37,7 @@ SEARCH_SPACE = {
     "TMA": [0, 1],
     "WARP_SPECIALIZE": [0, 1],
     "UNDER_WAVE_BLOCK_M": [0, 32, 64],
+    "FP32_TF32X3": [0, 1],
 }
 # M >= LARGE_M_MIN (0: never) uses LARGE_M_BLOCK_M rows per tile. An H200 agent session (2026-11-30) measured
 # BLOCK_M 256 at 1.09x on an 8192-row down projection and 0.80x on 64- and 256-row decode GEMMs; the switch
@@ -55,6 +56,10 @@ SEARCH_SPACE = {
 # (scripts/gemm_configs_device.py, do_bench, 2026-12-05) M 300 x N 2048 x K 1024, 48 tiles of 128 x 128 on 132
 # SMs: 12.3 us at the default, 11.1 at 64 x 128 with 4 warps (the best of the grid; cuBLAS 9.3); M 1024 x 4096
 # x 2048 (256 tiles) keeps the default tiles, the best there.
+# float32 operands take IEEE fp32 dots (FMA, no tensor cores: what a float32 tolerance admits). FP32_TF32X3 runs
+# them as three TF32 tensor-core products instead (each operand split into a TF32 part and a TF32 remainder),
+# about fp32's accuracy at tensor-core rates; off by default (not yet timed or checked on a GPU), a point the
+# search can take where the problem's tolerance holds.
 INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}, "SMALL_M_BLOCK_N": {"SMALL_M_MAX": [0]},
          "SMALL_M_BLOCK_K": {"SMALL_M_MAX": [0]}, "MID_M_BLOCK_K": {"MID_M_MAX": [0]},
          "WARP_SPECIALIZE": {"TMA": [0]}}
@@ -116,7 +121,8 @@ def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr,
                                       ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
                                       HAS_GATE: tl.constexpr,
                                       SPLIT_K: tl.constexpr, IEEE: tl.constexpr, BLOCK_M: tl.constexpr,
-                                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                                      TF32X3: tl.constexpr = False):
     pid_k = tl.program_id(1)
     pid_m, pid_n = _tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
@@ -135,7 +141,7 @@ def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr,
         a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
         b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
         if IEEE:
-            acc = tl.dot(a, b, acc, input_precision="ieee")
+            acc = tl.dot(a, b, acc, input_precision="tf32x3" if TF32X3 else "ieee")
         else:
             acc = tl.dot(a, b, acc)
         a_ptrs += BLOCK_K
@@ -157,7 +163,7 @@ def _gemm_tma_kernel(a_desc, b_desc, bias_ptr, res_ptr, gate_ptr, out_ptr, M, N,
                      ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr,
                      IEEE: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                     WS: tl.constexpr):
+                     WS: tl.constexpr, TF32X3: tl.constexpr = False):
     """The same tile and epilogue, its operands brought in by the copy engine (TMA) through host-built
     descriptors: no address arithmetic or masks in the loop; the descriptor zero-fills past M, N and K.
     WS asks the compiler to split the loop into producer (TMA) and consumer (MMA) warps."""
@@ -167,7 +173,7 @@ def _gemm_tma_kernel(a_desc, b_desc, bias_ptr, res_ptr, gate_ptr, out_ptr, M, N,
         a = a_desc.load([pid_m * BLOCK_M, k0])
         b = b_desc.load([pid_n * BLOCK_N, k0])
         if IEEE:
-            acc = tl.dot(a, b.T, acc, input_precision="ieee")
+            acc = tl.dot(a, b.T, acc, input_precision="tf32x3" if TF32X3 else "ieee")
         else:
             acc = tl.dot(a, b.T, acc)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -266,11 +272,14 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
     bm, bn, bk, warps, stages, large = _tiles(M, N, cfg, _sm_count(x.device) if M > cfg.get("MID_M_MAX", 0) else 0)
     stages, bk = _fit_smem(stages, bk, (bm + bn) * x.element_size())
     act = ACT_IDS[activation]
+    ieee = x.dtype == torch.float32
+    tf32x3 = ieee and bool(cfg.get("FP32_TF32X3", 0))
     if split == 1 and cfg.get("TMA") and large and _tma_ok(x, w):  # the large-M tiles only (where timed)
         grid = (_cdiv(M, bm) * _cdiv(N, bn),)
         _gemm_tma_kernel[grid](TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
                                bias_arg, res_arg, gate_arg, out, M, N, K, stride_rm, stride_gm, out.stride(0),
-                               ACT=act, HAS_BIAS=has_bias, HAS_RES=has_res, HAS_GATE=has_gate, IEEE=x.dtype == torch.float32, BLOCK_M=bm,
+                               ACT=act, HAS_BIAS=has_bias, HAS_RES=has_res, HAS_GATE=has_gate, IEEE=ieee, TF32X3=tf32x3,
+                               BLOCK_M=bm,
                                BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
                                WS=bool(cfg.get("WARP_SPECIALIZE", 0)), num_warps=warps, num_stages=stages)
         return out
@@ -281,7 +290,7 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
                                             x.stride(0), w.stride(0), stride_rm, stride_gm, out.stride(0),
                                             ACT=act, HAS_BIAS=has_bias, HAS_RES=has_res, HAS_GATE=has_gate,
                                             SPLIT_K=split,
-                                            IEEE=x.dtype == torch.float32, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                            IEEE=ieee, TF32X3=tf32x3, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                             GROUP_M=cfg["GROUP_M"], num_warps=warps, num_stages=stages)
     if split > 1:
         rb = min(REDUCE_BLOCK, _next_pow2(N))
