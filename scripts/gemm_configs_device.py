@@ -37,6 +37,9 @@ def parse_shape(text: str) -> tuple[int, int, int, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("shapes", nargs="+")
+    parser.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
+                        help="operand dtype (float32: the IEEE fp32 path; --grid FP32_TF32X3=0,1 compares it with "
+                             "three TF32 products, the diff column showing their distance from the default)")
     add_sweep_options(parser, rep=40, rounds=2)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -52,8 +55,9 @@ def main() -> int:
     for text in args.shapes:
         m, n, k, act = parse_shape(text)
         gen = torch.Generator(device="cuda").manual_seed(0)
-        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
-        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=gen) / k ** 0.5
+        dtype = getattr(torch, args.dtype)
+        x = torch.randn(m, k, device="cuda", dtype=dtype, generator=gen)
+        w = torch.randn(n, k, device="cuda", dtype=dtype, generator=gen) / k ** 0.5
 
         def torch_path():
             y = F.linear(x, w)
@@ -70,7 +74,7 @@ def main() -> int:
         ref = outputs["default"]
         times = median_times(entries, lambda call: triton.testing.do_bench(call, rep=args.rep), args.rounds)
         rows = sorted((ms, label, (outputs[label] - ref).abs().max().item()) for label, ms in times.items())
-        flops, wbytes = 2 * m * n * k, n * k * 2
+        flops, wbytes = 2 * m * n * k, n * k * x.element_size()
         print(f"\n### {text} (cuda, default {dict((key, mod.TUNABLES[key]) for key in keys)})\n")
         print("| " + " | ".join(keys) + " | µs | TFLOP/s | TB/s of w | max abs diff vs default |")
         print("|" + "---|" * (len(keys) + 4))
