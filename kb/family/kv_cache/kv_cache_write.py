@@ -161,6 +161,7 @@ def launch_kv_cache_write(key, value, key_cache, value_cache, slot_mapping, k_sc
         strides = [_scale_strides(sc, key.shape, name) for sc, name in ((k_scale, "k_scale"), (v_scale, "v_scale"))]
         scale_args = dict(zip(("ks_t", "ks_h", "ks_d", "vs_t", "vs_h", "vs_d"), strides[0] + strides[1]),
                           SCALE_VEC=True)
+    # the contiguous-rows path has no head or d index to address a per-element scale with
     contig = bool(TUNABLES["CONTIG_ROWS"]) and token_major and not scale_args and all(
         rows_contiguous(t, axis) for t, axis in ((key, 1), (value, 1), (key_cache, 2), (value_cache, 2)))
     grid = (_cdiv(num_tokens, tpp),)
