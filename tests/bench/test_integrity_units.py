@@ -86,6 +86,28 @@ class Model(torch.nn.Module):
     assert not any("empty_like" in text or "tl." in text for _, text in kinds)
 
 
+def test_static_scan_reads_gluon_kernels_as_device_code() -> None:
+    """Gluon's reductions inside a `@gluon.jit` kernel are device code, not torch compute; suspicious code in one
+    is still found."""
+    source = '''
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+import sys
+
+@gluon.jit
+def _k(x_ptr, layout: gl.constexpr):
+    x = gl.load(x_ptr + gl.arange(0, 32, layout=layout))
+    gl.store(x_ptr, gl.sum(x, axis=0) + x.sum(axis=0))
+    sys.modules
+
+def host(x):
+    return x.sum()
+'''
+    findings = scan_source(source)
+    assert [f.line for f in findings if f.kind == "torch-compute"] == [13]  # the host function's x.sum()
+    assert any(f.kind == "introspection" and f.suspicious for f in findings)
+
+
 def test_integrity_snapshot_sees_replaced_timers() -> None:
     snapshot = IntegritySnapshot()
     original = time.perf_counter

@@ -1,8 +1,9 @@
-"""On a CUDA GPU (sm_90+): the Gluon paged-attention kernel of scripts/gluon_attention_device.py against the
-problem's float reference, over the cases its TMA ring has to get right — sequences of uneven lengths (a chunk
+"""On a Hopper GPU: the Gluon path of the KB's varlen attention kernel (through scripts/gluon_attention_device.py's
+launcher of explicit tunables) against the problem's float reference, over the cases its TMA ring has to get right — sequences of uneven lengths (a chunk
 that ends inside a page, decode rows under bottom-right causality), a shuffled block table, NaN in every cache
 slot no sequence uses (a stale cache), GQA groups that do not divide the tile's rows, pages larger and smaller
-than a chunk, one and two warpgroups."""
+than a chunk, one and two warpgroups, block ids read a chunk ahead, fp16, key lengths from cu_seqlens_k; and AUTO
+sends a 16-slot paged cache there."""
 
 from __future__ import annotations
 
@@ -18,13 +19,13 @@ pytestmark = pytest.mark.gpu
 
 
 def _hopper() -> bool:
-    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 
 
 @pytest.fixture(scope="module")
 def modules() -> tuple[ModuleType, ModuleType]:
     if not _hopper():
-        pytest.skip("needs an sm_90+ GPU")
+        pytest.skip("needs an sm_90 GPU")
     import sys
 
     sys.path.insert(0, str(REPO / "scripts"))
@@ -32,36 +33,68 @@ def modules() -> tuple[ModuleType, ModuleType]:
             import_file(REPO / "problems/attention_prefill_varlen/reference.py", "varlen_reference_gluon"))
 
 
-@pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, warps, overlap", [
-    (16, 4, 128, 16, 64, 3, 4, 0),
-    (10, 1, 128, 16, 32, 2, 8, 0),   # a group of 10: 6 tokens (60 rows) of a 64-row warpgroup
-    (8, 8, 64, 128, 64, 4, 4, 0),    # pages larger than a chunk: two chunks a page
-    (28, 4, 128, 32, 64, 2, 8, 0),
-    (16, 4, 128, 16, 64, 3, 4, 1),   # the next chunk's Q K^T during this chunk's softmax
-    (10, 1, 128, 16, 32, 4, 8, 1),
-    (8, 8, 64, 128, 64, 3, 4, 1),
-])
-def test_gluon_paged_attention_matches_the_reference(modules: tuple[ModuleType, ModuleType], heads: int,
-                                                     kv_heads: int, dim: int, page: int, block_n: int,
-                                                     stages: int, warps: int, overlap: int) -> None:
-    kernel, reference = modules
+def _case(heads: int, kv_heads: int, dim: int, page: int, dtype: torch.dtype = torch.bfloat16):
+    """Uneven query and key lengths over a shuffled paged cache whose unused slots hold NaN."""
     torch.manual_seed(0)
     q_lens, k_lens = [256, 1, 37, 100, 5], [256, 300, 37, 163, 129]
     cu = torch.tensor([0] + torch.tensor(q_lens).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
     per_seq = -(-max(k_lens) // page)
     blocks = per_seq * len(k_lens) + 7
     table = torch.randperm(blocks, device="cuda")[: per_seq * len(k_lens)].view(len(k_lens), per_seq).int()
-    k = torch.full((blocks, page, kv_heads, dim), float("nan"), dtype=torch.bfloat16, device="cuda")
+    k = torch.full((blocks, page, kv_heads, dim), float("nan"), dtype=dtype, device="cuda")
     v = torch.full_like(k, float("nan"))
     for seq, length in enumerate(k_lens):
         for key in range(0, length, 1):
             block, slot = int(table[seq, key // page]), key % page
             k[block, slot], v[block, slot] = torch.randn(2, kv_heads, dim, device="cuda")
-    q = torch.randn(int(cu[-1]), heads, dim, dtype=torch.bfloat16, device="cuda")
+    q = torch.randn(int(cu[-1]), heads, dim, dtype=dtype, device="cuda")
     used = torch.tensor(k_lens, dtype=torch.int32, device="cuda")
-    want = reference.Model(heads, kv_heads, dim)(q.float(), k.float(), v.float(), cu, seqused_k=used,
+    return q, k, v, cu, used, table
+
+
+def _reference(reference: ModuleType, heads: int, kv_heads: int, dim: int, q, k, v, cu, used, table):
+    return reference.Model(heads, kv_heads, dim)(q.float(), k.float(), v.float(), cu, seqused_k=used,
                                                  block_table=table)
+
+
+@pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, warps, overlap, ahead", [
+    (16, 4, 128, 16, 64, 3, 4, 0, 0),
+    (10, 1, 128, 16, 32, 2, 8, 0, 0),   # a group of 10: 6 tokens (60 rows) of a 64-row warpgroup
+    (8, 8, 64, 128, 64, 4, 4, 0, 0),    # pages larger than a chunk: two chunks a page
+    (28, 4, 128, 32, 64, 2, 8, 0, 0),
+    (16, 4, 128, 16, 64, 3, 4, 1, 0),   # the next chunk's Q K^T during this chunk's softmax
+    (10, 1, 128, 16, 32, 4, 8, 1, 0),
+    (8, 8, 64, 128, 64, 3, 4, 1, 0),
+    (16, 4, 128, 16, 32, 2, 4, 0, 1),   # block ids a chunk ahead
+    (10, 1, 128, 16, 64, 3, 8, 1, 1),
+    (8, 2, 256, 16, 16, 4, 4, 0, 1),    # one page a chunk, head 256
+])
+def test_gluon_paged_attention_matches_the_reference(modules: tuple[ModuleType, ModuleType], heads: int,
+                                                     kv_heads: int, dim: int, page: int, block_n: int,
+                                                     stages: int, warps: int, overlap: int, ahead: int) -> None:
+    kernel, reference = modules
+    q, k, v, cu, used, table = _case(heads, kv_heads, dim, page)
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
     got = kernel.launch(q, k, v, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=block_n, STAGES=stages,
-                        num_warps=warps, OVERLAP=overlap)
+                        num_warps=warps, OVERLAP=overlap, BT_AHEAD=ahead)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
+def test_auto_sends_small_pages_to_gluon_in_fp16_and_with_key_offsets(
+        modules: tuple[ModuleType, ModuleType], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The KB Model under AUTO (defaults) takes the Gluon path for a 16-slot fp16 cache, reading key lengths from
+    cu_seqlens_k when no seqused_k is given, and matches the reference."""
+    kernel, reference = modules
+    kb = kernel._kb_kernel()
+    calls = []
+    launch = kb._launch_gluon
+    monkeypatch.setattr(kb, "_launch_gluon", lambda *a, **kw: calls.append(1) or launch(*a, **kw))
+    heads, kv_heads, dim = 16, 4, 128
+    q, k, v, cu, used, table = _case(heads, kv_heads, dim, 16, torch.float16)
+    cu_k = torch.cat([used.new_zeros(1), used.cumsum(0)]).to(torch.int32)
+    got = kb.Model(heads, kv_heads, dim)(q, k, v, cu, cu_seqlens_k=cu_k, block_table=table)
+    assert calls == [1]
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
     assert not got.isnan().any()
     torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)

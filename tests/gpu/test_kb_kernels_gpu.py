@@ -43,12 +43,16 @@ def test_fp8_gemm_upcast_pass_meets_a_float16_tolerance(gemm: ModuleType, probe:
     torch.testing.assert_close(got, exact, rtol=5e-3, atol=5e-3)
 
 
+@pytest.mark.parametrize("gluon", [0, 1])
 @pytest.mark.parametrize(("seqs", "length", "heads", "kv_heads", "dim"),
                          [(40, 256, 16, 4, 128), (1, 875, 16, 2, 256), (3, 700, 8, 8, 80)])
-def test_varlen_auto_matches_sdpa_on_a_paged_cache(varlen: ModuleType, seqs: int, length: int, heads: int,
-                                                   kv_heads: int, dim: int) -> None:
-    """AUTO's picks (short-sequence tiles with the register cap, 64-row tiles for few programs, long tiles) give
-    causal attention over a shuffled paged cache within bf16 rounding of SDPA on the gathered keys."""
+def test_varlen_auto_matches_sdpa_on_a_paged_cache(varlen: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                                   seqs: int, length: int, heads: int, kv_heads: int, dim: int,
+                                                   gluon: int) -> None:
+    """AUTO's picks (short-sequence tiles with the register cap, 64-row tiles for few programs, long tiles; the
+    Gluon path for 16-slot pages where the head is a power of two) give causal attention over a shuffled paged
+    cache within bf16 rounding of SDPA on the gathered keys."""
+    monkeypatch.setitem(varlen.TUNABLES, "GLUON", gluon)
     torch.manual_seed(0)
     page, tokens = 16, seqs * length
     per_seq = -(-length // page)

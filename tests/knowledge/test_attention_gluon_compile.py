@@ -1,6 +1,7 @@
-"""The Gluon paged-attention kernel of scripts/gluon_attention_device.py (a device experiment beside the KB's
-Triton kernel) compiles for sm_90 on this machine: TMA copies per page into a ring of shared-memory slots, two
-warpgroup MMAs a chunk, Q kept in shared memory; with OVERLAP the next chunk's Q K^T in flight during the softmax."""
+"""The Gluon path of the KB's varlen attention kernel compiles for sm_90 on this machine in each of its forms:
+TMA copies per page into a ring of shared-memory slots, two warpgroup MMAs a chunk, Q kept in shared memory; with
+OVERLAP the next chunk's Q K^T in flight during the softmax; with BT_AHEAD a chunk's block ids read one chunk
+early; bf16 and fp16."""
 
 from __future__ import annotations
 
@@ -15,20 +16,23 @@ from aka_tui.bench.evaluator.target_compile import install_compile_only
 compiled = install_compile_only(90)
 import gluon_attention_device as g
 seqs, length, page, heads, kv_heads, dim = 3, 100, 16, 8, 2, 64
-q = torch.randn(seqs * length, heads, dim, dtype=torch.bfloat16)
 blocks = seqs * -(-length // page)
-k = torch.randn(blocks, page, kv_heads, dim, dtype=torch.bfloat16)
 cu = torch.arange(0, seqs * length + 1, length, dtype=torch.int32)
 table = torch.randperm(blocks).view(seqs, -1).to(torch.int32)
 used = torch.full((seqs,), length, dtype=torch.int32)
-for overlap in (0, 1):
+for dtype, overlap, ahead in ((torch.bfloat16, 0, 0), (torch.bfloat16, 1, 0), (torch.bfloat16, 0, 1),
+                              (torch.float16, 0, 0)):
+    q = torch.randn(seqs * length, heads, dim, dtype=dtype)
+    k = torch.randn(blocks, page, kv_heads, dim, dtype=dtype)
     compiled.clear()
-    g.launch(q, k, k, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=3, OVERLAP=overlap)
-    print(dict(compiled)["_paged_attention_kernel"])
+    g.launch(q, k, k, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=3, OVERLAP=overlap,
+             BT_AHEAD=ahead)
+    print(dict(compiled)["_paged_attention_gluon_kernel"])
 """
 
 
 def test_gluon_paged_attention_compiles_for_hopper() -> None:
     run = run_compile_script(_COMPILE, str(REPO / "scripts"))
     lines = [int(n) for n in run.stdout.split()]
-    assert len(lines) == 2 and min(lines) > 500 and lines[0] != lines[1], run.stdout  # OVERLAP: its own loop
+    assert len(lines) == 4 and min(lines) > 500, run.stdout
+    assert len(set(lines[:3])) == 3, run.stdout  # OVERLAP and BT_AHEAD: each its own loop

@@ -54,10 +54,36 @@ def test_float32_operands_as_three_tf32_products_compute_the_product() -> None:
     z = x.double() @ w.double().T + b.double()
     for split in (1, 2):
         cfg = dict(CFG, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, SMALL_M_MAX=0, MID_M_MAX=0, LARGE_M_MIN=0,
-                   SPLIT_K=split, FP32_TF32X3=1)
+                   SPLIT_K=split, FP32_TF32X3=1, FP32_TILES=0)
         got = KERNEL.launch_gemm_bf16_linear_epilogue(x, w, b, None, "gelu_tanh", cfg)
         torch.testing.assert_close(got.double(), torch.nn.functional.gelu(z, approximate="tanh"), rtol=1e-4,
                                    atol=1e-4)
+
+
+@pytest.mark.parametrize("m, n, tf32x3, sms, want", [
+    (4096, 4096, True, 132, (128, 128, 32, 8, 3, False)),   # no large-M rule for float32
+    (300, 2048, True, 132, (64, 128, 32, 4, 3, False)),     # 48 tiles of 128 rows on 132 SMs
+    (4096, 4096, False, 132, (128, 128, 32, 4, 3, False)),  # IEEE dots: 4 warps
+    (300, 2048, True, 0, (128, 128, 32, 8, 3, False)),      # SM count not known
+])
+def test_float32_tile_rule(m: int, n: int, tf32x3: bool, sms: int, want: tuple) -> None:
+    assert KERNEL._fp32_tiles(m, n, tf32x3, sms) == want
+
+
+def test_float32_operands_at_their_tiles_compute_the_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher's defaults on float32 operands take the float32 tiles (TF32 products on), bias and residual
+    in the epilogue; FP32_TILES 0 keeps the configured tiles."""
+    seen = []
+    rule = KERNEL._fp32_tiles
+    monkeypatch.setattr(KERNEL, "_fp32_tiles", lambda *a: seen.append(a) or rule(*a))
+    torch.manual_seed(2)
+    x, w, b, r = torch.randn(70, 52), torch.randn(40, 52) / 52 ** 0.5, torch.randn(40), torch.randn(70, 40)
+    got = KERNEL.launch_gemm_bf16_linear_epilogue(x, w, b, r, "none")
+    assert seen == [(70, 40, True, 0)]
+    torch.testing.assert_close(got.double(), x.double() @ w.double().T + b.double() + r.double(), rtol=1e-4,
+                               atol=1e-4)
+    KERNEL.launch_gemm_bf16_linear_epilogue(x, w, b, r, "none", dict(CFG, FP32_TILES=0))
+    assert len(seen) == 1
 
 
 _COMPILE_TF32X3 = """

@@ -5,7 +5,7 @@ threads, streams. *Suspicious* findings make the candidate `suspicious` (S = 0 u
 that reaches into the evaluator instead of computing — imports of evaluator modules, frame inspection, `gc`,
 `ctypes`, pipe/fd access, dynamic code and introspection that hides what runs, reads of the profiler, dispatch
 and poisoning state or of clocks (ways to tell checked from timed calls), and patches of timers and libraries.
-Device code (`@triton.jit`) is scanned for the suspicious kinds too: the interpreter runs it as Python.
+Device code (`@triton.jit`, `@gluon.jit`) is scanned for the suspicious kinds too: the interpreter runs it as Python.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ _ALLOWED_CALLS = ALLOWED_OPS | {
     "get_device_name", "synchronize", "Tensor", "Module", "Parameter", "to", "size", "dim", "stride", "numel",
     "element_size", "data_ptr", "is_contiguous", "item", "tolist", "float8_e4m3fn", "promote_types", "finfo",
     "iinfo", "cdiv", "next_power_of_2", "ModuleList", "register_buffer", "super", "__init__", "__init", "view_as",
-    "storage_offset", "get_device",
+    "storage_offset", "get_device", "get_device_capability", "get_device_properties",
 }
 _TENSOR_COMPUTE_METHODS = {
     "matmul", "mm", "bmm", "addmm", "softmax", "log_softmax", "exp", "log", "sum", "mean", "max", "min", "amax",
@@ -87,7 +87,8 @@ class ScanFinding:
 def _is_triton_jit(node: ast.FunctionDef) -> bool:
     for decorator in node.decorator_list:
         text = ast.unparse(decorator)
-        if "triton.jit" in text or text in ("jit", "triton.autotune") or "autotune" in text or "heuristics" in text:
+        if "triton.jit" in text or text in ("jit", "triton.autotune", "gluon.jit") or "autotune" in text \
+                or "heuristics" in text:
             return True
     return False
 

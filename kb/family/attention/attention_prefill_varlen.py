@@ -64,7 +64,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
             "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0,
-            "TMA_TAIL": 0}
+            "TMA_TAIL": 0, "GLUON": 1, "GLUON_BLOCK_N": 32, "GLUON_STAGES": 2, "GLUON_WARPS": 4,
+            "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -80,12 +81,20 @@ SEARCH_SPACE = {
     "SPLIT_HEAD": [0, 1],
     "BT_AHEAD": [0, 1],
     "TMA_TAIL": [0, 1],
+    "GLUON": [0, 1],
+    "GLUON_BLOCK_N": [16, 32, 64],
+    "GLUON_STAGES": [2, 3, 4],
+    "GLUON_WARPS": [4, 8],
+    "GLUON_OVERLAP": [0, 1],
+    "GLUON_BT_AHEAD": [0, 1],
 }
 
 INERT = {  # AUTO picks these itself
     "BLOCK_M": {"AUTO": [1]}, "BLOCK_N": {"AUTO": [1]}, "TILE_MAP": {"AUTO": [1]}, "PACK_GQA": {"AUTO": [1]},
     "KV_AHEAD": {"AUTO": [1]}, "MAXNREG": {"AUTO": [1]}, "num_warps": {"AUTO": [1]},
     "num_stages": {"AUTO": [1]}, "WARP_SPECIALIZE": {"TMA": [0]}, "TMA_TAIL": {"TMA": [0]},
+    "GLUON_BLOCK_N": {"GLUON": [0]}, "GLUON_STAGES": {"GLUON": [0]}, "GLUON_WARPS": {"GLUON": [0]},
+    "GLUON_OVERLAP": {"GLUON": [0]}, "GLUON_BT_AHEAD": {"GLUON": [0]},
 }
 
 LOG2E = 1.4426950408889634
@@ -380,6 +389,230 @@ def _attention_prefill_varlen_kernel(
                  mask=m_ok[:, None] & d2_ok[None, :])
 
 
+# ---- Hopper: paged caches through per-page TMA copies (Gluon) ----------------------------------------------------
+# A chunk of BLOCK_N keys spans BLOCK_N / page blocks of a paged cache. Triton's pipeliner streams a chunk only when
+# one TMA box holds it (a block), so pages smaller than a chunk fall back to gathers; the kernel below, written in
+# Gluon (Triton's explicit-layout dialect), copies each page of a chunk with its own TMA copy into one slot of a
+# STAGES-deep shared-memory ring, all on the slot's mbarrier, and runs both dots as warpgroup MMAs from shared
+# memory. Each warpgroup (4 warps) owns 64 packed GQA rows (BLOCK_M = 16 * num_warps). V rows past a sequence's end
+# are zeroed in shared memory before P V reads them (a stale slot may hold NaN). With OVERLAP (3+ stages) the next
+# chunk's Q K^T is issued before this chunk's softmax. BT_AHEAD loads a chunk's block ids one chunk before its
+# copies are issued, so no copy waits on a block-table read.
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia import hopper
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared,
+        mbarrier,
+        tma,
+        warpgroup_mma,
+        warpgroup_mma_wait,
+    )
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+
+    HAS_GLUON = True
+except ImportError:  # a Triton without Gluon: the Triton kernel serves every case
+    HAS_GLUON = False
+
+if HAS_GLUON:
+    # a CTA-wide barrier: `barrier` in newer Gluon, `thread_barrier` in older releases
+    _cta_sync = gl.barrier if hasattr(gl, "barrier") else gl.thread_barrier
+    # newer Gluon gives an asynchronous MMA's result its own type, which a loop-carried accumulator must have
+    _MMA_INIT = gl.constexpr(hasattr(hopper, "warpgroup_mma_init"))
+    _mma_init = getattr(hopper, "warpgroup_mma_init", None)
+
+    @gluon.jit
+    def _as_accumulator(acc):
+        if _MMA_INIT:
+            acc = _mma_init(acc)
+        return acc
+
+    @gluon.jit
+    def _chunk_blocks(bt_ptr, b, s_bt, kv_len, chunk, BLOCK_N: gl.constexpr, BOX: gl.constexpr,
+                      PAGE: gl.constexpr, num_warps: gl.constexpr):
+        """The block ids of chunk `chunk`'s BLOCK_N / BOX boxes (a box never spans two blocks); a box past the
+        sequence's end reads its first block instead (any valid block: its keys are masked, its V rows zeroed)."""
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
+        keys = chunk * BLOCK_N + gl.arange(0, BLOCK_N // BOX, layout=layout) * BOX
+        return gl.load(bt_ptr + b * s_bt + gl.where(keys < kv_len, keys, 0) // PAGE)
+
+    @gluon.jit
+    def _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, chunk,
+                     STAGES: gl.constexpr, BLOCK_N: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr,
+                     num_warps: gl.constexpr):
+        """TMA copies of chunk `chunk`'s K and V rows (blocks: its boxes' block ids) into ring slot chunk % STAGES,
+        one box at a time, so the slot always receives the bytes its barrier expects."""
+        slot = chunk % STAGES
+        bar = bars.index(slot)
+        mbarrier.expect(bar, 2 * (BLOCK_N // BOX) * k_desc.block_type.nbytes)
+        box_of = gl.arange(0, BLOCK_N // BOX, layout=gl.BlockedLayout([1], [32], [num_warps], [0]))
+        for j in gl.static_range(BLOCK_N // BOX):
+            key = chunk * BLOCK_N + j * BOX
+            key = gl.where(key < kv_len, key, 0)
+            block = gl.sum(gl.where(box_of == j, blocks, 0), axis=0)
+            row = block * PAGE + key % PAGE
+            tma.async_copy_global_to_shared(k_desc, [row, kv_col], bar, k_ring.index(slot).slice(j * BOX, BOX))
+            tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_ring.index(slot).slice(j * BOX, BOX))
+
+    @gluon.jit
+    def _zero_rows_from(tile, first, BLOCK_N: gl.constexpr, num_warps: gl.constexpr):
+        """Rows first.. of a [BLOCK_N, HEAD] shared tile set to zero (then fenced for the MMA that reads it)."""
+        layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
+        values = tile.load(layout)
+        rows = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, layout))
+        tile.store(gl.where((rows < first)[:, None], values, gl.zeros_like(values)))
+        fence_async_shared()
+
+    @gluon.jit
+    def _online_softmax(s, keys, last_key, kv_len, qk_scale, m_i, l_i, CAUSAL: gl.constexpr):
+        """One chunk of the online softmax: P (unnormalised), the rescale of what came before, and the running
+        (max, sum) after keys `keys` whose scores are s; a key past the sequence, or past a row's last key when
+        causal, is out."""
+        visible = (keys < kv_len)[None, :]
+        if CAUSAL:
+            visible = visible & (keys[None, :] <= last_key[:, None])
+        s = gl.where(visible, s * qk_scale, float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(s, axis=1))
+        m_base = gl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet stays at zero weight
+        alpha = gl.exp2(m_i - m_base)
+        p = gl.exp2(s - m_base[:, None])
+        return p, alpha, m_new, l_i * alpha + gl.sum(p, axis=1)
+
+    @gluon.jit
+    def _issue_pv(acc, p, alpha, v_tile, chunk, kv_len, BLOCK_N: gl.constexpr, o_layout: gl.constexpr,
+                  p_layout: gl.constexpr, num_warps: gl.constexpr):
+        """The accumulator rescaled by alpha, then P V of a chunk issued (not waited for); a chunk the sequence
+        ends in has V's rows past the end zeroed first."""
+        if (chunk + 1) * BLOCK_N > kv_len:
+            _zero_rows_from(v_tile, kv_len - chunk * BLOCK_N, BLOCK_N, num_warps)
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        return warpgroup_mma(gl.convert_layout(p.to(v_tile.dtype), p_layout), v_tile, acc, is_async=True)
+
+    @gluon.jit
+    def _paged_attention_gluon_kernel(
+            q_ptr, out_ptr, k_desc, v_desc, bt_ptr, cu_ptr, cu_k_ptr, used_ptr, prefix_ptr, map_ptr,
+            batch, group, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h,
+            Q_LAYOUT: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD: gl.constexpr,
+            BOX: gl.constexpr, PAGE: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+            USED: gl.constexpr, OVERLAP: gl.constexpr, BT_AHEAD: gl.constexpr, num_warps: gl.constexpr):
+        pid = gl.program_id(0)
+        kv_head = gl.program_id(1)
+        if pid < gl.load(prefix_ptr + batch):  # surplus programs of the grid's bound store nothing
+            b = gl.load(map_ptr + pid)
+            first_tile = gl.load(prefix_ptr + b)
+            n_tiles = gl.load(prefix_ptr + b + 1) - first_tile
+            q_start = gl.load(cu_ptr + b)
+            q_len = gl.load(cu_ptr + b + 1) - q_start
+            if USED:
+                kv_len = gl.load(used_ptr + b)
+            else:
+                kv_len = gl.load(cu_k_ptr + b + 1) - gl.load(cu_k_ptr + b)
+            m_start = (n_tiles - 1 - (pid - first_tile)) * tile_tokens  # heaviest (last) tile first
+            shift = kv_len - q_len  # causal, bottom-right aligned: query i sees keys j <= i + shift
+            if CAUSAL:
+                n_end = gl.minimum(kv_len, m_start + tile_tokens + shift)
+            else:
+                n_end = kv_len
+            n_chunks = (n_end + BLOCK_N - 1) // BLOCK_N
+            kv_col = kv_head * HEAD
+
+            k_ring = gl.allocate_shared_memory(k_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], k_desc.layout)
+            v_ring = gl.allocate_shared_memory(v_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], v_desc.layout)
+            bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+            for ring_slot in gl.static_range(STAGES):
+                mbarrier.init(bars.index(ring_slot), count=1)
+            for first in gl.static_range(STAGES - 1):  # the first chunks in flight before Q is read
+                if first < n_chunks:
+                    blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, first, BLOCK_N, BOX, PAGE, num_warps)
+                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, first, STAGES,
+                                 BLOCK_N, BOX, PAGE, num_warps)
+            # the block ids of the first chunk the loop copies (with BT_AHEAD; otherwise read in the loop)
+            blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, STAGES - 1, BLOCK_N, BOX, PAGE, num_warps)
+
+            # Q: rows are (token, head of the KV head's group) pairs, loaded by pointers, kept in shared memory
+            q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
+            rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q_layout))
+            cols = gl.arange(0, HEAD, layout=gl.SliceLayout(0, q_layout))
+            tokens = m_start + rows // group
+            rows_ok = (rows < tile_tokens * group) & (tokens < q_len)
+            q_rows = (q_start + tokens).to(gl.int64) * sq_t + (kv_head * group + rows % group) * sq_h
+            q = gl.load(q_ptr + q_rows[:, None] + cols[None, :], mask=rows_ok[:, None], other=0.0)
+            q_smem = gl.allocate_shared_memory(q.dtype, [BLOCK_M, HEAD], Q_LAYOUT, q)
+            fence_async_shared()
+
+            s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                               instr_shape=[16, BLOCK_N, 16])
+            o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                               instr_shape=[16, HEAD, 16])
+            p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+            s_rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+            s_cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+            s_last = m_start + s_rows // group + shift  # the last key each row sees (causal)
+            m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+            l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
+            acc = gl.zeros([BLOCK_M, HEAD], gl.float32, layout=o_layout)
+            s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
+            if OVERLAP:  # chunk i+1's Q K^T in flight while chunk i's softmax runs (STAGES >= 3)
+                mbarrier.wait(bars.index(0), 0, pred=n_chunks > 0)
+                s_cur = warpgroup_mma(q_smem, k_ring.index(0).permute((1, 0)), s_zero, use_acc=False,
+                                      is_async=True)
+                acc = _as_accumulator(acc)
+                for chunk in range(n_chunks):
+                    slot = chunk % STAGES
+                    nxt = chunk + 1  # past the end: a discarded product of a slot no copy is writing
+                    mbarrier.wait(bars.index(nxt % STAGES), (nxt // STAGES) & 1, pred=nxt < n_chunks)
+                    s_next = warpgroup_mma(q_smem, k_ring.index(nxt % STAGES).permute((1, 0)), s_zero,
+                                           use_acc=False, is_async=True)
+                    s, acc = warpgroup_mma_wait(num_outstanding=1, deps=(s_cur, acc))  # all but chunk i+1's QK^T
+                    if num_warps > 4:
+                        _cta_sync()
+                    ahead = chunk + STAGES - 1  # into chunk i-1's slot, whose P V just completed
+                    if not BT_AHEAD:
+                        blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead, BLOCK_N, BOX, PAGE, num_warps)
+                    if ahead < n_chunks:
+                        _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, ahead,
+                                     STAGES, BLOCK_N, BOX, PAGE, num_warps)
+                    if BT_AHEAD:
+                        blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead + 1, BLOCK_N, BOX, PAGE, num_warps)
+                    p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale,
+                                                         m_i, l_i, CAUSAL)
+                    acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, o_layout,
+                                    p_layout, num_warps)
+                    s_cur = s_next
+                acc, s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(acc, s_cur))
+            else:
+                for chunk in range(n_chunks):
+                    ahead = chunk + STAGES - 1  # into the slot the previous chunk freed (its MMAs were waited for)
+                    if num_warps > 4:  # by every warpgroup: the other one may still be reading that slot
+                        _cta_sync()
+                    if not BT_AHEAD:
+                        blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead, BLOCK_N, BOX, PAGE, num_warps)
+                    if ahead < n_chunks:
+                        _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, ahead,
+                                     STAGES, BLOCK_N, BOX, PAGE, num_warps)
+                    if BT_AHEAD:
+                        blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead + 1, BLOCK_N, BOX, PAGE, num_warps)
+                    slot = chunk % STAGES
+                    mbarrier.wait(bars.index(slot), (chunk // STAGES) & 1)
+                    s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False,
+                                      is_async=True)
+                    s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+                    p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale,
+                                                         m_i, l_i, CAUSAL)
+                    acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, o_layout,
+                                    p_layout, num_warps)
+                    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            for ring_slot in gl.static_range(STAGES):
+                mbarrier.invalidate(bars.index(ring_slot))
+
+            l_o = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
+            # through Q's blocked layout (16-byte runs of a row a thread) rather than the MMA's 4-byte pairs
+            o = gl.convert_layout((acc / l_o[:, None]).to(q.dtype), q_layout)
+            o_off = (q_start + tokens).to(gl.int64) * so_t + (kv_head * group + rows % group) * so_h
+            gl.store(out_ptr + o_off[:, None] + cols[None, :], o, mask=rows_ok[:, None])
+
+
 def _stride_unit(element_size: int, *strides: int) -> int:
     """The largest power-of-two element count, at most 16 bytes, that divides every row and head stride.
 
@@ -484,6 +717,70 @@ def _sm_count(device: torch.device) -> int:
     return _SMS[index]
 
 
+_CAPABILITY: dict[int, tuple[int, int]] = {}
+
+
+def _capability(device: torch.device) -> tuple[int, int]:
+    """(major, minor) of a CUDA device (cached like the SM count)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _CAPABILITY:
+        _CAPABILITY[index] = torch.cuda.get_device_capability(index)
+    return _CAPABILITY[index]
+
+
+def _gluon_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) -> bool:
+    """Whether the Gluon kernel takes this call: asked for (GLUON), a Hopper GPU (warpgroup MMAs), 16-bit values,
+    a power-of-two head of 16-256, a GQA group within a warpgroup's rows, and a packed paged cache whose pages
+    are whole boxes of a chunk (a power of two below it, or a multiple of it) at 16-byte aligned addresses."""
+    if not (HAS_GLUON and tiles.get("GLUON", 0) and block_table is not None and q.is_cuda):
+        return False
+    if q.dtype not in (torch.bfloat16, torch.float16) or k.dtype != q.dtype or v.dtype != q.dtype:
+        return False
+    if head_dim != _next_pow2(head_dim) or not 16 <= head_dim <= 256 or q.stride(-1) != 1:
+        return False
+    block_n, warps = tiles.get("GLUON_BLOCK_N", 32), tiles.get("GLUON_WARPS", 4)
+    page = k.shape[1]
+    box = min(page, block_n)
+    if group > 16 * warps or page < 8 or page % box or block_n % box or block_table.stride(-1) != 1:
+        return False
+    if _capability(q.device)[0] != 9:
+        return False
+    return all(t.is_contiguous() and t.data_ptr() % 16 == 0 for t in (k, v))
+
+
+def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group: int, softmax_scale: float,
+                  causal: bool, tiles: dict) -> torch.Tensor:
+    """The paged cache [blocks, page, kv_heads, head] through the Gluon kernel (see `_gluon_fits`)."""
+    total, _, dim = q.shape
+    batch = cu_seqlens.shape[0] - 1
+    kv_heads = k.shape[2]
+    block_n, warps = tiles.get("GLUON_BLOCK_N", 32), tiles.get("GLUON_WARPS", 4)
+    overlap = bool(tiles.get("GLUON_OVERLAP", 0))
+    stages = max(tiles.get("GLUON_STAGES", 2), 3 if overlap else 2)
+    block_m = 16 * warps
+    page = k.shape[1]
+    box = min(page, block_n)
+    dtype = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
+    kv_layout = gl.NVMMASharedLayout.get_default_for([box, dim], dtype)
+    k_desc, v_desc = (GluonTensorDescriptor(t.view(-1, kv_heads * dim), [t.shape[0] * page, kv_heads * dim],
+                                            [kv_heads * dim, 1], [box, dim], kv_layout) for t in (k, v))
+    tile_tokens = block_m // group
+    prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
+    _tile_prefix_kernel[(1,)](cu_seqlens, prefix, batch, tile_tokens, CHUNK=1024, num_warps=4)
+    grid = (_cdiv(total, tile_tokens) + batch, kv_heads)
+    tile_map = torch.empty(grid[0], dtype=torch.int32, device=q.device)
+    _tile_map_kernel[(batch,)](prefix, tile_map, CHUNK=256, num_warps=4)
+    _paged_attention_gluon_kernel[grid](
+        q, out, k_desc, v_desc, block_table, cu_seqlens, cu_k,
+        seqused_k if seqused_k is not None else cu_k, prefix, tile_map,
+        batch, group, tile_tokens, softmax_scale * LOG2E, block_table.stride(0), q.stride(0), q.stride(1),
+        out.stride(0), out.stride(1),
+        Q_LAYOUT=gl.NVMMASharedLayout.get_default_for([block_m, dim], dtype), BLOCK_M=block_m, BLOCK_N=block_n,
+        HEAD=dim, BOX=box, PAGE=page, STAGES=stages, CAUSAL=bool(causal), USED=seqused_k is not None,
+        OVERLAP=overlap, BT_AHEAD=bool(tiles.get("GLUON_BT_AHEAD", 0)), num_warps=warps)
+    return out
+
+
 def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads, softmax_scale, causal=True,
                                     cu_seqlens_k=None, seqused_k=None, block_table=None):
     total, _, head_dim = q.shape
@@ -500,12 +797,18 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     if block_d2:  # the split has no TMA or look-ahead form
         tiles = {**tiles, "TMA": 0, "KV_AHEAD": min(tiles.get("KV_AHEAD", 0), 1)}
     bm, bn = tiles["BLOCK_M"], tiles["BLOCK_N"]
+    paged = block_table is not None
+    cu_k = cu_seqlens_k if cu_seqlens_k is not None else cu_seqlens
+    # a paged cache the Triton kernel would gather slot by slot (no TMA box holds its chunks) goes to Gluon's
+    # per-page copies where the GPU and the shapes allow
+    kb_tma = tiles.get("TMA") and head_dim == block_d and not block_d2 and paged and k.shape[1] % bn == 0
+    if paged and not kb_tma and _gluon_fits(q, k, v, block_table, group, head_dim, tiles):
+        return _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group, softmax_scale, causal,
+                             tiles)
     prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
     pack = bool(tiles.get("PACK_GQA", 0)) and 1 < group <= bm
     tile_tokens = bm // group if pack else bm
     _tile_prefix_kernel[(1,)](cu_seqlens, prefix, batch, tile_tokens, CHUNK=1024, num_warps=4)
-    paged = block_table is not None
-    cu_k = cu_seqlens_k if cu_seqlens_k is not None else cu_seqlens
     if paged:
         sk_b, sk_t, sk_h, sk_d = k.stride()
         sv_b, sv_t, sv_h, sv_d = v.stride()

@@ -18,7 +18,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1,
             "num_warps": 8, "num_stages": 4, "LARGE_M_MIN": 2048, "LARGE_M_BLOCK_M": 256,
             "SMALL_M_MAX": 64, "SMALL_M_BLOCK_N": 64, "SMALL_M_BLOCK_K": 256, "MID_M_MAX": 256, "MID_M_BLOCK_K": 128,
-            "TMA": 1, "WARP_SPECIALIZE": 0, "UNDER_WAVE_BLOCK_M": 64, "FP32_TF32X3": 0}
+            "TMA": 1, "WARP_SPECIALIZE": 0, "UNDER_WAVE_BLOCK_M": 64, "FP32_TF32X3": 1,
+            "FP32_TILES": 1}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -38,6 +39,7 @@ SEARCH_SPACE = {
     "WARP_SPECIALIZE": [0, 1],
     "UNDER_WAVE_BLOCK_M": [0, 32, 64],
     "FP32_TF32X3": [0, 1],
+    "FP32_TILES": [0, 1],
 }
 # M >= LARGE_M_MIN (0: never) uses LARGE_M_BLOCK_M rows per tile. An H200 agent session (2026-11-30) measured
 # BLOCK_M 256 at 1.09x on an 8192-row down projection and 0.80x on 64- and 256-row decode GEMMs; the switch
@@ -56,10 +58,15 @@ SEARCH_SPACE = {
 # (scripts/gemm_configs_device.py, do_bench, 2026-12-05) M 300 x N 2048 x K 1024, 48 tiles of 128 x 128 on 132
 # SMs: 12.3 us at the default, 11.1 at 64 x 128 with 4 warps (the best of the grid; cuBLAS 9.3); M 1024 x 4096
 # x 2048 (256 tiles) keeps the default tiles, the best there.
-# float32 operands take IEEE fp32 dots (FMA, no tensor cores: what a float32 tolerance admits). FP32_TF32X3 runs
-# them as three TF32 tensor-core products instead (each operand split into a TF32 part and a TF32 remainder),
-# about fp32's accuracy at tensor-core rates; off by default (not yet timed or checked on a GPU), a point the
-# search can take where the problem's tolerance holds.
+# float32 operands: FP32_TF32X3 (on) runs them as three TF32 tensor-core products (each operand split into a TF32
+# part and a TF32 remainder), about fp32's accuracy at tensor-core rates; off, IEEE fp32 dots (FMA, no tensor
+# cores). FP32_TILES (on) gives float32 operands their own tiles: 32-wide K steps, 3 stages, 128 x 128 tiles
+# (8 warps for TF32 products, 4 for IEEE dots), 64 x 128 at 4 warps where 128-row tiles would not fill the GPU
+# once; no decode, mid or large-M rule. H200 sweep (scripts/gemm_configs_device.py --dtype float32, do_bench,
+# 2026-12-05): 4096^3 1687 us with TF32 products (IEEE dots at their best tiles 5328, at the bf16 defaults
+# 53190; cuBLAS's IEEE SGEMM 2723), 300 x 2048 x 1024 45.8 us (IEEE 142.8, at the bf16 defaults 147.7; cuBLAS
+# 47.5); max abs difference to the IEEE result 2.0e-5 at K 4096, 6.9e-6 at K 1024. Decode-sized float32 GEMMs
+# were not measured.
 INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}, "SMALL_M_BLOCK_N": {"SMALL_M_MAX": [0]},
          "SMALL_M_BLOCK_K": {"SMALL_M_MAX": [0]}, "MID_M_BLOCK_K": {"MID_M_MAX": [0]},
          "WARP_SPECIALIZE": {"TMA": [0]}}
@@ -234,6 +241,13 @@ def _tiles(M: int, N: int, cfg: dict, sms: int) -> tuple[int, int, int, int, int
     return bm, bn, bk, warps, stages, False
 
 
+def _fp32_tiles(M: int, N: int, tf32x3: bool, sms: int) -> tuple[int, int, int, int, int, bool]:
+    """The float32 operands' tiles (FP32_TILES; see above), in `_tiles`'s form."""
+    if sms and _cdiv(M, 128) * _cdiv(N, 128) < sms:
+        return 64, 128, 32, 4, 3, False
+    return 128, 128, 32, 8 if tf32x3 else 4, 3, False
+
+
 _SMS: dict[int, int] = {}
 
 
@@ -269,11 +283,15 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
     gate_arg = gate if has_gate else x
     stride_gm = gate.stride(0) if has_gate else 0
     split = cfg["SPLIT_K"]
-    bm, bn, bk, warps, stages, large = _tiles(M, N, cfg, _sm_count(x.device) if M > cfg.get("MID_M_MAX", 0) else 0)
-    stages, bk = _fit_smem(stages, bk, (bm + bn) * x.element_size())
-    act = ACT_IDS[activation]
     ieee = x.dtype == torch.float32
     tf32x3 = ieee and bool(cfg.get("FP32_TF32X3", 0))
+    if ieee and cfg.get("FP32_TILES", 0):
+        bm, bn, bk, warps, stages, large = _fp32_tiles(M, N, tf32x3, _sm_count(x.device))
+    else:
+        bm, bn, bk, warps, stages, large = _tiles(M, N, cfg, _sm_count(x.device) if M > cfg.get("MID_M_MAX", 0)
+                                                  else 0)
+    stages, bk = _fit_smem(stages, bk, (bm + bn) * x.element_size())
+    act = ACT_IDS[activation]
     if split == 1 and cfg.get("TMA") and large and _tma_ok(x, w):  # the large-M tiles only (where timed)
         grid = (_cdiv(M, bm) * _cdiv(N, bn),)
         _gemm_tma_kernel[grid](TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
