@@ -3,7 +3,7 @@ launcher of explicit tunables) against the problem's float reference, over the c
 that ends inside a page, decode rows under bottom-right causality), a shuffled block table, NaN in every cache
 slot no sequence uses (a stale cache), GQA groups that do not divide the tile's rows, pages larger and smaller
 than a chunk, one and two warpgroups, block ids read a chunk ahead, fp16, key lengths from cu_seqlens_k; and AUTO
-sends a 16-slot paged cache there."""
+with GLUON on sends a 16-slot paged cache there."""
 
 from __future__ import annotations
 
@@ -83,10 +83,11 @@ def test_gluon_paged_attention_matches_the_reference(modules: tuple[ModuleType, 
 
 def test_auto_sends_small_pages_to_gluon_in_fp16_and_with_key_offsets(
         modules: tuple[ModuleType, ModuleType], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The KB Model under AUTO (defaults) takes the Gluon path for a 16-slot fp16 cache, reading key lengths from
-    cu_seqlens_k when no seqused_k is given, and matches the reference."""
+    """The KB Model under AUTO with GLUON on takes the Gluon path for a 16-slot fp16 cache, reading key lengths
+    from cu_seqlens_k when no seqused_k is given, and matches the reference."""
     kernel, reference = modules
     kb = kernel._kb_kernel()
+    monkeypatch.setitem(kb.TUNABLES, "GLUON", 1)
     calls = []
     launch = kb._launch_gluon
     monkeypatch.setattr(kb, "_launch_gluon", lambda *a, **kw: calls.append(1) or launch(*a, **kw))

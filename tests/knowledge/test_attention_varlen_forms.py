@@ -343,3 +343,27 @@ def test_block_ids_a_chunk_ahead_compile_for_hopper() -> None:
     lines = dict(line.split() for line in run.stdout.split("\n") if line)
     assert set(lines) == {"1-0", "1-1", "0-0", "0-1"}, run.stdout
     assert all(int(n) > 0 for n in lines.values()) and lines["1-0"] != lines["1-1"], run.stdout
+
+
+def test_gluon_path_takes_only_the_layouts_it_copies(modules: tuple[ModuleType, ModuleType]) -> None:
+    """The Gluon path's layout rule: 16-bit values, power-of-two heads of 16-256, groups within the tile's rows,
+    pages that are whole boxes of a chunk, packed caches; never a CPU tensor."""
+    kernel, _ = modules
+    tiles = dict(kernel.TUNABLES, GLUON=1, GLUON_BLOCK_N=32, GLUON_WARPS=4)
+
+    def case(page: int = 16, dim: int = 128, group: int = 4, dtype: torch.dtype = torch.bfloat16, **edit):
+        q = torch.empty(10, 4 * group, dim, dtype=dtype)
+        k = torch.empty(6, page, 4, dim, dtype=dtype)
+        table = torch.zeros(2, 3, dtype=torch.int32)
+        args = {"q": q, "k": k, "v": k, "block_table": table, "group": group, "head_dim": dim, "tiles": tiles}
+        return kernel._gluon_layout_fits(**{**args, **edit})
+
+    assert case() and case(page=64) and case(page=8) and case(dim=256) and case(dtype=torch.float16)
+    assert case(group=64) and not case(group=65)                        # 64 rows a warpgroup
+    assert not case(dtype=torch.float32) and not case(dim=72) and not case(dim=512)
+    assert not case(page=24) and not case(page=4)                       # a page that is not a box of a chunk
+    non_packed = torch.empty(6, 4, 16, 128, dtype=torch.bfloat16).transpose(1, 2)
+    assert not case(k=non_packed, v=non_packed)
+    assert not case(block_table=torch.zeros(3, 2, dtype=torch.int32).t())
+    q = torch.empty(10, 16, 128, dtype=torch.bfloat16)
+    assert not kernel._gluon_fits(q, q, q, torch.zeros(2, 3, dtype=torch.int32), 4, 128, tiles)  # CPU tensors

@@ -53,6 +53,13 @@ MMA width instead of 128 padded: 37.5% less tensor-core work; 192 as 128 + 64), 
 On by default: H200, causal, single long sequences under AUTO, do_bench median: head 72 paged 11840 tokens 1.96 ->
 1.76 ms, head 80 paged 24752 tokens 7.46 -> 6.57 ms, head 72 contiguous 17296 tokens 3.26 -> 3.12 ms, head 192
 paged 1688 tokens 0.169 -> 0.139 ms (1.05-1.21x; identical outputs). Heads that are powers of two are unchanged.
+GLUON: a paged cache the Triton kernel would gather slot by slot (no TMA box holds a chunk: pages smaller than
+the chunk) runs on an sm_90 GPU as a second kernel below, written in Gluon, which copies each page of a chunk by
+TMA into a shared-memory ring (16-bit values, power-of-two heads of 16-256). H200, do_bench, 16-slot pages,
+2026-12-05, the kernel as first written (scalar block-id loads, bf16 only) at 32-key chunks, 2 stages, 4 warps:
+256-token batches 1882 x 256 (16 / 4 heads) 3.166 -> 2.661 ms, 130 x 256 (10 / 1) 0.171 -> 0.144, 1192 x 256
+(28 / 4) 3.896 -> 3.089; one 6294-token sequence (32 / 4) 1.130 -> 0.944. Off by default until this form (block
+ids as one vector load, fp16, key lengths from cu_seqlens_k, BT_AHEAD) has run on a GPU; the search has it.
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -64,7 +71,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
             "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0,
-            "TMA_TAIL": 0, "GLUON": 1, "GLUON_BLOCK_N": 32, "GLUON_STAGES": 2, "GLUON_WARPS": 4,
+            "TMA_TAIL": 0, "GLUON": 0, "GLUON_BLOCK_N": 32, "GLUON_STAGES": 2, "GLUON_WARPS": 4,
             "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
@@ -729,11 +736,17 @@ def _capability(device: torch.device) -> tuple[int, int]:
 
 
 def _gluon_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) -> bool:
-    """Whether the Gluon kernel takes this call: asked for (GLUON), a Hopper GPU (warpgroup MMAs), 16-bit values,
-    a power-of-two head of 16-256, a GQA group within a warpgroup's rows, and a packed paged cache whose pages
-    are whole boxes of a chunk (a power of two below it, or a multiple of it) at 16-byte aligned addresses."""
+    """Whether the Gluon kernel takes this call: asked for (GLUON), a Hopper GPU (warpgroup MMAs) and the layouts
+    `_gluon_layout_fits` accepts."""
     if not (HAS_GLUON and tiles.get("GLUON", 0) and block_table is not None and q.is_cuda):
         return False
+    return _gluon_layout_fits(q, k, v, block_table, group, head_dim, tiles) and _capability(q.device)[0] == 9
+
+
+def _gluon_layout_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) -> bool:
+    """16-bit values, a power-of-two head of 16-256, a GQA group within a tile's rows (16 per warp), and a packed
+    paged cache whose pages are whole boxes of a chunk (a power of two below it, or a multiple of it) at 16-byte
+    aligned addresses, with a block table of unit column stride."""
     if q.dtype not in (torch.bfloat16, torch.float16) or k.dtype != q.dtype or v.dtype != q.dtype:
         return False
     if head_dim != _next_pow2(head_dim) or not 16 <= head_dim <= 256 or q.stride(-1) != 1:
@@ -742,8 +755,6 @@ def _gluon_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) ->
     page = k.shape[1]
     box = min(page, block_n)
     if group > 16 * warps or page < 8 or page % box or block_n % box or block_table.stride(-1) != 1:
-        return False
-    if _capability(q.device)[0] != 9:
         return False
     return all(t.is_contiguous() and t.data_ptr() % 16 == 0 for t in (k, v))
 
