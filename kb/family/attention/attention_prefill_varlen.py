@@ -463,6 +463,21 @@ if HAS_GLUON:
             tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_ring.index(slot).slice(j * BOX, BOX))
 
     @gluon.jit
+    def _refill(k_desc, v_desc, k_ring, v_ring, bars, blocks, bt_ptr, b, s_bt, kv_len, kv_col, ahead, n_chunks,
+                STAGES: gl.constexpr, BLOCK_N: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr,
+                BT_AHEAD: gl.constexpr, num_warps: gl.constexpr):
+        """The copies of chunk `ahead` (when the sequence has it) into its ring slot; returns the block ids the next
+        refill starts from (with BT_AHEAD those of chunk ahead + 1, read now; otherwise read at the refill)."""
+        if not BT_AHEAD:
+            blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead, BLOCK_N, BOX, PAGE, num_warps)
+        if ahead < n_chunks:
+            _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, ahead, STAGES, BLOCK_N, BOX,
+                         PAGE, num_warps)
+        if BT_AHEAD:
+            blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead + 1, BLOCK_N, BOX, PAGE, num_warps)
+        return blocks
+
+    @gluon.jit
     def _zero_rows_from(tile, first, BLOCK_N: gl.constexpr, num_warps: gl.constexpr):
         """Rows first.. of a [BLOCK_N, HEAD] shared tile set to zero (then fenced for the MMA that reads it)."""
         layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
@@ -575,13 +590,8 @@ if HAS_GLUON:
                     if num_warps > 4:
                         _cta_sync()
                     ahead = chunk + STAGES - 1  # into chunk i-1's slot, whose P V just completed
-                    if not BT_AHEAD:
-                        blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead, BLOCK_N, BOX, PAGE, num_warps)
-                    if ahead < n_chunks:
-                        _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, ahead,
-                                     STAGES, BLOCK_N, BOX, PAGE, num_warps)
-                    if BT_AHEAD:
-                        blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead + 1, BLOCK_N, BOX, PAGE, num_warps)
+                    blocks = _refill(k_desc, v_desc, k_ring, v_ring, bars, blocks, bt_ptr, b, s_bt, kv_len, kv_col,
+                                     ahead, n_chunks, STAGES, BLOCK_N, BOX, PAGE, BT_AHEAD, num_warps)
                     p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale,
                                                          m_i, l_i, CAUSAL)
                     acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, o_layout,
@@ -593,13 +603,8 @@ if HAS_GLUON:
                     ahead = chunk + STAGES - 1  # into the slot the previous chunk freed (its MMAs were waited for)
                     if num_warps > 4:  # by every warpgroup: the other one may still be reading that slot
                         _cta_sync()
-                    if not BT_AHEAD:
-                        blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead, BLOCK_N, BOX, PAGE, num_warps)
-                    if ahead < n_chunks:
-                        _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, ahead,
-                                     STAGES, BLOCK_N, BOX, PAGE, num_warps)
-                    if BT_AHEAD:
-                        blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead + 1, BLOCK_N, BOX, PAGE, num_warps)
+                    blocks = _refill(k_desc, v_desc, k_ring, v_ring, bars, blocks, bt_ptr, b, s_bt, kv_len, kv_col,
+                                     ahead, n_chunks, STAGES, BLOCK_N, BOX, PAGE, BT_AHEAD, num_warps)
                     slot = chunk % STAGES
                     mbarrier.wait(bars.index(slot), (chunk // STAGES) & 1)
                     s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False,
