@@ -716,28 +716,20 @@ def _workload_tiles(total: int, batch: int, block_d: int, group: int = 1, kv_hea
             "PACK_GQA": 1, "KV_AHEAD": 0, "MAXNREG": 0, "num_warps": 8, "num_stages": 2}
 
 
-_SMS: dict[int, int] = {}
+_PROPS: dict[int, object] = {}
+
+
+def _properties(device: torch.device):
+    """A CUDA device's properties (cached: the query costs microseconds a call)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _PROPS:
+        _PROPS[index] = torch.cuda.get_device_properties(index)
+    return _PROPS[index]
 
 
 def _sm_count(device: torch.device) -> int:
-    """Multiprocessors of a CUDA device (cached: the property query costs microseconds); 1 elsewhere."""
-    if device.type != "cuda":
-        return 1
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _SMS:
-        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return _SMS[index]
-
-
-_CAPABILITY: dict[int, tuple[int, int]] = {}
-
-
-def _capability(device: torch.device) -> tuple[int, int]:
-    """(major, minor) of a CUDA device (cached like the SM count)."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _CAPABILITY:
-        _CAPABILITY[index] = torch.cuda.get_device_capability(index)
-    return _CAPABILITY[index]
+    """Multiprocessors of a CUDA device; 1 elsewhere."""
+    return _properties(device).multi_processor_count if device.type == "cuda" else 1
 
 
 def _gluon_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) -> bool:
@@ -745,7 +737,7 @@ def _gluon_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) ->
     `_gluon_layout_fits` accepts."""
     if not (HAS_GLUON and tiles.get("GLUON", 0) and block_table is not None and q.is_cuda):
         return False
-    return _gluon_layout_fits(q, k, v, block_table, group, head_dim, tiles) and _capability(q.device)[0] == 9
+    return _gluon_layout_fits(q, k, v, block_table, group, head_dim, tiles) and _properties(q.device).major == 9
 
 
 def _gluon_layout_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) -> bool:
