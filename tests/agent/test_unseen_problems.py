@@ -412,3 +412,16 @@ def test_a_top_p_over_the_whole_softmax_transfers_to_the_filters_second_mode(tmp
     proposal, _ = recorded(tmp_path / "sessions")
     kernel = (next((tmp_path / "sessions").iterdir()) / "iterations" / "0001" / "kernel.py").read_text()
     assert "'renormalize': ['const', False]" in kernel, proposal
+
+
+def test_a_scaled_sum_over_routed_experts_transfers_and_a_unit_length_norm_does_not() -> None:
+    """Experts' outputs summed over the top-k axis and scaled (published format, its own names) reproduce the KB's
+    expert-sum kernel with the scale from the init argument; head vectors scaled to unit length (a sum of squares,
+    no weight) look like an RMSNorm by name and layout but differ in value, so no norm kernel may claim them."""
+    problem = load_problem(UNSEEN / "routed_output_sum")
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == "moe-sum-reduce-reference-kernel"
+    assert matches[0].arg_map["x"] == ["input", "expert_out"]
+    assert matches[0].init_map == {"routed_scaling_factor": ["init", "routed_scale"]}
+    unit = load_problem(UNSEEN / "unit_length_heads")
+    assert find_transfers(unit, KERNELS, make_probes(unit, "cpu"), default_suite_dir()) == []
