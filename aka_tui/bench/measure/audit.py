@@ -40,7 +40,12 @@ ALLOWED_OPS = frozenset({
 
 
 def _op_name(func: Any) -> str:
-    return func._overloadpacket.__name__.rstrip("_") or func._overloadpacket.__name__
+    """The op's name without aten's namespace and in-place suffix (`aten.copy_` -> `copy`); an op of any other
+    namespace keeps its namespace (`cand::alias` -> `cand::alias`), so no operator of a candidate's own library
+    passes for the aten view or copy it is named after."""
+    name = func._overloadpacket.__name__.rstrip("_") or func._overloadpacket.__name__
+    namespace = getattr(func, "namespace", "aten")
+    return name if namespace == "aten" else f"{namespace}::{name}"
 
 
 class AtenAuditMode(TorchDispatchMode):
@@ -303,7 +308,8 @@ def build_report(audit: AtenAuditMode, launches: Counter[tuple[str, str]], candi
     if not own:
         reasons.append("no Triton kernel of the candidate ran")
     if audit.compute:
-        reasons.append("PyTorch computed: " + ", ".join(f"aten.{k}×{v}" for k, v in sorted(audit.compute.items())))
+        reasons.append("PyTorch computed: " + ", ".join(
+            f"{k if '::' in k else 'aten.' + k}×{v}" for k, v in sorted(audit.compute.items())))
     if foreign:
         reasons.append("foreign Triton kernels: " + ", ".join(sorted(foreign)))
     return AuditReport(real=not reasons, method="dispatch+triton-launch", own_kernels=own,
