@@ -86,7 +86,10 @@ def export_text(session_name: str, meta: dict[str, Any], step: Any) -> str:
     """The exported candidate: a provenance header, then the recorded kernel unchanged."""
     from aka_tui.record.session_repo import SessionError
 
-    source = step.kernel_path.read_text()
+    try:
+        source = step.kernel_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SessionError(f"iteration {step.iteration} of {session_name}: kernel.py is unreadable ({exc})") from None
     if "class Model" not in source:
         raise SessionError(f"iteration {step.iteration} of {session_name} has no `class Model`: not a candidate file")
     provenance = step.result().get("provenance") or {}

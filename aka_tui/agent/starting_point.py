@@ -121,7 +121,13 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
     if start_file is not None:
         if not start_file.is_file():
             raise ProposerError(f"--start {start_file}: no such file")
-        kernel = person_kernel(start_file.read_text(), start_file, problem.family)
+        try:
+            source = start_file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProposerError(f"--start {start_file}: not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise ProposerError(f"--start {start_file}: cannot be read: {exc.strerror}") from None
+        kernel = person_kernel(source, start_file, problem.family)
         return StartingPoint(kernel, "person", f"a person's kernel {start_file.name}")
     kernels = reference_kernels(load_kb(kb_dir or default_kb_dir()))
     probes = matching_probes(problem, device)

@@ -64,8 +64,9 @@ def read_tunables(source: str, path: Path) -> tuple[dict[str, Any], dict[str, li
     """(TUNABLES, SEARCH_SPACE) of a reference kernel; KbEntryError when missing or inconsistent."""
     try:
         tree = safe_ast.parse(source)
-    except SyntaxError as exc:
-        raise KbEntryError(f"{path}: kernel: syntax error at line {exc.lineno}") from None
+    except (SyntaxError, ValueError) as exc:  # ValueError: null bytes, on Pythons that do not call them syntax
+        where = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        raise KbEntryError(f"{path}: kernel: syntax error{where}: {getattr(exc, 'msg', exc)}") from None
     values: dict[str, Any] = {}
     for name in ("TUNABLES", "SEARCH_SPACE"):
         node = _literal_assignment(tree, name)

@@ -175,9 +175,12 @@ class SessionRepo:
         folder = self.path / "iterations" / f"{iteration:04d}"
         if not folder.is_dir():
             raise SessionError(f"session {self.path.name} has no iteration {iteration}")
-        return {"kernel": (folder / "kernel.py").read_text(),
-                "result": json.loads((folder / "result.json").read_text()),
-                "proposal": json.loads((folder / "proposal.json").read_text())}
+        try:
+            return {"kernel": (folder / "kernel.py").read_text(encoding="utf-8"),
+                    "result": json.loads((folder / "result.json").read_text(encoding="utf-8")),
+                    "proposal": json.loads((folder / "proposal.json").read_text(encoding="utf-8"))}
+        except (OSError, ValueError) as exc:  # ValueError: damaged JSON or bytes that are not UTF-8
+            raise SessionError(f"session {self.path.name}, iteration {iteration}: unreadable record ({exc})") from None
 
     def diff(self, old_sha: str, new_sha: str) -> str:
         """Unified diff of kernel.py between two recorded candidates."""

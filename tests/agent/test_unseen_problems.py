@@ -51,6 +51,10 @@ def test_a_persons_kernel_is_the_start(tmp_path: Path) -> None:
     bare.write_text("import torch\n\nclass Model(torch.nn.Module):\n    pass\n")
     with pytest.raises(KbEntryError, match="TUNABLES"):
         find_starting_point(problem, "cpu", "smoke", start_file=bare)
+    binary = tmp_path / "binary.py"
+    binary.write_bytes(b"\x88\xa0 not text")
+    with pytest.raises(ProposerError, match="not UTF-8"):
+        find_starting_point(problem, "cpu", "smoke", start_file=binary)
 
 
 def test_no_path_is_one_line_naming_what_would_help(tmp_path: Path) -> None:

@@ -74,6 +74,14 @@ def test_reference_syntax_error(good_problem: Path) -> None:
     _assert_clear(good_problem, "reference.py", "syntax error")
 
 
+@pytest.mark.parametrize("name, content, fragment", [("reference.py", b"\x88\xa0 binary", "not UTF-8"),
+                                                     ("reference.py", b"import torch\x00\n", "null bytes"),
+                                                     ("shapes.json", b"{\"0\": \xff}", "not UTF-8")])
+def test_files_that_are_not_text_are_one_line(good_problem: Path, name: str, content: bytes, fragment: str) -> None:
+    (good_problem / name).write_bytes(content)
+    _assert_clear(good_problem, name, fragment)
+
+
 def test_shapes_not_an_object(good_problem: Path) -> None:
     (good_problem / "shapes.json").write_text("[1, 2, 3]")
     _assert_clear(good_problem, "rms_norm", "shapes.json", "object")

@@ -103,3 +103,14 @@ def test_unknown_and_corrupt_sessions_are_session_errors(tmp_path: Path) -> None
 
     with pytest.raises(SessionError, match="unreadable"):
         read_meta(resolve_session("bad", tmp_path))
+
+
+def test_a_recorded_kernel_that_is_not_text_is_a_session_error(tmp_path: Path) -> None:
+    from aka_tui.agent.session_commands import export_text
+
+    copy = tmp_path / "damaged"
+    shutil.copytree(EXAMPLES_DIR / "rms_norm-example", copy)
+    steps, _ = read_steps(copy)
+    steps[1].kernel_path.write_bytes(b"\xab\xcd not text")
+    with pytest.raises(SessionError, match="kernel.py is unreadable"):
+        export_text(copy.name, {}, steps[1])

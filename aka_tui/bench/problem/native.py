@@ -23,25 +23,36 @@ def fail(problem: str, path: Path, what: str) -> ProblemFormatError:
     return ProblemFormatError(f"{problem}: {path.name}: {what} ({path})")
 
 
-def read_json(problem: str, path: Path) -> Any:
+def read_text(problem: str, path: Path) -> str:
+    """A problem file's text (UTF-8), or one line saying why it cannot be read."""
     if not path.is_file():
         raise fail(problem, path, "file is missing")
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise fail(problem, path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(problem, path, f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise fail(problem, path, f"cannot be read: {exc.strerror}") from None
 
 
+def read_json(problem: str, path: Path) -> Any:
+    text = read_text(problem, path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise fail(problem, path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
 def check_python_defines(problem: str, path: Path, kind: str, name: str) -> None:
     """Statically check that a Python file parses and defines `name` (a class or function)."""
-    if not path.is_file():
-        raise fail(problem, path, "file is missing")
+    source = read_text(problem, path)
     try:
-        tree = safe_ast.parse(path.read_text(), filename=str(path))
+        tree = safe_ast.parse(source, filename=str(path))
     except SyntaxError as exc:
-        raise fail(problem, path, f"syntax error at line {exc.lineno}: {exc.msg}") from None
+        where = f" at line {exc.lineno}" if exc.lineno else ""
+        raise fail(problem, path, f"syntax error{where}: {exc.msg}") from None
+    except ValueError as exc:  # e.g. null bytes, on Pythons that do not call them a syntax error
+        raise fail(problem, path, f"not Python source: {exc}") from None
     node_type = ast.ClassDef if kind == "class" else (ast.FunctionDef, ast.AsyncFunctionDef)
     if not any(isinstance(n, node_type) and n.name == name for n in tree.body):
         raise fail(problem, path, f"does not define {kind} `{name}`")

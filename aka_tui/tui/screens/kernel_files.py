@@ -32,7 +32,7 @@ def run_external_editor(app: Any, command: list[str], text: str, suffix: str) ->
     try:
         with app.suspend():
             subprocess.run([*command, str(path)], check=False)
-        return path.read_text()
+        return path.read_text(encoding="utf-8", errors="replace")  # bytes that are not UTF-8 show as U+FFFD
     finally:
         path.unlink(missing_ok=True)
 

@@ -124,7 +124,7 @@ class ReplayScreen(Screen[None]):
         data = self._app.data
         try:
             meta = json.loads((session_dir / "session.json").read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: damaged JSON or bytes that are not UTF-8
             self.app.call_from_thread(self._app.show_error, f"{session_dir} is not a readable session ({exc})",
                                       "replay")
             return

@@ -30,8 +30,9 @@ def kernel_problem(text: str) -> str:
     """Why a kernel cannot be evaluated as typed ('' when it parses and defines class Model)."""
     try:
         tree = safe_ast.parse(text)
-    except SyntaxError as exc:
-        return f"syntax error at line {exc.lineno}: {exc.msg}"
+    except (SyntaxError, ValueError) as exc:  # ValueError: null bytes, on Pythons that do not call them syntax
+        where = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        return f"syntax error{where}: {getattr(exc, 'msg', exc)}"
     if not any(isinstance(node, ast.ClassDef) and node.name == "Model" for node in tree.body):
         return "a candidate must define class Model (the reference's init and forward arguments)"
     return ""
