@@ -8,6 +8,7 @@ import time
 import torch
 
 from aka_tui.bench.measure.attribution import DeviceKernel, attribute
+from aka_tui.bench.measure.dispatch_table import DispatcherSnapshot
 from aka_tui.bench.measure.integrity import IntegritySnapshot, ThreadStartCounter
 from aka_tui.bench.measure.poison import poisoned_allocations
 from aka_tui.bench.measure.results import TimingStats
@@ -138,3 +139,34 @@ def test_poisoned_allocations_fill_uninitialised_memory() -> None:
         ints = torch.empty(8, dtype=torch.int32)
     assert torch.isnan(floats).all() and (ints == torch.iinfo(torch.int32).max).all()
     assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_dispatcher_snapshot_sees_aten_kernels_overloads_and_fallbacks() -> None:
+    """A kernel registered below Python replaces no callable: the dispatcher itself is compared."""
+    snapshot = DispatcherSnapshot()
+    lib = torch.library.Library("aten", "FRAGMENT")  # what a hostile candidate does
+    global_lib = torch.library.Library("_", "IMPL")
+    try:
+        lib.impl("abs", lambda x: x, "CPU")
+        lib.define("alias.cand(Tensor self) -> Tensor")
+        global_lib.fallback(lambda op, keys, *args, **kwargs: None, dispatch_key="PrivateUse3", with_keyset=True)
+        assert sorted(snapshot.changed()) == ["dispatcher aten::abs", "dispatcher aten::alias.cand",
+                                      "dispatcher fallback PrivateUse3"]
+        assert torch.abs(torch.tensor([-1.0])).item() == -1.0  # the override is live
+    finally:
+        lib._destroy()
+        global_lib._destroy()
+    assert snapshot.changed() == []
+    assert torch.abs(torch.tensor([-1.0])).item() == 1.0
+
+
+def test_static_scan_holds_dispatcher_registrations_but_not_custom_ops() -> None:
+    """Replacing an aten kernel needs a `Library` (or a loaded extension); declaring an operator of one's own does
+    not, and the aten audit charges such an operator as computing."""
+    for line in ('lib = torch.library.Library("aten", "IMPL")', "from torch.library import Library",
+                 'torch._C._dispatch_library("IMPL", "aten", "")', 'torch.ops.load_library("k.so")'):
+        found = [f for f in scan_source(f"import torch\n{line}\n") if f.suspicious]
+        assert [f.kind for f in found] == ["monkeypatch"], line
+    own_op = 'import torch\n@torch.library.custom_op("cand::rms", mutates_args=())\ndef rms(x: torch.Tensor) -> ' \
+             'torch.Tensor:\n    return x\n'
+    assert not [f for f in scan_source(own_op) if f.suspicious]

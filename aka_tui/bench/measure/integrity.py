@@ -4,6 +4,8 @@ Timers (time.*, CUDA events, synchronize, triton.testing.do_bench), the torch fu
 uses, our own bench modules, the methods and properties of the classes they define, and the code objects of
 all of these are recorded by identity; any replacement afterwards (or a name added to one of our classes) is
 `tampered`.
+The dispatcher's kernels for aten's operators are snapshotted too (`dispatch_table.py`): a kernel registered below
+Python changes what the harness's own torch calls compute without replacing a callable.
 Background threads left running by a forward are detected the same way (a thread census).
 """
 
@@ -13,6 +15,8 @@ import threading
 import time
 from types import ModuleType
 from typing import Any
+
+from aka_tui.bench.measure.dispatch_table import DispatcherSnapshot
 
 
 def _watched_namespaces() -> list[tuple[str, Any]]:
@@ -78,7 +82,8 @@ class CompilerImportedLate(BaseException):
 
 class IntegritySnapshot:
     """Identity of every callable of the watched namespaces at capture time, of the methods and properties of
-    the classes our bench modules define (and the names each class defines), and of their functions' code."""
+    the classes our bench modules define (and the names each class defines), and of their functions' code; the
+    dispatcher's aten kernels."""
 
     def __init__(self) -> None:
         import sys
@@ -92,6 +97,7 @@ class IntegritySnapshot:
             self.objects[key] = (_underlying(value), getattr(_underlying(value), "__code__", None))  # keep alive
         for qualname, cls in _harness_classes():
             self.class_names[qualname] = frozenset(vars(cls))
+        self.dispatcher = DispatcherSnapshot()
 
     def dynamo_arrived(self) -> bool:
         """torch._dynamo was imported after the snapshot (by the candidate: the harness imports it before)."""
@@ -114,6 +120,7 @@ class IntegritySnapshot:
         for qualname, cls in _harness_classes():
             added = frozenset(vars(cls)) - self.class_names.get(qualname, frozenset(vars(cls)))
             changed.extend(f"{qualname}.{name}" for name in sorted(added))
+        changed.extend(self.dispatcher.changed())
         return sorted(set(changed))
 
 

@@ -4,7 +4,8 @@ Informational findings (shown next to the audit verdict): torch compute outside 
 threads, streams. *Suspicious* findings make the candidate `suspicious` (S = 0 until a person accepts it): code
 that reaches into the evaluator instead of computing — imports of evaluator modules, frame inspection, `gc`,
 `ctypes`, pipe/fd access, dynamic code and introspection that hides what runs, reads of the profiler, dispatch
-and poisoning state or of clocks (ways to tell checked from timed calls), and patches of timers and libraries.
+and poisoning state or of clocks (ways to tell checked from timed calls), and patches of timers and libraries
+(dispatcher registrations included: `torch.library.Library`, `_dispatch_library`, `torch.ops.load_library`).
 Device code (`@triton.jit`, `@gluon.jit`) is scanned for the suspicious kinds too: the interpreter runs it as Python.
 """
 
@@ -54,6 +55,8 @@ _ATTR_KINDS = {  # attribute name read anywhere -> kind
     "are_deterministic_algorithms_enabled": "harness-state",
     "is_deterministic_algorithms_warn_only_enabled": "harness-state", "settrace": "harness-state",
     "setprofile": "harness-state", "gettrace": "harness-state", "getprofile": "harness-state",
+    # kernels registered with the dispatcher (an aten op's kernel replaced below Python) or loaded from a library
+    "Library": "monkeypatch", "_dispatch_library": "monkeypatch", "load_library": "monkeypatch",
 }
 _CALL_KINDS = {  # dotted call -> kind
     "sys.modules": "introspection", "sys.argv": "fd-access", "os.write": "fd-access", "os.read": "fd-access",
