@@ -33,7 +33,7 @@ def cmd_bench_rescore(args: argparse.Namespace) -> int:
     for path in args.reports:
         try:
             data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: damaged JSON, or bytes that are not UTF-8
             from aka_tui.errors import EvaluationError
 
             raise EvaluationError(f"cannot read report {path}: {exc}") from None

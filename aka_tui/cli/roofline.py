@@ -82,7 +82,7 @@ def _import_from_report(args: argparse.Namespace) -> int:
     suite = load_suite(args)
     try:
         report = json.loads(Path(args.from_report).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: damaged JSON, or bytes that are not UTF-8
         from aka_tui.errors import EvaluationError
 
         raise EvaluationError(f"cannot read report {args.from_report}: {exc}") from None

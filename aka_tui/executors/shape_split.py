@@ -56,7 +56,7 @@ def merge_parts(suite_dir: Path, parts: list[Path]) -> BenchReport:
         if path.exists():
             try:
                 datas.append(json.loads(path.read_text()))
-            except (OSError, json.JSONDecodeError) as exc:
+            except (OSError, ValueError) as exc:  # ValueError: damaged JSON, or bytes that are not UTF-8
                 raise EvaluationError(f"cannot read report {path}: {exc}") from None
     if not datas:
         raise EvaluationError(f"no part report among {', '.join(map(str, parts))}")

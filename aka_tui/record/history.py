@@ -112,7 +112,7 @@ class RecordedStep:
     def result(self) -> dict[str, Any]:
         try:
             data = json.loads((self.folder / "result.json").read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: damaged JSON, or bytes that are not UTF-8
             raise SessionError(f"{self.folder / 'result.json'} is unreadable ({exc})") from None
         if not isinstance(data, dict):
             raise SessionError(f"{self.folder / 'result.json'} is not a JSON object")
@@ -127,7 +127,7 @@ def read_steps(session_dir: Path) -> tuple[list[RecordedStep], list[str]]:
         folder = session_dir / "iterations" / f"{iteration:04d}"
         try:
             proposal = json.loads((folder / "proposal.json").read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: damaged JSON, or bytes that are not UTF-8
             problems.append(f"iteration {iteration}: unreadable proposal ({type(exc).__name__}: {exc})")
             proposal = {}
         steps.append(RecordedStep(iteration, folder, facts.get(iteration, IterationFacts()),

@@ -49,7 +49,7 @@ def load_workload(path: Path) -> dict[str, Any]:
     """The workload mix file (see docs/trace.md)."""
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: damaged JSON, or bytes that are not UTF-8
         raise TraceError(f"cannot read workload {path}: {exc}") from None
     phases = data.get("phases") if isinstance(data, dict) else None
     if not isinstance(phases, dict) or not {"prefill", "decode"} <= set(phases):

@@ -54,7 +54,7 @@ def report_bests(directories: list[Path], suite_name: str | None = None) -> dict
                 hardware = str(data.get("hardware", {}).get("name", "?"))
                 if not _same_suite(data, suite_name, path.parent == directory):
                     continue
-            except (OSError, json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 continue
             source = str(path.relative_to(directory))
             for op in ops if isinstance(ops, list) else []:

@@ -183,7 +183,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         report = merge_reports(sorted(argv[2:]))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: damaged JSON, or bytes that are not UTF-8
         raise SweepError(f"cannot read a sweep report: {exc}") from None
     write_report(report, argv[0], argv[1])
     print(render_text(report))

@@ -50,6 +50,12 @@ def test_rescore_cli_merges_partial_reports_and_rejects_bad_ones(tmp_path: Path,
         rescore_report({"results": 3}, load_suite(PROBLEMS))
     assert main(["bench", "--rescore", str(tmp_path / "bad.json"), "--out", str(tmp_path)]) != 0
     assert "not an aka bench report" in capsys.readouterr().err
+    (tmp_path / "binary.json").write_bytes(b"\x9a\xff not text")
+    for command in (["bench", "--rescore", str(tmp_path / "binary.json"), "--out", str(tmp_path)],
+                    ["report", str(tmp_path / "binary.json")]):
+        assert main(command) != 0
+        err = capsys.readouterr().err
+        assert "cannot read report" in err and "Traceback" not in err, err
 
 
 def test_merge_takes_an_op_from_a_later_report_when_an_earlier_one_had_no_candidate(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def read_report(path: Path) -> dict[str, Any]:
     """A bench report's JSON, or one clear error line."""
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: damaged JSON, or bytes that are not UTF-8
         raise EvaluationError(f"cannot read report {path}: {exc}") from None
     if not isinstance(data, dict) or not {"results", "ops", "aggregate"} <= set(data):
         raise EvaluationError(f"{path} is not an `aka bench` report (needs results, ops and aggregate)")

@@ -127,7 +127,7 @@ def main(argv: list[str]) -> int:
     try:
         data = json.loads(args.report.read_text())
         copy = json.loads(args.copy.read_text()) if args.copy else {"rows": []}
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: damaged JSON, or bytes that are not UTF-8
         raise EvaluationError(f"cannot read {exc}") from None
     shapes_of = [o for o in args.shapes_of.split(",") if o]
     unknown = [o for o in shapes_of if o not in suite.problems]

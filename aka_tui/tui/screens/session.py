@@ -283,7 +283,7 @@ class SessionScreen(RecordedSessions, Screen[None]):
         try:
             proposal = json.loads((session_dir / "iterations" / f"{iteration:04d}" / "proposal.json").read_text())
             return dict(proposal.get("point") or {})
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):  # ValueError: damaged JSON, or bytes that are not UTF-8
             return {}
 
     def action_next_tab(self) -> None:
