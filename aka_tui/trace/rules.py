@@ -83,7 +83,9 @@ def _parse(path: Path, data: Any) -> list[Rule]:
 def read_rules_file(path: Path) -> list[Rule]:
     """Rules of one file: `.toml` by tomllib, anything else as JSON."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"cannot read rules file {path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise TraceError(f"cannot read rules file {path}: {exc.strerror or exc}") from None
     if path.suffix == ".toml":

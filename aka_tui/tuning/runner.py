@@ -33,7 +33,11 @@ def kernel_file(path: Path) -> ReferenceKernel:
     if not path.is_file():
         raise SweepError(f"--kernel {path}: no such file")
     try:
-        return kernel_from_source(path.read_text(), path, f"file {path.name}", "person")
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweepError(f"--kernel {path}: cannot be read as UTF-8 text ({exc})") from None
+    try:
+        return kernel_from_source(source, path, f"file {path.name}", "person")
     except AkaError as exc:
         raise SweepError(f"--kernel {path}: {exc}") from None
 

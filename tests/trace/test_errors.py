@@ -73,6 +73,11 @@ def test_cli_bad_rules_and_bad_weights_are_one_line(tmp_path: Path, capsys: pyte
     assert len(lines) == 3 and all(line.startswith("trace error: ") for line in lines), lines
     assert "bad regular expression" in lines[0] and "not an `aka trace import` weights file" in lines[1]
     assert "--coverage" in lines[2]
+    binary_rules = tmp_path / "r.toml"
+    binary_rules.write_bytes(b"\xa0\xff not text")
+    assert main(["trace", "import", str(trace), "--map", str(binary_rules), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("trace error: cannot read rules file") and "not UTF-8" in err and "\n" not in err, err
 
 
 def test_cli_import_of_a_good_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

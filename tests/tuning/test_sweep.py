@@ -123,6 +123,8 @@ def test_sweep_imports_no_app_packages() -> None:
     (["rms_norm", "--shapes", "nope"], "sweep error: rms_norm has no shape 'nope'"),
     (["rms_norm", "--max-configs", "0"], "sweep error: --max-configs must be a positive integer, not 0"),
     (["rms_norm", "--space", "BLOCK_N=3"], "sweep error: --space 'BLOCK_N=3': 3 is not in SEARCH_SPACE"),
+    (["rms_norm", "--kernel", str(REPO / "tests" / "data" / "not_utf8.bin")],
+     "sweep error: --kernel " + str(REPO / "tests" / "data" / "not_utf8.bin") + ": cannot be read as UTF-8 text"),
 ])
 def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["kb", "sweep", *argv, "--device", "cpu"]) == 2

@@ -94,7 +94,7 @@ def measured_profiles() -> dict[str, HardwareProfile]:
         for path in sorted(directory.glob("*.json")):
             try:
                 profile = profile_from_json(json.loads(path.read_text()), path)
-            except (HardwareProfileError, json.JSONDecodeError):
+            except (HardwareProfileError, OSError, ValueError):  # damaged JSON, or bytes that are not UTF-8
                 continue
             profiles[profile.name] = profile
     return profiles
