@@ -27,6 +27,8 @@ ERRORS = [
     (["eval", "nope.py", "--problem", "rms_norm"], "candidate file nope.py does not exist"),
     (["eval", "eager", "--problem", "no_such_op"], "no problem named 'no_such_op'"),
     (["problems", "--suite", "/nonexistent"], "does not exist"),
+    (["eval", "problems", "--problem", "rms_norm"], "candidate file problems is a directory, not a file"),
+    (["problems", "--suite", "README.md"], "suite directory README.md is a file, not a directory"),
     (["roofline", "no_such_op"], "no problem named"),
     (["hw", "calibrate", "--device", "cpu"], "needs a CUDA GPU"),
     (["eval", "eager", "--problem", "rms_norm", "--device", "tpu"], "unknown device"),

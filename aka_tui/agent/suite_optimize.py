@@ -174,6 +174,8 @@ def cmd_optimize_suite(args: argparse.Namespace) -> int:
               f"tier): offline proposer, {args.iterations} iterations, {args.wall_time or 'no'} s of loop wall time "
               f"and at most {args.op_timeout:.0f} s per operator", flush=True)
     notes: dict[str, str] = {name: f"not loaded: {err}" for name, err in suite.errors.items()}
+    for name, err in suite.errors.items():
+        print(f"warning: skipping operator {name}: {err}", flush=True)
     seconds: dict[str, float] = {}
     for name, problem in suite.problems.items():
         if args.score_only:
@@ -205,8 +207,9 @@ def cmd_optimize_suite(args: argparse.Namespace) -> int:
     for line in aggregate_lines(report.aggregate)[:2]:
         print(line)
     real = sum(1 for op in report.ops if op.correct and op.real)
-    print(f"real kernels: {real} of {len(report.ops)} operators; S_agg {report.aggregate.s_agg:.4f} under the "
-          f"suite's weights; {sum(seconds.values()):.0f} s in all")
+    unloaded = f" ({len(suite.errors)} more not loaded: {', '.join(sorted(suite.errors))})" if suite.errors else ""
+    print(f"real kernels: {real} of {len(report.ops)} operators{unloaded}; S_agg {report.aggregate.s_agg:.4f} under "
+          f"the suite's weights; {sum(seconds.values()):.0f} s in all")
     for warning in warnings:
         print(f"warning: {warning}")
     return 0

@@ -60,7 +60,8 @@ def _open_app(run: Callable[..., int] | None, suite: str | None = None) -> int:
         return EXIT_ERROR
     suite_dir = Path(suite) if suite else None
     if suite_dir is not None and not suite_dir.is_dir():
-        print(f"aka: suite directory {suite} does not exist", file=sys.stderr)
+        what = "is a file, not a directory" if suite_dir.exists() else "does not exist"
+        print(f"aka: suite directory {suite} {what}", file=sys.stderr)
         return EXIT_ERROR
     if run is not None:
         return int(run(AkaApp(suite_dir=suite_dir)))

@@ -37,3 +37,16 @@ def test_the_speedup_cells_follow_the_flags(monkeypatch: pytest.MonkeyPatch) -> 
 def test_optimize_takes_the_max_autotune_comparison() -> None:
     args = parse_args(build_parser(), ["optimize", "--suite", "problems", "--compare-compile-max-autotune"])
     assert args.compare_compile_max and not args.compare_compile
+
+
+def test_operators_that_do_not_load_are_named_not_dropped(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """A suite directory whose operators fail to load says which and why, and counts them in the last line."""
+    from aka_tui.cli import main
+
+    (tmp_path / "suite" / "broken_op").mkdir(parents=True)
+    (tmp_path / "suite" / "broken_op" / "problem.json").write_text("{}")
+    assert main(["optimize", "--suite", str(tmp_path / "suite"), "--score-only", "--device", "cpu",
+                 "--sessions", str(tmp_path / "sessions")]) == 0
+    out = capsys.readouterr().out
+    assert "warning: skipping operator broken_op: broken_op: " in out
+    assert "real kernels: 0 of 0 operators (1 more not loaded: broken_op)" in out

@@ -50,7 +50,8 @@ class CandidateSpec:
     def file(path: str | Path) -> CandidateSpec:
         resolved = Path(path).resolve()
         if not resolved.is_file():
-            raise EvaluationError(f"candidate file {path} does not exist")
+            what = "is a directory, not a file" if resolved.is_dir() else "does not exist"
+            raise EvaluationError(f"candidate file {path} {what}")
         return CandidateSpec("file", resolved)
 
 

@@ -36,7 +36,8 @@ def load_suite(directory: str | Path) -> Suite:
     """Load every problem directory under `directory`; malformed ones are collected, not fatal."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise ProblemFormatError(f"suite directory {directory} does not exist")
+        what = "is a file, not a directory" if directory.exists() else "does not exist"
+        raise ProblemFormatError(f"suite directory {directory} {what}")
     problems: dict[str, Problem] = {}
     errors: dict[str, ProblemFormatError] = {}
     for child in sorted(directory.iterdir()):
