@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from typing import Any
 
 import torch
 
@@ -170,3 +172,38 @@ def test_static_scan_holds_dispatcher_registrations_but_not_custom_ops() -> None
     own_op = 'import torch\n@torch.library.custom_op("cand::rms", mutates_args=())\ndef rms(x: torch.Tensor) -> ' \
              'torch.Tensor:\n    return x\n'
     assert not [f for f in scan_source(own_op) if f.suspicious]
+
+
+def test_integrity_snapshot_sees_resident_modes_and_trace_hooks() -> None:
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    snapshot = IntegritySnapshot()
+    with TorchDispatchMode(), TorchFunctionMode():
+        assert {"torch dispatch modes", "torch function modes"} <= set(snapshot.changed())
+    original = sys.getprofile()
+    sys.setprofile(lambda frame, event, arg: None)
+    try:
+        assert "sys.setprofile" in snapshot.changed()
+    finally:
+        sys.setprofile(original)
+    assert snapshot.changed() == []
+
+
+def test_the_aten_audit_charges_a_dispatch_mode_below_it() -> None:
+    """A mode under the audit's answers an op the audit allows, and the ops it runs meanwhile reach no mode."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from aka_tui.bench.measure.audit import audit_mode
+
+    class Resident(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            return func(*args, **(kwargs or {}))
+
+    x = torch.ones(4)
+    with audit_mode() as alone:
+        x.view(2, 2)
+    assert alone.allowed["view"] == 1 and not alone.compute
+    with Resident(), audit_mode() as above:
+        x.view(2, 2)
+    assert above.compute == {"dispatch mode below the audit::Resident": 1}

@@ -69,6 +69,11 @@ class AtenAuditMode(TorchDispatchMode):
                 self.allowed[name] += 1
             else:
                 self.compute[name] += 1
+            if torch._C._len_torch_dispatch_stack():
+                # A mode below this one answers the op, and the ops it runs meanwhile reach no mode: whatever
+                # the op's name, it may compute.
+                below = type(torch._C._get_dispatch_stack_at(0)).__name__
+                self.compute[f"dispatch mode below the audit::{below}"] += 1
         return func(*args, **kwargs)
 
     @classmethod

@@ -5,7 +5,8 @@ uses, our own bench modules, the methods and properties of the classes they defi
 all of these are recorded by identity; any replacement afterwards (or a name added to one of our classes) is
 `tampered`.
 The dispatcher's kernels for aten's operators are snapshotted too (`dispatch_table.py`): a kernel registered below
-Python changes what the harness's own torch calls compute without replacing a callable.
+Python changes what the harness's own torch calls compute without replacing a callable; so are torch's mode stacks
+and the interpreter's trace and profile functions.
 Background threads left running by a forward are detected the same way (a thread census).
 """
 
@@ -98,6 +99,7 @@ class IntegritySnapshot:
         for qualname, cls in _harness_classes():
             self.class_names[qualname] = frozenset(vars(cls))
         self.dispatcher = DispatcherSnapshot()
+        self.hooks = _global_hooks()
 
     def dynamo_arrived(self) -> bool:
         """torch._dynamo was imported after the snapshot (by the candidate: the harness imports it before)."""
@@ -121,7 +123,23 @@ class IntegritySnapshot:
             added = frozenset(vars(cls)) - self.class_names.get(qualname, frozenset(vars(cls)))
             changed.extend(f"{qualname}.{name}" for name in sorted(added))
         changed.extend(self.dispatcher.changed())
+        now_hooks = _global_hooks()
+        changed.extend(name for name, value in self.hooks.items() if now_hooks[name] != value)
         return sorted(set(changed))
+
+
+def _global_hooks() -> dict[str, Any]:
+    """Interpreter- and torch-wide hooks that see every call the harness makes: a dispatch or function mode left on
+    torch's stacks (a resident mode under the aten audit answers ops the audit allows, and the ops it runs
+    meanwhile are seen by no mode), and trace or profile functions (which are handed the harness's frames)."""
+    import sys
+
+    import torch
+
+    return {"torch dispatch modes": torch._C._len_torch_dispatch_stack(),
+            "torch function modes": torch._C._len_torch_function_stack(),
+            "sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile(),
+            "threading.settrace": threading.gettrace(), "threading.setprofile": threading.getprofile()}
 
 
 def _present_spaces() -> set[str]:
