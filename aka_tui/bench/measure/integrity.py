@@ -1,7 +1,7 @@
 """Tamper detection: snapshot the functions the harness relies on before the candidate is imported.
 
 Timers (time.*, CUDA events, synchronize, triton.testing.do_bench), the torch functions the comparison
-uses, our own bench modules, the methods and properties of the classes they define, and the code objects of
+uses, our own bench modules and the standard-library modules they import (`statistics`, `math`, `hmac`...), the methods and properties of the classes they define, and the code objects of
 all of these are recorded by identity; any replacement afterwards (or a name added to one of our classes) is
 `tampered`.
 The dispatcher's kernels for aten's operators are snapshotted too (`dispatch_table.py`): a kernel registered below
@@ -40,10 +40,27 @@ def _watched_namespaces() -> list[tuple[str, Any]]:
         pass
     import sys
 
+    imported: dict[str, ModuleType] = {}
     for name, module in list(sys.modules.items()):
         if name.startswith("aka_tui.bench") and isinstance(module, ModuleType):
             spaces.append((name, module))
+            imported.update((value.__name__, value) for value in list(vars(module).values())
+                            if isinstance(value, ModuleType) and _is_stdlib(value.__name__))
+    # the standard library our modules call through their module (`statistics.median` takes the timed median)
+    watched = {name for name, _ in spaces} | _UNWATCHED_STDLIB
+    spaces += [(name, module) for name, module in sorted(imported.items()) if name not in watched]
     return spaces
+
+
+# `sys` holds hooks that tools install (excepthook, displayhook); its trace and profile functions are compared
+# by `_global_hooks`.
+_UNWATCHED_STDLIB = frozenset({"sys", "builtins"})
+
+
+def _is_stdlib(module_name: str) -> bool:
+    import sys
+
+    return module_name.split(".")[0] in sys.stdlib_module_names
 
 
 def _underlying(value: Any) -> Any:
