@@ -65,7 +65,8 @@ def read_tunables(source: str, path: Path) -> tuple[dict[str, Any], dict[str, li
     try:
         tree = safe_ast.parse(source)
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes, on Pythons that do not call them syntax
-        where = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        line = getattr(exc, "lineno", None)
+        where = f" at line {line}" if line else ""
         raise KbEntryError(f"{path}: kernel: syntax error{where}: {getattr(exc, 'msg', exc)}") from None
     values: dict[str, Any] = {}
     for name in ("TUNABLES", "SEARCH_SPACE"):

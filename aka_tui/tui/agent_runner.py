@@ -58,16 +58,23 @@ def settings_changes(current: RunSettings, wanted: RunSettings) -> tuple[list[st
     return applied, kept
 
 
-def make_proposer(settings: RunSettings, problem: Any, profile: Any) -> Proposer:
-    """The proposer chosen in the settings, from the registry (errors are ProposerError with one line)."""
+def make_proposer(settings: RunSettings, problem: Any, profile: Any, device: str = "cpu", tier: str | None = None,
+                  log: Callable[[str], object] = lambda message: None) -> Proposer:
+    """The proposer chosen in the settings, from the registry (errors are ProposerError with one line). The
+    offline proposer starts where the command line's does: the knowledge base's kernel for the operator, else a
+    transfer from a kernel whose semantics match, else a compiler seed (aka_tui/agent/starting_point.py); the
+    model's brief carries the closest knowledge-base kernel as an example."""
     from aka_tui.agent.proposers import ProposerRequest
     from aka_tui.agent.proposers import make_proposer as build
+
+    def report(message: str) -> None:
+        log(message)
 
     if settings.proposer == "anthropic":
         _check_model_allowed()
     return build(ProposerRequest(
         settings.proposer, problem, profile, seed=settings.seed, model=settings.model,
-        replay_from=settings.replay_from, find_start=False, kb_example=False,
+        replay_from=settings.replay_from, device=device, tier=tier, log=report,
         replay_missing="the replay proposer needs a recorded session: pick one on the Replay screen"))
 
 
@@ -99,7 +106,7 @@ class AgentRunner:
         self.on_event = on_event
         self.on_message = on_message or (lambda _m: None)
         self.on_phase = on_phase or (lambda _p: None)
-        self.proposer_factory = proposer_factory or make_proposer
+        self.proposer_factory = proposer_factory or self._proposer_here
         self.problem: Any = None
         self.profile: Any = None
         self.session: SessionRepo | None = None
@@ -134,6 +141,15 @@ class AgentRunner:
         options = EvalOptions(device="auto", tier=tier, cases=cases, hardware=s.hardware, fuzz=s.fuzz)
         device = resolve_device(options.device)
         return options, device, resolve_profile(options, device)
+
+    def _proposer_here(self, settings: RunSettings, problem: Any, profile: Any) -> Proposer:
+        """make_proposer on this machine's device and the session's tier; the starting-point search reports to
+        the session's log (a transfer or a compiler seed can take a minute on the CPU)."""
+        from aka_tui.bench.evaluator.evaluate import resolve_tier
+
+        options, device, _ = self._options_and_profile(settings.tier, settings.cases)
+        return make_proposer(settings, problem, profile, device, resolve_tier(options, device),
+                             self.on_message)
 
     def loop_config(self) -> Any:
         from aka_tui.agent.loop import LoopConfig

@@ -28,7 +28,7 @@ LINES: dict[str, Callable[[dict[str, Any]], str]] = {
     "baseline_measured": lambda d: f"baseline (eager reference): S_raw_op {d['s_raw']:.4g} — a fallback, S = 0",
     "iteration_started": lambda d: f"iteration {d['iteration']} started",
     "knowledge_retrieved": lambda d: f"  knowledge: {', '.join(d['ids'][:6])}",
-    "candidate_proposed": lambda d: f"  proposal: {d['rationale']}",
+    "candidate_proposed": lambda d: f"  proposal{' [' + d['path'] + ']' if d.get('path') else ''}: {d['rationale']}",
     "candidate_injected": lambda d: f"iteration {d['iteration']}: evaluating the edit by {d['author']}",
     "candidate_screened": lambda d: (f"  screened: S_op {d['s_op']:.4g} vs incumbent {d['incumbent_s']:.4g} → "
                                      f"{'worth a full evaluation' if d['promising'] else 'not promising'}{_why(d)}"),

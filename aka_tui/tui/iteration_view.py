@@ -100,6 +100,12 @@ class IterationView:
         return f"{(self.s_op / self.incumbent_s_op - 1.0) * 100:+.0f}%"
 
     @property
+    def path(self) -> str:
+        """Which path produced the candidate (a knowledge-base kernel, a transfer, a compiler seed, the model, a
+        person), as the session recorded it."""
+        return str(self.proposal.get("path") or self.proposal.get("proposer") or "")
+
+    @property
     def by_person(self) -> bool:
         return self.author not in ("", "aka agent")
 

@@ -119,3 +119,29 @@ async def test_a_bad_proposer_is_a_message_not_a_crash(make_app: Any) -> None:
         log = " ".join(str(line.text).strip() for line in screen.query_one("#agent-log").lines)
         assert "ANTHROPIC_API_KEY is not set" in log
         assert screen.runner.phase == "error" and "error: proposer error" in str(screen.query_one("#session-status").content)
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_session_on_an_operator_without_a_kb_kernel_starts_from_a_transfer(app_paths: Any, make_app: Any,
+                                                                                    tmp_path: Path) -> None:
+    """The app searches the starting point as `aka optimize` does: an RMSNorm behind another interface, which no
+    knowledge-base kernel declares, starts from the transferred norm kernel, and the path shows in the metrics,
+    the decision tab and the log."""
+    import shutil
+
+    from tests.agent.optimize_runs import UNSEEN
+
+    shutil.copytree(UNSEEN / "scaled_hidden_norm", tmp_path / "suite" / "scaled_hidden_norm")
+    app_paths.suite_dir = tmp_path / "suite"
+    app = make_app(iterations=1)
+    app.session_overrides = dict(FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _start(pilot, "scaled_hidden_norm")
+        await wait_for(pilot, lambda: len(screen.views) == 1 and not screen.runner.running, timeout_s=240.0)
+        view = screen.views[0]
+        assert view.correct and view.real and view.accepted
+        assert view.path == "transfer from rms-norm-reference-kernel"
+        assert "via transfer from rms-norm-reference-kernel" in str(screen.query_one("#metrics").content.renderables[0])
+        log = " ".join(str(line.text).strip() for line in screen.query_one("#agent-log").lines)
+        assert "starting point: transfer from rms-norm-reference-kernel" in log, log

@@ -31,7 +31,8 @@ def kernel_problem(text: str) -> str:
     try:
         tree = safe_ast.parse(text)
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes, on Pythons that do not call them syntax
-        where = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        line = getattr(exc, "lineno", None)
+        where = f" at line {line}" if line else ""
         return f"syntax error{where}: {getattr(exc, 'msg', exc)}"
     if not any(isinstance(node, ast.ClassDef) and node.name == "Model" for node in tree.body):
         return "a candidate must define class Model (the reference's init and forward arguments)"

@@ -92,7 +92,8 @@ class CodeTabs(TabbedContent):
 
 def decision_text(view: IterationView) -> RenderableType:
     """Rationale of the proposal, then why the loop decided as it did (with the re-measured samples)."""
-    parts: list[RenderableType] = [Text("Rationale", style="bold"), Text(view.rationale or "-"), Text(""),
+    parts: list[RenderableType] = [Text(f"Path: {view.path or '-'}", style="bold"), Text(""),
+                                   Text("Rationale", style="bold"), Text(view.rationale or "-"), Text(""),
                                    Text(f"Decision: {view.verdict}", style="bold")]
     parts += [Text(line) for line in view.decision]
     if view.incumbent_s_op is not None:

@@ -131,7 +131,7 @@ def metrics_renderable(view: IterationView | None, context: PanelContext, width:
     header = Text.assemble(
         (f"iteration {view.iteration}  ", "bold"), (view.verdict, "green" if view.accepted else "yellow"),
         f"  S_op {view.s_op:.4g}  S_raw_op {view.s_raw_op:.4g}  Δ {view.delta_text}  by {view.author}",
-        (f"  tags: {', '.join(view.tags)}" if view.tags else ""))
+        (f"  via {view.path}" if view.path else ""), (f"  tags: {', '.join(view.tags)}" if view.tags else ""))
     parts: list[RenderableType] = [header, Text(view.reason, style="italic"), table]
     parts += [Text(line, style="cyan") for line in kernel_lines(view, view.device == "cpu")]
     if foreign_lines:
