@@ -12,6 +12,7 @@ os.environ["HOME"] = _HOME
 os.environ["AKA_HOME"] = str(Path(_HOME) / "aka")
 os.environ["XDG_CACHE_HOME"] = str(Path(_HOME) / "cache")
 os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["AKA_FIXED_SEEDS"] = "1"  # evaluations draw a seed salt each unless told: tests stay reproducible
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import pytest  # noqa: E402

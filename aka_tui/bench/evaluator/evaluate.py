@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import platform
 import secrets
 import time
@@ -74,6 +75,7 @@ class EvalOptions:
     cpu_reps: int = DEFAULT_CPU_REPS
     fuzz: int | None = None  # fuzzed shapes per candidate (None: 4 for candidate files, 0 for baselines)
     replay_seed: int | None = None  # run exactly this seed as the only correctness case
+    seed_salt: str | None = None  # None: drawn per evaluation, unless $AKA_FIXED_SEEDS=1 ("": the fixed seeds)
     own_share_threshold: float = DEFAULT_OWN_SHARE_THRESHOLD
     visible_devices: str | None = None  # set by an executor: the physical GPU the worker is pinned to
     hardening: bool = True  # False: the naive check (one case, allclose, no poison/audit/fuzz/tamper checks)
@@ -204,7 +206,17 @@ def build_job(problem: Problem, candidate: CandidateSpec, options: EvalOptions, 
         seeds=[options.replay_seed] if options.replay_seed is not None else None,
         input_sets=options.input_sets, timing=options.timing, hardening=options.hardening,
         verify_timed=options.verify_timed, own_share_threshold=options.own_share_threshold, l2_bytes=profile.l2_bytes,
-        fp64_flop_limit=options.fp64_flop_limit, cpu_reps=options.cpu_reps, sample_seed=secrets.randbits(62))
+        fp64_flop_limit=options.fp64_flop_limit, cpu_reps=options.cpu_reps, sample_seed=secrets.randbits(62),
+        seed_salt=evaluation_salt(options))
+
+
+def evaluation_salt(options: EvalOptions) -> str:
+    """The salt of an evaluation's case seeds: fresh random bytes, so inputs cannot be predicted from an earlier
+    evaluation (outputs a candidate stored in its compiler cache then never match); the fixed seeds of
+    `sha256(problem/shape/case)` when asked for (`seed_salt=""`, or $AKA_FIXED_SEEDS=1 for reproducible runs)."""
+    if options.seed_salt is not None:
+        return options.seed_salt
+    return "" if os.environ.get("AKA_FIXED_SEEDS") == "1" else secrets.token_hex(8)
 
 
 def _baselines_wanted(job: MeasureJob, options: EvalOptions) -> list[str]:

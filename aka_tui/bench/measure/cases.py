@@ -32,11 +32,18 @@ def problem_call(fn: Callable[[], Any], stage: str) -> Any:
                              trace_of(exc)) from None
 
 
-def case_seeds(problem: Problem, shape: Shape, cases: int, replay: list[int] | None = None) -> list[int]:
-    """The correctness seeds of a shape: derived from (problem, shape, case), or the replayed ones."""
+def case_seeds(problem: Problem, shape: Shape, cases: int, replay: list[int] | None = None, salt: str = "") -> list[int]:
+    """The correctness seeds of a shape: derived from (problem, shape, case, the evaluation's salt), or the replayed
+    ones. The salt is drawn per evaluation (`evaluate.build_job`), so no evaluation's inputs can be known from an
+    earlier one; the seeds are recorded in the result, so every failure still replays."""
     if replay:
         return [int(s) for s in replay]
-    return [derive_seed(problem.name, shape.shape_id, case) for case in range(cases)]
+    return [derive_seed(problem.name, shape.shape_id, case, salt) for case in range(cases)]
+
+
+def audit_seed(problem: Problem, shape: Shape, salt: str = "") -> int:
+    """The seed of the audited call's case, apart from every correctness seed (`ShapeCases.audit_index`)."""
+    return derive_seed(problem.name, shape.shape_id, 0, f"audit{salt}")
 
 
 def reference_model(problem: Problem, shape: Shape, ref_module: Any, device: str) -> torch.nn.Module:
@@ -71,9 +78,11 @@ class ShapeCases:
     """Builds and keeps the cases of one shape (lazily, in order)."""
 
     def __init__(self, problem: Problem, shape: Shape, device: str, ref_module: Any, input_module: Any,
-                 seeds: list[int], use_fp64: bool, sample_seed: int, secret: int, naive: bool = False) -> None:
+                 seeds: list[int], use_fp64: bool, sample_seed: int, secret: int, naive: bool = False,
+                 audit_seed: int | None = None) -> None:
         self.problem, self.shape, self.device = problem, shape, device
         self.input_module, self.seeds = input_module, seeds
+        self.audit_seed = audit_seed
         self.sample_seed, self.secret, self.naive = sample_seed, secret, naive
         self.ref_model = reference_model(problem, shape, ref_module, device)
         self.exact_model = None
@@ -85,6 +94,12 @@ class ShapeCases:
 
     def __len__(self) -> int:
         return len(self.seeds)
+
+    @property
+    def audit_index(self) -> int:
+        """The index of the audited call's case: inputs no other call of the shape has seen (`audit_seed`), so a
+        forward that remembers results by input values cannot answer it from memory; case 0 without one."""
+        return len(self.seeds) if self.audit_seed is not None else 0
 
     def may_write(self, index: int) -> frozenset[str]:
         """Inputs a candidate may write into in case `index`: declared (`mutates_inputs`), or written by the
@@ -124,7 +139,8 @@ class ShapeCases:
         return bool(dropped) or on_gpu
 
     def _build(self, index: int) -> Case:
-        seed = self.seeds[index]
+        seed = self.seeds[index] if index < len(self.seeds) else self.audit_seed
+        assert seed is not None, f"no seed for case {index}"
         inputs = problem_call(lambda: make_inputs(self.problem, self.input_module, self.shape, self.device, seed),
                               "inputs")
         given = clone_inputs(inputs)

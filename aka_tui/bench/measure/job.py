@@ -60,6 +60,7 @@ class MeasureJob:
     fuzz_shape_ids: list[str] = field(default_factory=list)
     visible_devices: str | None = None
     seeds: list[int] | None = None  # replay: exactly these correctness seeds
+    seed_salt: str = ""  # mixed into every case seed, drawn per evaluation ("": the fixed seeds)
     baselines: list[str] = field(default_factory=list)  # kind "baselines": some of BASELINE_KINDS
     preload_dynamo: bool = False  # import torch._dynamo before the integrity snapshot (see worker.py)
 

@@ -62,7 +62,7 @@ def _check_shape(problem: Problem, job: MeasureJob, device: str, result: ShapeRe
     if shape is None:
         return _tampered(result, f"reported a shape the problem does not have ({result.shape_id})")
     item = evidence[secrets.randbelow(len(evidence))]  # the worker cannot know which case is checked
-    seeds = case_seeds(problem, shape, job.cases, job.seeds)
+    seeds = case_seeds(problem, shape, job.cases, job.seeds, job.seed_salt)
     case, seed = int(item.get("case", -1)), int(item.get("seed", -1))
     if not 0 <= case < len(seeds) or seeds[case] != seed or len(evidence) != len(seeds):
         return _tampered(result, f"reported outputs for seeds the evaluator did not choose (case {case}, seed {seed})")

@@ -23,7 +23,7 @@ import torch
 
 from aka_tui.bench.measure import poison, timed_checks
 from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
-from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode, build_report
+from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode, build_report, launch_difference
 from aka_tui.bench.measure.calls import Call, MeasureFailure
 from aka_tui.bench.measure.cases import Case, ShapeCases
 from aka_tui.bench.measure.integrity import ThreadStartCounter, new_threads, thread_census
@@ -224,15 +224,28 @@ class ShapePlan:
             raise MeasureFailure("wrong_output", stage, f"{exc} (seed {case.seed})") from None
 
     def audit_call(self) -> Generator[Call, Any, AuditReport]:
-        """Case 0 again under the aten dispatch audit and the Triton launch record (design brief §5)."""
-        case = self.cases.case(0)
+        """A case of its own under the aten dispatch audit and the Triton launch record (design brief §5): inputs
+        no checked call has seen, so what the forward computes on new inputs is what is audited (a forward that
+        computed with PyTorch on the checked cases and answered repeats from memory through a copy kernel was
+        "real" when the audit re-ran case 0); then the same inputs once more, unaudited and checked, which must
+        launch what the audited call launched (a forward that launches its kernel only while watched)."""
+        index = self.cases.audit_index
+        case = self.cases.case(index)
         audit = audit_mode()
         self.recorder.begin_call()
         with self.recorder.recording(audit):
             with audit:
                 out = yield from self._call(clone_inputs(case.inputs), "audit")
-        self.later_launches.append((0, self.recorder.end_call(), "the audited call"))
+        launches = self.recorder.end_call()
         self._compare(case, out, "audit")
+        if index == 0:
+            self.later_launches.append((0, launches, "the audited call"))
+        else:  # the same inputs again without the audit: what runs must not depend on being watched
+            plain = yield from self.check_case(index, "the audited case, unaudited")
+            if plain != launches:
+                raise MeasureFailure("tampered", "audit", f"the audited call on seed {case.seed} launched other work "
+                                     "than an unaudited call on the same inputs: "
+                                     + launch_difference(launches, plain))
         return build_report(audit, self.recorder.launches, self.module_name)
 
     def profiled_calls(self, report: AuditReport) -> Generator[Call, Any, AuditReport]:

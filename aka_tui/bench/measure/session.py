@@ -11,7 +11,7 @@ import torch
 
 from aka_tui.bench.measure.audit import TritonLaunchRecorder
 from aka_tui.bench.measure.calls import Call, MeasureFailure, run_calls, trace_of
-from aka_tui.bench.measure.cases import ShapeCases, case_seeds, problem_call, reference_model
+from aka_tui.bench.measure.cases import ShapeCases, audit_seed, case_seeds, problem_call, reference_model
 from aka_tui.bench.measure.integrity import CompilerImportedLate, IntegritySnapshot, ThreadStartCounter
 from aka_tui.bench.measure.job import COMPILE_MODES, MeasureJob
 from aka_tui.bench.measure.plan import PlanOptions, ShapePlan
@@ -172,10 +172,12 @@ def measure_shape(session: Session, shape: Shape, fuzz: bool) -> tuple[ShapeResu
         roofline = None if fuzz else roofline_entry(session, shape)
         flops = roofline["flops"] if roofline else 0.0
         use_fp64 = job.hardening and problem.fp64_reference and flops <= job.fp64_flop_limit
-        seeds = case_seeds(problem, shape, job.cases, job.seeds)
+        seeds = case_seeds(problem, shape, job.cases, job.seeds, job.seed_salt)
         precision = "float64" if use_fp64 else "native"
+        audited = job.hardening and not fuzz and session.is_file  # candidate files are audited (plan_options)
         cases = ShapeCases(problem, shape, session.device, session.ref_module, session.input_module, seeds, use_fp64,
-                           job.sample_seed, session.secret, naive=not job.hardening)
+                           job.sample_seed, session.secret, naive=not job.hardening,
+                           audit_seed=audit_seed(problem, shape, job.seed_salt) if audited else None)
         model = build_candidate(session, shape, cases)
         plan = ShapePlan(problem, cases, session.plan_options(fuzz), session.timers, session.recorder,
                          session.thread_starts, session.module_name, session.check_integrity,
@@ -203,7 +205,7 @@ def measure_baselines(session: Session, shape: Shape) -> ShapeResult:
     candidate's case seeds), in this worker of their own, so nothing they start (inductor's threads and
     processes, max-autotune's benchmarking) is blamed on a candidate."""
     job, problem = session.job, session.problem
-    seeds = case_seeds(problem, shape, max(1, min(job.cases, job.input_sets)), job.seeds)
+    seeds = case_seeds(problem, shape, max(1, min(job.cases, job.input_sets)), job.seeds, job.seed_salt)
     timings: dict[str, TimingStats] = {}
     try:
         sets = [problem_call(lambda s=s: make_inputs(problem, session.input_module, shape, session.device, s), "inputs")  # type: ignore[misc]  # mypy cannot infer a lambda with default arguments
