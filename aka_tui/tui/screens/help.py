@@ -31,8 +31,10 @@ the in-app editor; the edit is evaluated, recorded as your commit, and the agent
 **w** export to a file (with a provenance header).
 **i** focuses the iteration list (up/down select what the panels show) · **t** switches the code tabs
 (Source, Diff, Side by side, Decision; Roofline when narrow) · **z** zooms the tabs to the whole screen.
-The list's *reason* column says why a candidate was accepted or rejected; the Decision tab has the
-re-measured samples.
+The list's *reason* column says why a candidate was accepted or rejected; the Decision tab says which path
+produced it (the knowledge base's kernel, a transfer, a compiler seed, the model, a person; "via …" in the metrics
+line too) and has the re-measured samples. An operator without a knowledge-base kernel starts from a transfer or a
+compiler seed, as `aka optimize` does (the agent log shows the search).
 
 ## Replay (F4)
 **f** focuses the sessions list; **enter** opens one. **left/right** or **[ / ]** step through iterations,
