@@ -203,7 +203,12 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
     the proposer, seed, dropout, device and tier recorded in session.json."""
     from aka_tui.agent.loop import AgentLoop, LoopConfig, LoopOutcome
     from aka_tui.agent.replay import ReplayProposer
-    from aka_tui.agent.resume import check_resumable, missing_evaluated_events, rebuild_attempts
+    from aka_tui.agent.resume import (
+        adopt_persons_incumbent,
+        check_resumable,
+        missing_evaluated_events,
+        rebuild_attempts,
+    )
     from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
     from aka_tui.bench.problem.lookup import find_problem
     from aka_tui.errors import AkaError
@@ -249,6 +254,7 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
                               start=meta.get("start"))
     if isinstance(proposer, ReplayProposer):
         iterations = min(iterations, proposer.remaining)
+    adopt_persons_incumbent(proposer, incumbent)
     print(f"resuming {path.name} at iteration {first}: {len(attempts)} committed candidate(s) kept; incumbent "
           + (f"iteration {incumbent.iteration} (S_op {incumbent.score.s_op:.4f})" if incumbent else "none yet")
           + (f"; discarded uncommitted {', '.join(discarded)}" if discarded else ""))

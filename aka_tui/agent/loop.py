@@ -132,7 +132,13 @@ class AgentLoop:
                    rationale=injection.rationale)
         score, result = self._measurer.full(injection.source, iteration)
         adopted = score.correct and score.real
-        proposal = Proposal(injection.source, "person", dict(injection.point), {}, injection.rationale,
+        point, tuned = dict(injection.point), None
+        adopt = getattr(self.proposer, "adopt", None)
+        if adopted and adopt is not None:  # the proposer tunes the edit from now on, if it declares its tunables
+            edited_point = adopt(injection.source, injection.author[0])
+            tuned = edited_point is not None
+            point = edited_point if edited_point is not None else point
+        proposal = Proposal(injection.source, "person", point, {}, injection.rationale,
                             path=f"person {injection.author[0]}")
         attempt = Attempt(iteration, proposal, score, adopted, error=first_error(result))
         summary = (f"{'adopted' if adopted else 'not adopted'} edit by {injection.author[0]} S_op={score.s_op:.4f} "
@@ -141,12 +147,12 @@ class AgentLoop:
             attempt.sha = self.session.record_candidate(
                 iteration, injection.source, result.to_json(),
                 {"proposer": "person", "path": proposal.path, "author": injection.author[0],
-                 "rationale": injection.rationale, "point": injection.point, "changed": {}}, summary,
+                 "rationale": injection.rationale, "point": point, "changed": {}}, summary,
                 author=injection.author)
         outcome.attempts.append(attempt)
         self._emit("candidate_evaluated", iteration=iteration, s_op=score.s_op, s_raw=score.s_raw_op,
                    correct=score.correct, real=score.real, accepted=adopted, sha=attempt.sha,
-                   author=injection.author[0])
+                   author=injection.author[0], **({} if tuned is None else {"tuned_next": tuned}))
         return attempt if adopted else incumbent
 
     def _emit(self, kind: AgentEventKind, **data: Any) -> None:

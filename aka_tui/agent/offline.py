@@ -15,10 +15,11 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from aka_tui.errors import ProposerError
-from aka_tui.knowledge.reference_kernels import ReferenceKernel
+from aka_tui.errors import KbEntryError, ProposerError
+from aka_tui.knowledge.reference_kernels import ReferenceKernel, kernel_from_source
 
 TACTIC_PATTERNS = (
     ("work-per-program", re.compile(r"^(ROWS|TOKENS|TILES)_PER_PROGRAM$|^(ROW|T)_TILES$")),
@@ -76,6 +77,19 @@ class OfflineProposer:
         self.kernel = kernels[0]
         self.rng = random.Random(seed)
         self.path = path or f"{self.kernel.origin} {self.kernel.entry_id}"
+
+    def adopt(self, source: str, author: str) -> dict[str, Any] | None:
+        """A person's adopted edit becomes the kernel this proposer tunes, when it declares TUNABLES and
+        SEARCH_SPACE: its point (its TUNABLES), else None (the edit cannot be tuned; the proposer keeps its
+        kernel, whose next candidates do not carry the edit)."""
+        name = "".join(c if c.isalnum() else "-" for c in author).strip("-") or "person"
+        try:
+            kernel = kernel_from_source(source, Path(f"edit-by-{name}.py"), f"person:{name}", "person",
+                                        self.kernel.family)
+        except KbEntryError:
+            return None
+        self.kernel, self.path = kernel, f"person {author}"
+        return dict(kernel.tunables)
 
     def tactics(self) -> list[str]:
         """The tactics in play for this kernel (a tactic with a single value is not in play)."""

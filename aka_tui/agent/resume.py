@@ -67,3 +67,12 @@ def missing_evaluated_events(session: SessionRepo, attempts: list[Attempt]) -> l
 
     facts, _problems = facts_from_events(session.path)
     return [a for a in attempts if a.iteration not in facts or facts[a.iteration].correct is None]
+
+
+def adopt_persons_incumbent(proposer: Any, incumbent: Attempt | None) -> None:
+    """A resumed session whose incumbent is a person's adopted edit goes on tuning that edit (as the live session
+    did after adopting it), where the proposer can (`adopt`) and the edit declares its tunables."""
+    adopt = getattr(proposer, "adopt", None)
+    path = incumbent.proposal.path if incumbent is not None else ""
+    if adopt is not None and incumbent is not None and path.startswith("person "):
+        adopt(incumbent.proposal.source, path.removeprefix("person "))

@@ -14,7 +14,10 @@ def _evaluated(d: dict[str, Any]) -> str:
     state = ("correct" if d["correct"] else "INCORRECT") + ("" if d["real"] else ", fallback")
     if d.get("screened_out"):
         return f"  S_op {d['s_op']:.4g} {state} → screened out (not evaluated further){_why(d)}"
-    return f"  S_op {d['s_op']:.4g} {state} → {'ACCEPTED' if d['accepted'] else 'rejected'}{_why(d)}"
+    tuned = d.get("tuned_next")
+    note = ("" if tuned is None else "; the agent tunes this kernel from here (its TUNABLES)" if tuned
+            else "; it declares no TUNABLES / SEARCH_SPACE, so the agent's next candidates do not carry it")
+    return f"  S_op {d['s_op']:.4g} {state} → {'ACCEPTED' if d['accepted'] else 'rejected'}{_why(d)}{note}"
 
 
 def _remeasured(d: dict[str, Any]) -> str:

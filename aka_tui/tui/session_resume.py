@@ -79,7 +79,12 @@ def open_recorded(runner: AgentRunner, session_dir: Path, force: bool) -> list[s
     Raises SessionError when the problem or the hardware changed since it was recorded (unless `force`),
     or when another process is running it."""
     from aka_tui.agent.loop import LoopOutcome
-    from aka_tui.agent.resume import check_resumable, missing_evaluated_events, rebuild_attempts
+    from aka_tui.agent.resume import (
+        adopt_persons_incumbent,
+        check_resumable,
+        missing_evaluated_events,
+        rebuild_attempts,
+    )
     from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.record.recovery import claim, discard_uncommitted, running_owner
     from aka_tui.record.session_repo import SessionError, SessionRepo, read_meta
@@ -104,6 +109,7 @@ def open_recorded(runner: AgentRunner, session_dir: Path, force: bool) -> list[s
         proposer.position = min(len(attempts), len(proposer.iterations))
     first = session.next_iteration()
     incumbent = next((a for a in reversed(attempts) if a.accepted), None)
+    adopt_persons_incumbent(proposer, incumbent)
     session.events.append("session_resumed", from_iteration=first, iterations=runner.settings.iterations,
                           discarded=discarded, incumbent_iteration=incumbent.iteration if incumbent else None)
     claim(session)

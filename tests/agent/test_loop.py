@@ -185,3 +185,46 @@ def test_a_candidate_that_does_not_compile_for_the_gpu_is_not_accepted(tmp_path:
     assert second.accepted and not second.error
     evaluated = [e.data for e in events if e.kind == "candidate_evaluated"]
     assert evaluated[0]["why"].startswith("does not compile for sm_90") and evaluated[1]["accepted"]
+
+
+def test_an_adopted_edit_that_declares_its_tunables_is_what_the_offline_proposer_tunes(tmp_path: Path) -> None:
+    """A person's edit, once adopted, is the kernel the offline proposer tunes (its next candidates carry the edit,
+    stepped from the edit's TUNABLES); an edit without TUNABLES / SEARCH_SPACE is adopted too, but the log says the
+    next candidates cannot carry it."""
+    problem = load_problem(PROBLEMS / "silu_and_mul")
+    kernel = kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul")[0]
+    proposer = OfflineProposer([kernel], seed=4)
+    events: list[AgentEvent] = []
+    options = EvalOptions(device="cpu", tier="smoke", cases=1, cpu_reps=1, input_sets=1, fuzz=0)
+    config = LoopConfig(iterations=1, seed=4, remeasure_rounds=0, baseline=False, screen=False)
+    loop = AgentLoop(problem, proposer, get_profile("cpu"), options, config, tmp_path / "work", None,
+                     on_event=events.append)
+    edited = "# tuned by hand\n" + kernel.source
+    loop.inject(edited, ("Ada Kernel", "ada@example.invalid"), "by hand")
+    outcome = loop.run()
+    by_hand, agent = outcome.attempts
+    assert by_hand.accepted and by_hand.proposal.point == kernel.tunables
+    assert agent.proposal.source.startswith("# tuned by hand") and agent.proposal.path == "person Ada Kernel"
+    evaluated = [e.data for e in events if e.kind == "candidate_evaluated"]
+    assert evaluated[0]["tuned_next"] is True
+    assert proposer.adopt("import torch\n\nclass Model(torch.nn.Module):\n    pass\n", "Ada Kernel") is None
+    assert proposer.kernel.source == edited  # an edit without TUNABLES leaves the tuned kernel as it was
+
+
+def test_a_resumed_session_goes_on_tuning_a_persons_adopted_edit() -> None:
+    """Resuming a session whose incumbent is a person's edit gives the offline proposer that edit (a
+    candidate of the proposer's own, or no incumbent, leaves it as it was)."""
+    from aka_tui.agent.attempt import Attempt
+    from aka_tui.agent.offline import Proposal
+    from aka_tui.agent.resume import adopt_persons_incumbent
+
+    kernel = kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul")[0]
+    proposer = OfflineProposer([kernel], seed=5)
+    agents = Attempt(1, Proposal(kernel.source, kernel.entry_id, {}, {}, "", path="kb x"), None, True)  # type: ignore[arg-type]
+    adopt_persons_incumbent(proposer, agents)
+    adopt_persons_incumbent(proposer, None)
+    assert proposer.kernel is kernel
+    edited = "# by hand\n" + kernel.source
+    persons = Attempt(2, Proposal(edited, "person", {}, {}, "", path="person Ada Kernel"), None, True)  # type: ignore[arg-type]
+    adopt_persons_incumbent(proposer, persons)
+    assert proposer.kernel.source == edited and proposer.path == "person Ada Kernel"

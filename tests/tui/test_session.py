@@ -60,6 +60,8 @@ async def test_live_session_accept_export_and_edit(make_app: Any, tmp_path: Path
         assert edited.kernel.startswith("# tuned by hand") and edited.correct and edited.accepted
         await wait_for(pilot, lambda: not screen.runner.running)
         assert len(screen.views) == 3  # the agent continued from the edit for one more iteration
+        assert screen.views[2].kernel.startswith("# tuned by hand")  # tuning the edit, not the kernel before it
+        assert screen.views[2].path == "person Ada Kernel"
         commits = session.candidates()
         assert [c.author for c in commits] == ["aka agent", "Ada Kernel", "aka agent"]
         assert session.iteration_files(3)["proposal"]["proposer"] == "offline"
