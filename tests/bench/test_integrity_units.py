@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import _thread
+import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -122,17 +126,48 @@ def test_integrity_snapshot_sees_replaced_timers() -> None:
     assert snapshot.changed() == []
 
 
-def test_thread_start_counter_sees_short_lived_threads() -> None:
-    original = threading.Thread.start
+@contextmanager
+def _thread_start_counter() -> Iterator[ThreadStartCounter]:
+    """A counter whose patches are undone afterwards (its fork hook stays: it only appends to its own list)."""
+    saved = threading.Thread.start, _thread.start_new_thread, _thread.start_new, threading._start_new_thread  # type: ignore[attr-defined]
     try:
-        counter = ThreadStartCounter()
+        yield ThreadStartCounter()
+    finally:
+        threading.Thread.start, _thread.start_new_thread, _thread.start_new, threading._start_new_thread = saved  # type: ignore[attr-defined,method-assign]
+
+
+def test_thread_start_counter_sees_short_lived_threads() -> None:
+    with _thread_start_counter() as counter:
         mark = counter.mark()
         t = threading.Thread(target=lambda: None, name="sneaky")
         t.start()
         t.join()
-        assert counter.since(mark) == ["sneaky"]
-    finally:
-        threading.Thread.start = original  # type: ignore[method-assign]
+        assert set(counter.since(mark)) == {"sneaky"}
+
+
+def test_thread_start_counter_sees_raw_threads_and_forks() -> None:
+    """Threads below `threading` and forked processes do work no dispatch mode of the worker's thread sees."""
+    with _thread_start_counter() as counter:
+        mark = counter.mark()
+        done = _thread.allocate_lock()
+        done.acquire()
+        _thread.start_new_thread(done.release, ())
+        done.acquire()
+        assert counter.since(mark) == ["raw thread 'lock.release'"]
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        later = counter.mark()
+        assert counter.since(later) == [f"forked process (pid {os.getpid()} forked)"]  # a fork before the mark too
+
+
+def test_integrity_snapshot_sees_the_raw_thread_start_restored() -> None:
+    original = _thread.start_new_thread
+    with _thread_start_counter():
+        snapshot = IntegritySnapshot()
+        _thread.start_new_thread = original  # what a candidate that found the uncounted start would do
+        assert "_thread.start_new_thread" in snapshot.changed()
 
 
 def test_poisoned_allocations_fill_uninitialised_memory() -> None:
@@ -207,3 +242,4 @@ def test_the_aten_audit_charges_a_dispatch_mode_below_it() -> None:
     with Resident(), audit_mode() as above:
         x.view(2, 2)
     assert above.compute == {"dispatch mode below the audit::Resident": 1}
+

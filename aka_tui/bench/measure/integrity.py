@@ -12,6 +12,7 @@ Background threads left running by a forward are detected the same way (a thread
 
 from __future__ import annotations
 
+import _thread
 import threading
 import time
 from types import ModuleType
@@ -27,7 +28,7 @@ def _watched_namespaces() -> list[tuple[str, Any]]:
     spaces: list[tuple[str, Any]] = [
         ("time", time), ("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.nn.functional", functional),
         ("torch.cuda", torch.cuda), ("torch.cuda.Event", torch.cuda.Event), ("torch.cuda.Stream", torch.cuda.Stream),
-        ("threading", threading),
+        ("threading", threading), ("_thread", _thread),  # the raw thread start ThreadStartCounter counts
     ]
     try:
         import triton.testing
@@ -196,27 +197,47 @@ def _watched_items() -> list[tuple[tuple[str, str], Any]]:
 
 
 class ThreadStartCounter:
-    """Counts `threading.Thread.start` calls (installed by the worker before any candidate code runs).
+    """Counts the threads and processes a candidate starts (installed by the worker before any candidate code runs).
 
-    A thread that starts and finishes inside forward is invisible to a census; its start is not.
+    A thread that starts and finishes inside forward is invisible to a census; its start is not. Counted:
+    `threading.Thread.start`, the interpreter's raw thread starts below it (`_thread.start_new_thread`, also as
+    `threading._start_new_thread`: such a thread is no `threading.Thread`, so `threading.enumerate` never lists it)
+    and every fork (`os.register_at_fork`, which nothing can unregister). Torch's dispatch modes are per thread and
+    the audit watches the worker's process only, so work done in either is unaudited (`raw_thread_fallback`,
+    `forked_child_fallback`). No honest kernel forks: `since` lists every fork since the counter was installed, the
+    candidate's import included (a helper forked then could serve every call through shared memory).
     """
 
     def __init__(self) -> None:
+        import os
+
         self.started: list[str] = []
+        self.forks: list[str] = []
         original = threading.Thread.start
+        raw_start = _thread.start_new_thread
         counter = self
 
         def start(thread: threading.Thread) -> None:
             counter.started.append(thread.name)
             original(thread)
 
+        def start_new_thread(function: Any, *args: Any, **kwargs: Any) -> int:
+            owner = getattr(function, "__self__", None)
+            counter.started.append(owner.name if isinstance(owner, threading.Thread)
+                                   else f"raw thread {getattr(function, '__qualname__', function)!r}")
+            return raw_start(function, *args, **kwargs)
+
         threading.Thread.start = start  # type: ignore[method-assign,assignment]
+        _thread.start_new_thread = _thread.start_new = start_new_thread  # type: ignore[attr-defined,assignment]
+        threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+        os.register_at_fork(before=lambda: counter.forks.append(f"forked process (pid {os.getpid()} forked)"))
 
     def mark(self) -> int:
         return len(self.started)
 
     def since(self, mark: int) -> list[str]:
-        return self.started[mark:]
+        """Threads started since `mark`, and every fork so far."""
+        return self.started[mark:] + self.forks
 
 
 def thread_census() -> set[int]:

@@ -147,7 +147,7 @@ class ShapePlan:
         if watch and self.thread_starts is not None:
             names = sorted(set(new_threads(before) + self.thread_starts.since(mark)))
             if names:
-                raise MeasureFailure("tampered", stage, "forward ran work in other thread(s): " + ", ".join(names))
+                raise MeasureFailure("tampered", stage, "forward ran work in other thread(s) or process(es): " + ", ".join(names))
         return out
 
     def check_only(self, index: int = 0) -> Generator[Call, Any, list[tuple[Any, ...]]]:
