@@ -243,3 +243,15 @@ def test_the_aten_audit_charges_a_dispatch_mode_below_it() -> None:
         x.view(2, 2)
     assert above.compute == {"dispatch mode below the audit::Resident": 1}
 
+
+def test_static_scan_holds_raw_threads_and_processes() -> None:
+    """Work in a raw thread or another process is seen by no audit; `posix` is `os` under another name."""
+    routes = ["import _thread", "from os import fork", "import os\nos.fork()", "import os as o\no.posix_spawn('x', [], {})",
+              "import os\nos.system('python -c 1')", "import torch.multiprocessing as mp",
+              "from torch import multiprocessing", "import torch\ntorch.multiprocessing.Process()",
+              "from concurrent.futures import ProcessPoolExecutor\nProcessPoolExecutor()", "import pty",
+              "from posix import write", "import os\nos.register_at_fork(before=print)"]
+    for source in routes:
+        assert [f for f in scan_source(source) if f.suspicious], source
+    honest = "import threading\nfrom concurrent.futures import ThreadPoolExecutor\nimport os\nos.environ.get('X')\n"
+    assert not [f for f in scan_source(honest) if f.suspicious]

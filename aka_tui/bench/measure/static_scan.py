@@ -35,13 +35,19 @@ _TENSOR_COMPUTE_METHODS = {
 }
 SUSPICIOUS_KINDS = frozenset({
     "harness-import", "frame-inspection", "memory-access", "fd-access", "dynamic-code", "introspection",
-    "harness-state", "clock-read", "monkeypatch",
+    "harness-state", "clock-read", "monkeypatch", "task-start",
 })
 _MODULE_KINDS = {  # imported module (root) -> kind
     "aka_tui": "harness-import", "inspect": "frame-inspection", "traceback": "frame-inspection",
     "gc": "memory-access", "ctypes": "memory-access", "mmap": "memory-access", "_ctypes": "memory-access",
     "socket": "fd-access", "fcntl": "fd-access", "multiprocessing": "fd-access", "subprocess": "fd-access",
     "importlib": "dynamic-code", "builtins": "dynamic-code", "marshal": "dynamic-code", "pickle": "dynamic-code",
+    # `os` under its other names: what is held against `os.write` & co. would not be against `posix.write`
+    "posix": "fd-access", "nt": "fd-access",
+    # threads and processes whose work no dispatch mode of the worker's thread sees (the worker counts the starts
+    # it can: raw threads and forks; an exec'd process exchanging data through files it cannot)
+    "_thread": "task-start", "pty": "task-start", "_posixsubprocess": "task-start", "_multiprocessing": "task-start",
+    "torch.multiprocessing": "task-start",
 }
 _ATTR_KINDS = {  # attribute name read anywhere -> kind
     "_getframe": "frame-inspection", "f_back": "frame-inspection", "f_locals": "frame-inspection",
@@ -68,6 +74,12 @@ _CALL_KINDS = {  # dotted call -> kind
     "time.perf_counter": "clock-read", "time.perf_counter_ns": "clock-read", "time.monotonic": "clock-read",
     "time.monotonic_ns": "clock-read", "time.time": "clock-read", "time.time_ns": "clock-read",
     "time.process_time": "clock-read", "time.thread_time": "clock-read", "time.clock_gettime": "clock-read",
+    **{f"os.{name}": "task-start" for name in (
+        "fork", "forkpty", "register_at_fork", "posix_spawn", "posix_spawnp", "system", "popen", "spawnl", "spawnle",
+        "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe", "execl", "execle", "execlp", "execlpe",
+        "execv", "execve", "execvp", "execvpe")},
+    "ProcessPoolExecutor": "task-start", "concurrent.futures.ProcessPoolExecutor": "task-start",
+    "concurrent.futures.process.ProcessPoolExecutor": "task-start",
 }
 _RISKY_MODULES = {"os", "sys", "gc", "builtins", "ctypes", "inspect", "importlib", "io", "time"}
 _PATHS = ("/proc/", "/dev/fd", "/dev/mem")
@@ -163,6 +175,8 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, _ATTR_KINDS[node.attr], ast.unparse(node)[:80])
         elif self.dotted(node) in ("sys.modules", "sys.argv"):
             self.add(node, _CALL_KINDS[self.dotted(node)], self.dotted(node))
+        elif self.dotted(node) == "torch.multiprocessing":  # reached without an import: torch imports it
+            self.add(node, "task-start", "torch.multiprocessing")
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -188,13 +202,16 @@ class _Scanner(ast.NodeVisitor):
             dotted = f"{module}.{alias.name}"
             if dotted in _CALL_KINDS:
                 self.add(node, _CALL_KINDS[dotted], dotted)
+            elif dotted in _MODULE_KINDS:  # `from torch import multiprocessing`
+                self.add(node, _MODULE_KINDS[dotted], dotted)
             elif alias.name in _ATTR_KINDS:
                 self.add(node, _ATTR_KINDS[alias.name], dotted)
 
     def _imported(self, node: ast.AST, module: str) -> None:
-        root = module.split(".")[0]
-        if root in _MODULE_KINDS:
-            self.add(node, _MODULE_KINDS[root], module)
+        prefixes = [".".join(module.split(".")[:n]) for n in range(module.count(".") + 1, 0, -1)]
+        kind = next((_MODULE_KINDS[prefix] for prefix in prefixes if prefix in _MODULE_KINDS), None)
+        if kind is not None:
+            self.add(node, kind, module)
         elif "reference" in module:
             self.add(node, "reference-import", module)
 
