@@ -255,3 +255,32 @@ def test_static_scan_holds_raw_threads_and_processes() -> None:
         assert [f for f in scan_source(source) if f.suspicious], source
     honest = "import threading\nfrom concurrent.futures import ThreadPoolExecutor\nimport os\nos.environ.get('X')\n"
     assert not [f for f in scan_source(honest) if f.suspicious]
+
+
+def test_the_audit_charges_memory_handed_to_numpy() -> None:
+    """NumPy working on a tensor's memory reaches no aten op: handing the memory out inside the audit computes."""
+    import numpy as np
+
+    from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode
+
+    x = torch.ones(4)
+    with TritonLaunchRecorder().installed() as recorder:
+        audit = audit_mode()
+        with recorder.recording(audit), audit:
+            x.numpy(), np.asarray(x), np.from_dlpack(x), torch.utils.dlpack.to_dlpack(x)
+            audit.paused += 1  # inside the candidate's kernel launch: the interpreter's own
+            x.numpy()
+            audit.paused -= 1
+        x.numpy()  # the harness's own, outside the audit
+    charged = {k.split("::")[1]: v for k, v in audit.compute.items()}
+    assert set(charged) == {"numpy", "__array__", "__dlpack__", "to_dlpack"}
+    assert charged["numpy"] == 2  # x.numpy(), and np.asarray's __array__ calls it too: never the harness's own
+    assert "numpy" not in vars(torch.Tensor)  # uninstalled: the inherited method again
+
+
+def test_static_scan_holds_the_way_around_the_tensor_wraps() -> None:
+    for source in ("import torch\ntorch._C.TensorBase.numpy(x)", "from torch._C import _TensorBase",
+                   "import torch\nsuper(torch.Tensor, x).numpy()"):
+        assert [f for f in scan_source(source) if f.suspicious], source
+    assert not [f for f in scan_source("class M:\n    def __init__(self):\n        super(M, self).__init__()\n")
+                if f.suspicious]

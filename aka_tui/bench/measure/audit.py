@@ -21,6 +21,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from aka_tui.bench.measure.kernel_resources import compiled_resources
+from aka_tui.bench.measure.memory_exports import unwrap, wrap_exports
 from aka_tui.bench.measure.results import AuditReport
 
 ALLOWED_OPS = frozenset({
@@ -182,6 +183,7 @@ class TritonLaunchRecorder:
         self.active = False
         self.audit: AtenAuditMode | None = None
         self._originals: list[tuple[Any, Any]] = []
+        self._exports: list[tuple[Any, str, Any]] = []
         # While timing on CUDA: the timed stream's handle, and launches that went to any other stream
         self.timed_stream: int | None = None
         self.off_stream: Counter[str] = Counter()
@@ -224,6 +226,7 @@ class TritonLaunchRecorder:
 
             self._originals.append((cls, original))
             cls.run = run  # type: ignore[method-assign]
+        self._exports = wrap_exports(lambda: recorder.audit)
 
     def note_resources(self, key: tuple[str, str], compiled: Any) -> None:
         """Keep the registers, spills and occupancy of a compiled kernel (never fails a launch)."""
@@ -238,6 +241,8 @@ class TritonLaunchRecorder:
         for cls, original in self._originals:
             cls.run = original  # type: ignore[method-assign]
         self._originals.clear()
+        unwrap(self._exports)
+        self._exports = []
 
     @contextmanager
     def installed(self) -> Iterator[TritonLaunchRecorder]:

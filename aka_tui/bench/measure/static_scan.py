@@ -63,6 +63,8 @@ _ATTR_KINDS = {  # attribute name read anywhere -> kind
     "setprofile": "harness-state", "gettrace": "harness-state", "getprofile": "harness-state",
     # kernels registered with the dispatcher (an aten op's kernel replaced below Python) or loaded from a library
     "Library": "monkeypatch", "_dispatch_library": "monkeypatch", "load_library": "monkeypatch",
+    # the C base of torch.Tensor: its methods (`numpy`) cannot be wrapped, so it is the way around the audit's wraps
+    "TensorBase": "introspection", "_TensorBase": "introspection",
 }
 _CALL_KINDS = {  # dotted call -> kind
     "sys.modules": "introspection", "sys.argv": "fd-access", "os.write": "fd-access", "os.read": "fd-access",
@@ -153,6 +155,8 @@ class _Scanner(ast.NodeVisitor):
         resolved = self.dotted(func)
         if resolved in _CALL_KINDS:
             self.add(node, _CALL_KINDS[resolved], resolved)
+        elif text == "super" and len(node.args) == 2 and self.dotted(node.args[0]).startswith("torch."):
+            self.add(node, "introspection", ast.unparse(node)[:80])  # super(torch.Tensor, x): TensorBase's methods
         elif text in ("getattr", "setattr", "delattr") and node.args and \
                 self.dotted(node.args[0]).split(".")[0] in _RISKY_MODULES:
             self.add(node, "dynamic-code", ast.unparse(node)[:80])
