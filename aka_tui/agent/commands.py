@@ -201,14 +201,9 @@ def _resume(args: argparse.Namespace) -> int:
 def _resume_session(args: argparse.Namespace, path: Path) -> int:
     """`aka optimize --resume ID`: continue a recorded (possibly killed) session after its last commit, with
     the proposer, seed, dropout, device and tier recorded in session.json."""
+    from aka_tui.agent import resume
     from aka_tui.agent.loop import AgentLoop, LoopConfig, LoopOutcome
     from aka_tui.agent.replay import ReplayProposer
-    from aka_tui.agent.resume import (
-        adopt_persons_incumbent,
-        check_resumable,
-        missing_evaluated_events,
-        rebuild_attempts,
-    )
     from aka_tui.bench.evaluator.evaluate import EvalOptions, resolve_device, resolve_profile, resolve_tier
     from aka_tui.bench.problem.lookup import find_problem
     from aka_tui.errors import AkaError
@@ -235,13 +230,13 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
     options = EvalOptions(device=device, tier=args.tier or meta.get("tier"), cases=int(meta.get("cases", args.cases)),
                           limits=_limits(args))
     profile = resolve_profile(options, device)
-    for difference in check_resumable(meta, problem, profile, args.force):
+    for difference in resume.check_resumable(meta, problem, profile, args.force):
         print(f"warning (--force): {difference}", file=sys.stderr)
     discarded = discard_uncommitted(session)
-    attempts = rebuild_attempts(session, problem, profile)
+    attempts = resume.rebuild_attempts(session, problem, profile)
     wins = [a for a in attempts if a.accepted]
     incumbent = wins[-1] if wins else None
-    for a in missing_evaluated_events(session, attempts):  # killed between a commit and its event
+    for a in resume.missing_evaluated_events(session, attempts):  # killed between a commit and its event
         session.events.append("candidate_evaluated", iteration=a.iteration, s_op=a.score.s_op, s_raw=a.score.s_raw_op,
                               correct=a.score.correct, real=a.score.real, accepted=a.accepted, sha=a.sha,
                               recovered=True)
@@ -254,7 +249,7 @@ def _resume_session(args: argparse.Namespace, path: Path) -> int:
                               start=meta.get("start"))
     if isinstance(proposer, ReplayProposer):
         iterations = min(iterations, proposer.remaining)
-    adopt_persons_incumbent(proposer, incumbent)
+    resume.adopt_persons_incumbent(proposer, incumbent)
     print(f"resuming {path.name} at iteration {first}: {len(attempts)} committed candidate(s) kept; incumbent "
           + (f"iteration {incumbent.iteration} (S_op {incumbent.score.s_op:.4f})" if incumbent else "none yet")
           + (f"; discarded uncommitted {', '.join(discarded)}" if discarded else ""))

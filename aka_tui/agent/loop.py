@@ -29,6 +29,7 @@ from aka_tui.agent.events import AgentEvent, AgentEventKind
 from aka_tui.agent.measure import Measurer
 from aka_tui.agent.offline import Proposal
 from aka_tui.agent.proposers import Proposer, wants_context
+from aka_tui.agent.resume import adopt_edit
 from aka_tui.bench.evaluator.evaluate import EvalOptions
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.roofline.hardware import HardwareProfile
@@ -128,18 +129,11 @@ class AgentLoop:
     def _evaluate_injection(self, injection: Injection, iteration: int, outcome: LoopOutcome,
                             incumbent: Attempt | None) -> Attempt | None:
         """Evaluate and record a person's candidate; returns the incumbent from then on."""
-        self._emit("candidate_injected", iteration=iteration, author=injection.author[0],
-                   rationale=injection.rationale)
+        self._emit("candidate_injected", iteration=iteration, author=injection.author[0], rationale=injection.rationale)
         score, result = self._measurer.full(injection.source, iteration)
         adopted = score.correct and score.real
-        point, tuned = dict(injection.point), None
-        adopt = getattr(self.proposer, "adopt", None)
-        if adopted and adopt is not None:  # the proposer tunes the edit from now on, if it declares its tunables
-            edited_point = adopt(injection.source, injection.author[0])
-            tuned = edited_point is not None
-            point = edited_point if edited_point is not None else point
-        proposal = Proposal(injection.source, "person", point, {}, injection.rationale,
-                            path=f"person {injection.author[0]}")
+        point, tuned = adopt_edit(self.proposer, injection.source, injection.author[0], injection.point, adopted)
+        proposal = Proposal(injection.source, "person", point, {}, injection.rationale, path=f"person {injection.author[0]}")
         attempt = Attempt(iteration, proposal, score, adopted, error=first_error(result))
         summary = (f"{'adopted' if adopted else 'not adopted'} edit by {injection.author[0]} S_op={score.s_op:.4f} "
                    f"{'correct' if score.correct else 'incorrect'}{'' if score.real else ' fallback'}")

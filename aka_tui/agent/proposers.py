@@ -74,6 +74,8 @@ class ProposerRequest:
     tier: str | None = None
     start: str | None = None
     """A person's kernel file to start from (offline)."""
+    start_text: str | None = None
+    """A person's kernel written in the app to start from (offline)."""
     transfer_budget_s: float = 60.0
     find_start: bool = True
     """Offline: search the starting point (a person's kernel, the knowledge base, a transfer, a compiler seed);
@@ -131,7 +133,7 @@ def _offline(request: ProposerRequest) -> Proposer:
 
     point = find_starting_point(request.problem, request.device, request.tier,
                                 start_file=Path(request.start) if request.start else None, log=request.log,
-                                transfer_budget_s=request.transfer_budget_s)
+                                transfer_budget_s=request.transfer_budget_s, start_text=request.start_text)
     request.log(f"starting point: {point.detail}")
     return OfflineProposer([point.kernel], seed=request.seed, path=_path_label(point))
 

@@ -76,3 +76,15 @@ def adopt_persons_incumbent(proposer: Any, incumbent: Attempt | None) -> None:
     path = incumbent.proposal.path if incumbent is not None else ""
     if adopt is not None and incumbent is not None and path.startswith("person "):
         adopt(incumbent.proposal.source, path.removeprefix("person "))
+
+
+def adopt_edit(proposer: Any, source: str, author: str, point: dict[str, Any],
+               adopted: bool) -> tuple[dict[str, Any], bool | None]:
+    """(the edit's point, whether the proposer tunes it from now on) for a person's edit the loop evaluated: an
+    adopted edit that declares its tunables is what a proposer with `adopt` tunes next, at the edit's TUNABLES;
+    None when the question does not arise (not adopted, or a proposer that takes no kernel)."""
+    adopt = getattr(proposer, "adopt", None)
+    if not adopted or adopt is None:
+        return dict(point), None
+    edited = adopt(source, author)
+    return (dict(point), False) if edited is None else (edited, True)

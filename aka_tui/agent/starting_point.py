@@ -108,8 +108,10 @@ def _check_device_alive(probes: list[Any]) -> None:
 
 def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Path | None = None,
                         start_file: Path | None = None, log: Callable[[str], None] = print,
-                        allow_seed: bool = True, transfer_budget_s: float = 60.0) -> StartingPoint:
-    """The first path that applies; ProposerError with one line naming what would help when none does."""
+                        allow_seed: bool = True, transfer_budget_s: float = 60.0,
+                        start_text: str | None = None) -> StartingPoint:
+    """The first path that applies; ProposerError with one line naming what would help when none does.
+    `start_text`: a person's kernel written in the app (as `start_file` is one on disk)."""
     from aka_tui.agent.adapter import adapter_source, transferred_kernel
     from aka_tui.agent.probe import load_modules
     from aka_tui.agent.transfer import find_transfers, kb_semantics, match_kernel
@@ -118,6 +120,9 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
     from aka_tui.knowledge.reference_kernels import reference_kernels
     from aka_tui.knowledge.store import default_kb_dir, load_kb
 
+    if start_text is not None:
+        kernel = person_kernel(start_text, Path("your-kernel.py"), problem.family)
+        return StartingPoint(kernel, "person", "a person's kernel written in the app")
     if start_file is not None:
         if not start_file.is_file():
             raise ProposerError(f"--start {start_file}: no such file")

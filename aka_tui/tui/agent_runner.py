@@ -47,6 +47,23 @@ class RunSettings:
     use_kb: bool = True
     fuzz: int | None = 1
     author: tuple[str, str] = ("kernel engineer", "engineer@aka-tui.invalid")
+    start_text: str | None = None  # a kernel the person wrote before the session started: its offline start
+
+
+def settings_from_config(app: Any, problem: str) -> RunSettings:
+    """RunSettings for a session on `problem` from the app's config (tests add overrides)."""
+    c = app.config
+    settings = RunSettings(
+        problem_dir=app.paths.suite_dir / problem, sessions_dir=app.paths.sessions_dir, proposer=c.proposer,
+        model=c.model, iterations=c.iterations, wall_time_s=c.wall_time_s or None,
+        max_cost_usd=c.max_cost_usd or None, dropout_p=c.dropout_p, remeasure_rounds=c.remeasure_rounds,
+        seed=c.seed, tier=c.tier or None, cases=c.cases, hardware=c.hardware or None, use_kb=c.use_kb,
+        author=(c.author_name, c.author_email),
+        replay_from=getattr(app, "replay_source", None))
+    for key, value in app.session_overrides.items():
+        if hasattr(settings, key):
+            setattr(settings, key, value)
+    return settings
 
 
 def settings_changes(current: RunSettings, wanted: RunSettings) -> tuple[list[str], list[str]]:
@@ -74,7 +91,7 @@ def make_proposer(settings: RunSettings, problem: Any, profile: Any, device: str
         _check_model_allowed()
     return build(ProposerRequest(
         settings.proposer, problem, profile, seed=settings.seed, model=settings.model,
-        replay_from=settings.replay_from, device=device, tier=tier, log=report,
+        replay_from=settings.replay_from, device=device, tier=tier, log=report, start_text=settings.start_text,
         replay_missing="the replay proposer needs a recorded session: pick one on the Replay screen"))
 
 

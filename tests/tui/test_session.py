@@ -147,3 +147,37 @@ async def test_a_session_on_an_operator_without_a_kb_kernel_starts_from_a_transf
         assert "via transfer from rms-norm-reference-kernel" in str(screen.query_one("#metrics").content.renderables[0])
         log = " ".join(str(line.text).strip() for line in screen.query_one("#agent-log").lines)
         assert "starting point: transfer from rms-norm-reference-kernel" in log, log
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_kernel_written_before_the_session_is_its_start(make_app: Any) -> None:
+    """e before any session opens the editor on a template (the tunables to declare, then the reference); a kernel
+    without TUNABLES is refused with the reason and stays in the editor; saved with them, it starts the session and
+    the offline agent tunes it."""
+    from aka_tui.knowledge.reference_kernels import kernels_for_op
+    from aka_tui.knowledge.store import default_kb_dir, load_kb
+
+    mine = "# written by hand\n" + kernels_for_op(load_kb(default_kb_dir()), "silu_and_mul")[0].source
+    app = make_app(iterations=2)
+    app.session_overrides = dict(FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        app.open_session("silu_and_mul")
+        await pilot.pause()
+        screen = app.screen
+        await pilot.press("e")
+        await pilot.pause()
+        area = app.screen.query_one("#editor-area")
+        assert "TUNABLES = " in area.text and "class Model" in area.text  # the template
+        area.text = "import torch\n\nclass Model(torch.nn.Module):\n    pass\n"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen.query_one("#editor-area") is not None and screen.runner is None  # refused, kept
+        app.screen.query_one("#editor-area").text = mine
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: screen.runner is not None and len(screen.views) == 2
+                       and not screen.runner.running, timeout_s=240.0)
+        first, second = screen.views
+        assert first.kernel.startswith("# written by hand") and first.path == "a person's kernel written in the app"
+        assert second.kernel.startswith("# written by hand")  # the agent tuned the person's kernel

@@ -27,7 +27,8 @@ Type in the filter box (or **/**) to filter by op, family, dtype or kernel; **s*
 **s** start, or continue a finished or recorded session (budgets from Settings apply; the proposer and what
 defines the session stay) · **n** new session · **space** pause/resume at the next iteration boundary ·
 **x** stop · **a** accept the selected candidate (git tag) and export it · **e** edit it ($VISUAL/$EDITOR, or
-the in-app editor; the edit is evaluated, recorded as your commit, and the agent continues from it) ·
+the in-app editor; the edit is evaluated, recorded as your commit, and the agent continues from it; before any
+session, **e** writes a kernel of your own that starts it) ·
 **w** export to a file (with a provenance header).
 **i** focuses the iteration list (up/down select what the panels show) · **t** switches the code tabs
 (Source, Diff, Side by side, Decision; Roofline when narrow) · **z** zooms the tabs to the whole screen.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -15,44 +14,15 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, RichLog, Sparkline, Static
 
-import aka_tui.safe_ast as safe_ast
-from aka_tui.tui.agent_runner import AgentRunner, RunSettings
+from aka_tui.tui.agent_runner import AgentRunner, RunSettings, settings_from_config
 from aka_tui.tui.iteration_view import IterationFacts, IterationView, make_view
 from aka_tui.tui.messages import AgentEventReceived, IterationRecorded, LoopMessage, RunnerPhaseChanged
+from aka_tui.tui.own_kernel import kernel_problem, start_kernel_problem, start_template
 from aka_tui.tui.screens.kernel_files import edit_text, export_recorded
 from aka_tui.tui.screens.session_recorded import RecordedSessions
 from aka_tui.tui.session_status import status_text
 from aka_tui.tui.widgets.candidate_panels import CandidatePanels, IterationList
 from aka_tui.tui.widgets.metrics import panel_context
-
-
-def kernel_problem(text: str) -> str:
-    """Why a kernel cannot be evaluated as typed ('' when it parses and defines class Model)."""
-    try:
-        tree = safe_ast.parse(text)
-    except (SyntaxError, ValueError) as exc:  # ValueError: null bytes, on Pythons that do not call them syntax
-        line = getattr(exc, "lineno", None)
-        where = f" at line {line}" if line else ""
-        return f"syntax error{where}: {getattr(exc, 'msg', exc)}"
-    if not any(isinstance(node, ast.ClassDef) and node.name == "Model" for node in tree.body):
-        return "a candidate must define class Model (the reference's init and forward arguments)"
-    return ""
-
-
-def settings_from_config(app: Any, problem: str) -> RunSettings:
-    """RunSettings for a session on `problem` from the app's config (tests add overrides)."""
-    c = app.config
-    settings = RunSettings(
-        problem_dir=app.paths.suite_dir / problem, sessions_dir=app.paths.sessions_dir, proposer=c.proposer,
-        model=c.model, iterations=c.iterations, wall_time_s=c.wall_time_s or None,
-        max_cost_usd=c.max_cost_usd or None, dropout_p=c.dropout_p, remeasure_rounds=c.remeasure_rounds,
-        seed=c.seed, tier=c.tier or None, cases=c.cases, hardware=c.hardware or None, use_kb=c.use_kb,
-        author=(c.author_name, c.author_email),
-        replay_from=getattr(app, "replay_source", None))
-    for key, value in app.session_overrides.items():
-        if hasattr(settings, key):
-            setattr(settings, key, value)
-    return settings
 
 
 class SessionScreen(RecordedSessions, Screen[None]):
@@ -82,6 +52,7 @@ class SessionScreen(RecordedSessions, Screen[None]):
         self._problem: Any = None
         self._profile: Any = None
         self._recorded_meta: dict[str, Any] = {}
+        self._start_text: str | None = None  # the person's own kernel, the start of the next session
 
     @property
     def _app(self) -> Any:
@@ -166,7 +137,11 @@ class SessionScreen(RecordedSessions, Screen[None]):
             self._continue_recorded(False)
             return
         if self.runner is None or self.runner.session is None:
-            self.runner = self._new_runner(wanted)
+            own, self._start_text = self._start_text, None
+            offline = wanted.proposer == "offline"
+            self.runner = self._new_runner(replace(wanted, start_text=own) if own and offline else wanted)
+            if own and not offline:
+                self.runner.inject(own, None, f"written by {wanted.author[0]}")
             self._log(f"starting a session on {self.problem_name} ({wanted.proposer} proposer)")
         else:
             applied, kept = self.runner.apply(wanted)
@@ -248,6 +223,9 @@ class SessionScreen(RecordedSessions, Screen[None]):
 
     def action_edit(self) -> None:
         view = self.selected_view()
+        if view is None and self.runner is None and self.recorded_dir is None and self.problem_name is not None:
+            self._write_start()  # before any session: the person's own kernel starts it
+            return
         if view is None or (self.runner is None and self.recorded_dir is None):
             self.notify("no candidate to edit yet", severity="warning")
             return
@@ -261,6 +239,23 @@ class SessionScreen(RecordedSessions, Screen[None]):
             self._log("pausing while you edit")
         edit_text(self._app, f"Edit iteration {view.iteration}'s kernel", view.kernel, kernel_problem,
                   lambda text: self.submit_edit(view, text))
+
+    def _write_start(self) -> None:
+        problem = self._app.data.problems.get(self.problem_name) if self._app.data is not None else None
+        if problem is None:
+            self.notify("the suite is still loading", severity="warning")
+            return
+        edit_text(self._app, f"Your kernel for {self.problem_name}", start_template(problem.name, problem.reference_path),
+                  start_kernel_problem, self.submit_start)
+
+    def submit_start(self, text: str | None) -> None:
+        """A kernel the person wrote before the session: the offline agent starts from it and tunes it (another
+        proposer evaluates it first); then the session starts."""
+        if text is None:
+            return
+        self._start_text = text
+        self._log("your kernel starts the session")
+        self.action_start()
 
     def submit_edit(self, view: IterationView, text: str | None) -> None:
         """Queue the edited kernel; it is evaluated and recorded as the person's commit, then the agent goes on."""
