@@ -58,6 +58,14 @@ class _Events:
         return [json.loads(line) for line in lines if line.strip()]
 
 
+def sweep_cache(job: dict[str, Any]) -> Path:
+    """The compiler caches the sweep's child writes: the knowledge base's kernels share one; a person's file
+    (`--kernel`, e.g. a model's session kernel) gets the cache of its content, as in the evaluator, so it cannot
+    plant compiled kernels under the keys a later sweep of another kernel loads."""
+    source = job.get("kernel_source")
+    return bwrap.cache_dir("sweep", None, source.encode() if source is not None else None)
+
+
 def _spawn(job: dict[str, Any], work_dir: Path, events_path: Path, limits: WorkerLimits) -> ContainedProcess:
     """The sweep's child in the evaluator's sandbox: the problem and the knowledge base read-only, the GPU lock
     directory writable (the child takes the per-GPU lock itself), everything else as for a worker."""
@@ -68,7 +76,7 @@ def _spawn(job: dict[str, Any], work_dir: Path, events_path: Path, limits: Worke
     read_only = [Path(job["problem_dir"]), Path(job["kb"])]
     if (home / "hardware").is_dir():
         read_only.append(home / "hardware")  # measured profiles
-    cache = bwrap.cache_dir("sweep", None)
+    cache = sweep_cache(job)
     env = {"AKA_HOME": str(home), "TRITON_CACHE_DIR": str(cache / "triton"),
            "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor")}
     gpu = str(job["device"]).startswith("cuda")

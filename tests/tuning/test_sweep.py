@@ -238,3 +238,13 @@ def test_cli_sweeps_a_candidate_file_of_an_operator_without_a_kb_kernel(tmp_path
     assert rc == 0 and f"--kernel {kernel}" in report["command"]
     assert main(["kb", "sweep", "centered_swish", "silu_and_mul", "--kernel", str(kernel), "--device", "cpu"]) == 2
     assert "give exactly one OP" in capsys.readouterr().err
+
+
+def test_a_swept_candidate_file_gets_a_compiler_cache_of_its_own() -> None:
+    """A person's file (`--kernel`: a model's code) must not write the cache a later sweep of another kernel loads
+    (on a GPU it could plant a compiled kernel under the key of a KB kernel's); the KB's own kernels share one."""
+    from aka_tui.tuning.isolation import sweep_cache
+
+    kb, hostile, other = sweep_cache({}), sweep_cache({"kernel_source": "A = 1\n"}), sweep_cache({"kernel_source": "B"})
+    assert kb.name == "shared-sweep" and len({kb, hostile, other}) == 3
+    assert sweep_cache({"kernel_source": "A = 1\n"}) == hostile  # kept between sweeps of the same file

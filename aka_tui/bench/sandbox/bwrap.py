@@ -169,17 +169,20 @@ def worker_environment(view: View, source: dict[str, str] | None = None) -> dict
 CACHES_KEPT = 64
 
 
-def cache_dir(kind: str, candidate: str | None) -> Path:
+def cache_dir(kind: str, candidate: str | None, source: bytes | None = None) -> Path:
     """The compiler caches (Triton, inductor) of one candidate's code, kept between its evaluations: keyed by the
-    file's content, so no candidate can plant kernels in another's cache; the baselines share theirs (the
-    problem's own reference; `--precompile-workers` warms the compile baseline's)."""
+    file's content (or the `source` given, for code that travels as text), so no candidate can plant kernels in
+    another's cache; the baselines share theirs (the problem's own reference; `--precompile-workers` warms the
+    compile baseline's), and so do the sweeps of the knowledge base's own kernels."""
     import hashlib
 
     from aka_tui.paths import aka_home
 
     root = aka_home() / "cache" / "sandbox"
     key = f"shared-{kind}"
-    if candidate:
+    if source is not None:
+        key = "candidate-" + hashlib.sha256(source).hexdigest()[:24]
+    elif candidate:
         try:
             key = "candidate-" + hashlib.sha256(Path(candidate).read_bytes()).hexdigest()[:24]
         except OSError:
