@@ -23,7 +23,9 @@ _ADAPTER_TEMPLATE = '''
 # -----------------------------------------------------------------------------------------------------------
 # Adapter (the agent's transfer from the knowledge base's {entry_id}): the problem's interface mapped onto the
 # kernel's, found by running both on probe inputs. Specs: ["init", name] a problem init argument, ["const", v],
-# ["dim", input, axis] a size of an input, ["input", name] a problem input, ["none"] None, ["default"] left out.
+# ["dim", input, axis] a size of an input, ["input", name] a problem input, ["none"] None, ["default"] left out,
+# ["ones" | "zeros", input] a vector of ones or zeros as long as the input's last axis (a weight or bias the
+# problem does not have), made once per size, dtype and device.
 _ADAPTER_INIT = {init_map!r}
 _ADAPTER_ARGS = {arg_map!r}
 _ADAPTER_OUTPUTS = {out_map!r}
@@ -44,6 +46,7 @@ class Model(torch.nn.Module):
         super().__init__()
         self._adapter_init = {init_dict}
         self._adapter_models = {{}}
+        self._adapter_identities = {{}}
         # the kernel's init values that do not depend on the inputs, resolved once
         self._adapter_fixed = {{k: self._adapter_init[v[1]] if v[0] == "init" else v[1]
                                for k, v in _ADAPTER_INIT.items() if v[0] in ("init", "const")}}
@@ -58,6 +61,14 @@ class Model(torch.nn.Module):
                 **self._adapter_fixed, **dict(zip({dim_names!r}, _adapter_dims)))
         _adapter_out = _adapter_flat(_adapter_model.forward({call_args}))
         return {result_expr}
+
+    def _adapter_identity(self, fill, like):
+        """A vector of ones or zeros as long as `like`'s last axis, in its dtype and device (kept)."""
+        key = (fill, like.shape[-1], like.dtype, like.device)
+        if key not in self._adapter_identities:
+            self._adapter_identities[key] = (torch.ones if fill == "ones" else torch.zeros)(
+                like.shape[-1], dtype=like.dtype, device=like.device)
+        return self._adapter_identities[key]
 '''
 
 
@@ -117,7 +128,8 @@ def adapter_source(match: TransferMatch, reference_model: Any) -> str:
     forward_params, _ = _param_list(reference_model.forward)
     dims = [(k, v[1], v[2]) for k, v in match.init_map.items() if v[0] == "dim"]
     call_args = [(f"{k}=_adapter_copy({v[1]})" if k in match.copied else f"{k}={v[1]}") if v[0] == "input"
-                 else f"{k}=None" for k, v in match.arg_map.items() if v[0] in ("input", "none")]
+                 else f"{k}=self._adapter_identity({v[0]!r}, {v[1]})" if v[0] in ("ones", "zeros")
+                 else f"{k}=None" for k, v in match.arg_map.items() if v[0] in ("input", "none", "ones", "zeros")]
     outputs = [f"_adapter_out[{spec[0]}].view({spec[2]}.shape)" if len(spec) > 1 else f"_adapter_out[{spec[0]}]"
                for spec in match.out_map]
     return inner.rstrip("\n") + "\n" + _ADAPTER_TEMPLATE.format(

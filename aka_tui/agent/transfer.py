@@ -289,7 +289,8 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
             others = [(_run_kb(semantics, init_map, arg_map, p, read_only, copied) or ([], ()))[0]
                       for p in probes[1:]]
             if all(_out_map_holds(p, flat, out_map, tolerance) for p, flat in zip(probes[1:], others)):
-                renamed = {k: v[1] for k, v in arg_map.items() if v[0] == "input" and v[1] != k}
+                renamed = {k: v[1] if v[0] == "input" else f"{v[0]} as long as {v[1]}'s last axis"
+                           for k, v in arg_map.items() if (v[0] == "input" and v[1] != k) or v[0] in ("ones", "zeros")}
                 why = (f"transfer from the knowledge base's {semantics.kernel.entry_id}: reproduces every output "
                        f"on {len(probes)} probe shape(s)"
                        + (f"; arguments mapped {', '.join(f'{k}←{v}' for k, v in renamed.items())}"

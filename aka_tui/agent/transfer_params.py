@@ -91,6 +91,7 @@ def arg_candidates(param: Param, inputs: dict[str, Any],
         if name != param.name and name in namesakes:
             score -= 1.0
         options.append((score, ["input", name]))
+    options += _identity_options(param, inputs)
     if not param.required:
         options.append((-0.5, ["default"]))
     if param.example is None and not param.required and param.default is not None:
@@ -98,10 +99,22 @@ def arg_candidates(param: Param, inputs: dict[str, Any],
     return sorted(options, key=lambda o: -o[0])
 
 
+def _identity_options(param: Param, inputs: dict[str, Any]) -> list[tuple[float, list[Any]]]:
+    """A per-channel vector the kernel requires and the problem may not have (a norm without a learned weight or
+    bias): ones or zeros as long as the last axis of a floating input, in its dtype — a scale of one and a shift of
+    zero leave the computation as the problem's. The probes decide whether either is right."""
+    example = param.example
+    if not (param.required and isinstance(example, torch.Tensor) and example.ndim == 1
+            and example.is_floating_point()):
+        return []
+    return [(-3.0, [fill, name]) for name, value in inputs.items() for fill in ("ones", "zeros")
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and value.ndim >= 2]
+
+
 def shortlist(options: list[tuple[float, list[Any]]], keep: int = 5) -> list[tuple[float, list[Any]]]:
-    """The best `keep` options, and leaving the parameter out (or None) even when it scores lower: an optional
-    parameter with an example still has to be able to stay at its default."""
-    return options[:keep] + [o for o in options[keep:] if o[1][0] in ("default", "none")]
+    """The best `keep` options, and leaving the parameter out (or None, or an identity vector) even when it scores
+    lower: an optional parameter with an example still has to be able to stay at its default."""
+    return options[:keep] + [o for o in options[keep:] if o[1][0] in ("default", "none", "ones", "zeros")]
 
 
 def _derived_dims(param: Param, forward_params: list[Param], arg_map: dict[str, list[Any]],
@@ -210,4 +223,7 @@ def resolve(spec: list[Any], init: dict[str, Any], inputs: dict[str, Any]) -> An
         return int(inputs[spec[1]].shape[spec[2]])
     if spec[0] == "input":
         return inputs.get(spec[1])  # an optional input a call leaves out is None, as the forward's default
+    if spec[0] in ("ones", "zeros"):  # a per-channel identity vector shaped by an input's last axis
+        like = inputs[spec[1]]
+        return (torch.ones if spec[0] == "ones" else torch.zeros)(like.shape[-1], dtype=like.dtype, device=like.device)
     return None

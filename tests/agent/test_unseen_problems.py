@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from aka_tui.agent.adapter import adapter_source
 from aka_tui.agent.probe import load_modules, make_probes
 from aka_tui.agent.starting_point import find_starting_point
 from aka_tui.agent.transfer import find_transfers
@@ -429,3 +430,27 @@ def test_a_scaled_sum_over_routed_experts_transfers_and_a_unit_length_norm_does_
     assert matches[0].init_map == {"routed_scaling_factor": ["init", "routed_scale"]}
     unit = load_problem(UNSEEN / "unit_length_heads")
     assert find_transfers(unit, KERNELS, make_probes(unit, "cpu"), default_suite_dir()) == []
+
+
+@pytest.mark.parametrize("name, entry, identities", [
+    ("bare_rms_rows", "rms-norm-reference-kernel", {"weight": ["ones", "states"]}),
+    ("plain_layer_norm", "layer-norm-reference-kernel",
+     {"weight": ["ones", "activations"], "bias": ["zeros", "activations"]})])
+def test_a_norm_without_a_learned_scale_or_shift_transfers_with_identity_vectors(name: str, entry: str,
+                                                                                   identities: dict) -> None:
+    """A norm the KB's kernel computes with a weight (and a bias) it requires, but the problem has none of: ones
+    for the scale and zeros for the shift leave the computation as the problem's, which the probes confirm; the
+    adapter makes them once per size, dtype and device."""
+    problem = load_problem(UNSEEN / name)
+    matches = find_transfers(problem, KERNELS, make_probes(problem, "cpu"), default_suite_dir())
+    assert matches and matches[0].kernel.entry_id == entry
+    assert {k: v for k, v in matches[0].arg_map.items() if k in identities} == identities
+    source = adapter_source(matches[0], load_modules(problem)[0].Model)
+    assert "self._adapter_identity('ones', " in source
+
+
+@pytest.mark.slow
+def test_optimize_runs_a_layer_norm_without_affine_parameters_as_a_real_kernel(tmp_path: Path) -> None:
+    started_correct_and_real(UNSEEN / "plain_layer_norm", tmp_path / "sessions",
+                             "starting point: transfer from layer-norm-reference-kernel",
+                             "transfer from layer-norm-reference-kernel")
