@@ -77,11 +77,6 @@ class ProposerRequest:
     start_text: str | None = None
     """A person's kernel written in the app to start from (offline)."""
     transfer_budget_s: float = 60.0
-    find_start: bool = True
-    """Offline: search the starting point (a person's kernel, the knowledge base, a transfer, a compiler seed);
-    False takes the knowledge base's kernel for the operator, as the app does."""
-    kb_example: bool = True
-    """Anthropic: append the closest knowledge-base kernel to the brief as an example."""
     log: Callable[[str], None] = field(default=lambda message: None)
 
 
@@ -107,28 +102,19 @@ def _replay(request: ProposerRequest) -> Proposer:
 
 
 def _anthropic(request: ProposerRequest) -> Proposer:
+    """The model, briefed with the problem and the closest knowledge-base kernel as an example."""
     from aka_tui.agent.anthropic_proposer import AnthropicProposer
-    from aka_tui.agent.brief import problem_brief
+    from aka_tui.agent.brief import closest_kernel, example_section, problem_brief
+    from aka_tui.knowledge.reference_kernels import reference_kernels
+    from aka_tui.knowledge.store import default_kb_dir, load_kb
 
-    brief = problem_brief(request.problem, request.profile)
-    if request.kb_example:
-        from aka_tui.agent.brief import closest_kernel, example_section
-        from aka_tui.knowledge.reference_kernels import reference_kernels
-        from aka_tui.knowledge.store import default_kb_dir, load_kb
-
-        brief += example_section(request.problem,
-                                 closest_kernel(request.problem, reference_kernels(load_kb(default_kb_dir()))))
+    brief = problem_brief(request.problem, request.profile) + example_section(
+        request.problem, closest_kernel(request.problem, reference_kernels(load_kb(default_kb_dir()))))
     return AnthropicProposer(brief, model=request.model or DEFAULT_MODEL)
 
 
 def _offline(request: ProposerRequest) -> Proposer:
     from aka_tui.agent.offline import OfflineProposer
-
-    if not request.find_start:
-        from aka_tui.knowledge.reference_kernels import kernels_for_op
-        from aka_tui.knowledge.store import default_kb_dir, load_kb
-
-        return OfflineProposer(kernels_for_op(load_kb(default_kb_dir()), request.problem.name), seed=request.seed)
     from aka_tui.agent.starting_point import find_starting_point
 
     point = find_starting_point(request.problem, request.device, request.tier,

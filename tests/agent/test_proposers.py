@@ -33,6 +33,6 @@ def test_unknown_kind_and_missing_recording_are_one_line() -> None:
 
 
 def test_offline_from_the_knowledge_base_kernel() -> None:
-    proposer = make_proposer(ProposerRequest("offline", find_problem("rms_norm"), get_profile("cpu"), seed=3,
-                                             find_start=False))
+    proposer = make_proposer(ProposerRequest("offline", find_problem("rms_norm"), get_profile("cpu"), seed=3))
     assert proposer.name == "offline" and proposer.first().point
+    assert proposer.path == "kb rms-norm-reference-kernel"  # the operator's own kernel is the first path
