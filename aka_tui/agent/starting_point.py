@@ -106,6 +106,9 @@ def _check_device_alive(probes: list[Any]) -> None:
                             "in kb/family/") from None
 
 
+WRITTEN_IN_APP = "a person's kernel written in the app"  # the path of a session started from one
+
+
 def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Path | None = None,
                         start_file: Path | None = None, log: Callable[[str], None] = print,
                         allow_seed: bool = True, transfer_budget_s: float = 60.0,
@@ -122,7 +125,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
 
     if start_text is not None:
         kernel = person_kernel(start_text, Path("your-kernel.py"), problem.family)
-        return StartingPoint(kernel, "person", "a person's kernel written in the app")
+        return StartingPoint(kernel, "person", WRITTEN_IN_APP)
     if start_file is not None:
         if not start_file.is_file():
             raise ProposerError(f"--start {start_file}: no such file")

@@ -54,6 +54,15 @@ def recorded_settings(settings: RunSettings, meta: dict[str, Any]) -> RunSetting
                    replay_from=Path(replay_from) if replay_from else settings.replay_from)
 
 
+def written_start(attempts: list[Any]) -> str | None:
+    """The kernel a person wrote in the app to start the session, when one did (its first candidate): the
+    offline proposer starts from it again, as no other path may apply to the operator."""
+    from aka_tui.agent.starting_point import WRITTEN_IN_APP
+
+    first = attempts[0] if attempts else None
+    return first.proposal.source if first is not None and first.proposal.path == WRITTEN_IN_APP else None
+
+
 def differences(settings: RunSettings, session_dir: Path) -> list[str]:
     """What would make continuing the session here questionable: a changed problem, other hardware, or
     another process running it (empty when it can simply continue)."""
@@ -104,6 +113,7 @@ def open_recorded(runner: AgentRunner, session_dir: Path, force: bool) -> list[s
         session.events.append("candidate_evaluated", iteration=a.iteration, s_op=a.score.s_op,
                               s_raw=a.score.s_raw_op, correct=a.score.correct, real=a.score.real,
                               accepted=a.accepted, sha=a.sha, recovered=True)
+    runner.settings = replace(runner.settings, start_text=written_start(attempts))
     proposer = runner.proposer_factory(runner.settings, problem, profile)
     if hasattr(proposer, "position") and hasattr(proposer, "iterations"):  # replay: skip what is recorded
         proposer.position = min(len(attempts), len(proposer.iterations))

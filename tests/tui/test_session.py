@@ -181,3 +181,11 @@ async def test_a_kernel_written_before_the_session_is_its_start(make_app: Any) -
         first, second = screen.views
         assert first.kernel.startswith("# written by hand") and first.path == "a person's kernel written in the app"
         assert second.kernel.startswith("# written by hand")  # the agent tuned the person's kernel
+        from dataclasses import replace
+
+        from aka_tui.tui.agent_runner import AgentRunner
+        from aka_tui.tui.session_resume import open_recorded
+
+        again = AgentRunner(replace(screen.runner.settings, start_text=None), lambda event: None)
+        open_recorded(again, screen.runner.session.path, force=True)  # continued later: from the same kernel
+        assert again.settings.start_text is not None and again.settings.start_text.startswith("# written by hand")
