@@ -126,6 +126,22 @@ def test_integrity_snapshot_sees_replaced_timers() -> None:
     assert snapshot.changed() == []
 
 
+def test_integrity_snapshot_sees_replaced_builtins() -> None:
+    """The timing statistics sort with `sorted`, the comparison asks `type`/`isinstance`; a module's import, a class
+    statement and every `import` call through `__import__`/`__build_class__`."""
+    import builtins
+
+    snapshot = IntegritySnapshot()
+    for name in ("sorted", "isinstance", "__import__", "__build_class__"):
+        original = getattr(builtins, name)
+        try:
+            setattr(builtins, name, lambda *args, **kwargs: original(*args, **kwargs))
+            assert f"builtins.{name}" in snapshot.changed(), name
+        finally:
+            setattr(builtins, name, original)
+    assert snapshot.changed() == []
+
+
 @contextmanager
 def _thread_start_counter() -> Iterator[ThreadStartCounter]:
     """A counter whose patches are undone afterwards (its fork hook stays: it only appends to its own list)."""
@@ -284,3 +300,8 @@ def test_static_scan_holds_the_way_around_the_tensor_wraps() -> None:
         assert [f for f in scan_source(source) if f.suspicious], source
     assert not [f for f in scan_source("class M:\n    def __init__(self):\n        super(M, self).__init__()\n")
                 if f.suspicious]
+
+
+def test_static_scan_holds_builtins_reached_without_their_name() -> None:
+    assert [f for f in scan_source("len.__self__.sorted = sorted") if f.suspicious]
+    assert [f for f in scan_source("import builtins\nbuiltins.sorted = sorted") if f.suspicious]

@@ -13,6 +13,7 @@ Background threads left running by a forward are detected the same way (a thread
 from __future__ import annotations
 
 import _thread
+import builtins
 import threading
 import time
 from types import ModuleType
@@ -29,6 +30,7 @@ def _watched_namespaces() -> list[tuple[str, Any]]:
         ("time", time), ("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.nn.functional", functional),
         ("torch.cuda", torch.cuda), ("torch.cuda.Event", torch.cuda.Event), ("torch.cuda.Stream", torch.cuda.Stream),
         ("threading", threading), ("_thread", _thread),  # the raw thread start ThreadStartCounter counts
+        ("builtins", builtins),  # `sorted` orders the timed calls' times; `isinstance`/`type` judge the outputs
     ]
     try:
         import triton.testing
@@ -54,8 +56,11 @@ def _watched_namespaces() -> list[tuple[str, Any]]:
 
 
 # `sys` holds hooks that tools install (excepthook, displayhook); its trace and profile functions are compared
-# by `_global_hooks`.
-_UNWATCHED_STDLIB = frozenset({"sys", "builtins"})
+# by `_global_hooks`. `builtins` is watched on its own (above).
+_UNWATCHED_STDLIB = frozenset({"sys"})
+# Dunder names are skipped (a class's operators), except these: the tensor's comparisons and torch's function
+# hook, and the builtins every import and class statement calls through.
+_WATCHED_DUNDERS = ("__eq__", "__getitem__", "__torch_function__", "__import__", "__build_class__")
 
 
 def _is_stdlib(module_name: str) -> bool:
@@ -182,7 +187,7 @@ def _watched_items() -> list[tuple[tuple[str, str], Any]]:
     items: list[tuple[tuple[str, str], Any]] = []
     for space_name, space in _watched_namespaces():
         for attr in dir(space):
-            if attr.startswith("__") and attr not in ("__eq__", "__getitem__", "__torch_function__"):
+            if attr.startswith("__") and attr not in _WATCHED_DUNDERS:
                 continue
             try:
                 value = getattr(space, attr)

@@ -55,6 +55,7 @@ _ATTR_KINDS = {  # attribute name read anywhere -> kind
     "gi_frame": "frame-inspection", "cr_frame": "frame-inspection", "__globals__": "introspection",
     "__code__": "introspection", "__closure__": "introspection", "__subclasses__": "introspection",
     "__builtins__": "introspection", "__kwdefaults__": "introspection", "__defaults__": "introspection",
+    "__self__": "introspection",  # what a builtin belongs to: `len.__self__` is the builtins module
     "_is_profiler_enabled": "harness-state", "_profiler_enabled": "harness-state",
     "_get_dispatch_mode": "harness-state", "_get_current_dispatch_mode": "harness-state",
     "_get_current_dispatch_mode_stack": "harness-state", "fill_uninitialized_memory": "harness-state",
