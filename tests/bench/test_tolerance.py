@@ -84,6 +84,38 @@ def test_tensor_subclass_rejected() -> None:
     assert "not a plain torch.Tensor" in _cmp(ref.clone().as_subclass(Sneaky), ref).reason
 
 
+def test_output_containers_must_be_plain_and_are_never_run() -> None:
+    """A container subclass, an object spoofing `__class__`, or a dict key of its own type would run the candidate's
+    code while the harness reads the outputs; none of it may run."""
+    ran: list[str] = []
+    a = torch.ones(3)
+
+    class LazyTuple(tuple):  # type: ignore[type-arg]
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            ran.append("iter")
+            return super().__iter__()
+
+    class Spoof:
+        __class__ = tuple  # type: ignore[assignment]
+
+        def __len__(self) -> int:
+            ran.append("len")
+            return 1
+
+    class Key(str):
+        def __str__(self) -> str:
+            ran.append("str")
+            return "y"
+
+        __hash__ = str.__hash__
+
+    assert "not a plain tuple, list or dict" in _cmp(LazyTuple((a.clone(),)), (a,)).reason
+    assert "not a plain tuple, list or dict" in _cmp(Spoof(), (a,)).reason
+    assert "keys" in _cmp({Key("y"): a.clone()}, {"y": a}).reason
+    assert ran == []
+    assert _cmp([a.clone()], (a,)).ok and _cmp({"y": a.clone()}, {"y": a}).ok
+
+
 def test_fp64_values_with_native_structure() -> None:
     native = torch.tensor([1.0, 2.0], dtype=torch.float16)
     exact = torch.tensor([1.0001, 2.0001], dtype=torch.float64)

@@ -19,6 +19,7 @@ from aka_tui.bench.problem.seeds import derive_seed
 from aka_tui.bench.problem.tolerance import (
     Tolerance,
     at_overflow_edge,
+    check_plain_container,
     check_plain_tensor,
     flatten_outputs,
     output_rms,
@@ -65,6 +66,9 @@ class Sampler:
 
     def take(self, output: Any) -> list[torch.Tensor]:
         """The output's values at the sample positions (a device-side gather per leaf, no sync)."""
+        container = check_plain_container(output)
+        if container:
+            raise SampleMismatch(container)
         if structure_of(output) != self.structure:
             raise SampleMismatch(f"output structure {structure_of(output)} != reference {self.structure}")
         values = []

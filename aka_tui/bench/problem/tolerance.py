@@ -106,6 +106,19 @@ class Comparison:
     mismatch_fraction: float | None = None
 
 
+def check_plain_container(value: Any) -> str | None:
+    """A forward result's container must be a plain tuple, list or dict, with str or int keys: the harness reads the
+    outputs by iterating it, so a subclass's `__iter__`/`__getitem__` (or a key's `__str__`/`__hash__`) would run the
+    candidate's code after the dispatch audit and the timer (red-team case `lazy_output_tuple`). Checked before
+    anything touches the container: `isinstance` trusts a spoofed `__class__`, `type` does not."""
+    kind = type(value)
+    if isinstance(value, (tuple, list, dict)) and kind not in (tuple, list, dict):
+        return f"output is {kind.__module__}.{kind.__qualname__}, not a plain tuple, list or dict"
+    if kind is dict and any(type(key) not in (str, int) for key in value):
+        return "output is a dict whose keys are not all plain str or int"
+    return None
+
+
 def check_plain_tensor(name: str, value: Any) -> str | None:
     """Outputs must be plain dense tensors: no subclasses, no sparse or lazy wrappers."""
     if type(value) is not torch.Tensor:
@@ -122,6 +135,9 @@ def compare_outputs(candidate: Any, reference_native: Any, reference_exact: Any,
     `reference_native` fixes the expected structure, shapes, dtypes and device; `reference_exact` (the
     float64 run, or the native run when there is none) gives the values.
     """
+    container = check_plain_container(candidate)
+    if container:
+        return Comparison(False, container)
     if structure_of(candidate) != structure_of(reference_native):
         return Comparison(False, f"output structure {structure_of(candidate)} != reference {structure_of(reference_native)}")
     worst_abs = 0.0
