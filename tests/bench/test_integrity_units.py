@@ -142,6 +142,22 @@ def test_integrity_snapshot_sees_replaced_builtins() -> None:
     assert snapshot.changed() == []
 
 
+def test_integrity_snapshot_sees_methods_the_harness_classes_inherit() -> None:
+    """The aten audit enters through TorchDispatchMode's `__enter__`, which it inherits from torch."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    import aka_tui.bench.measure.audit  # noqa: F401  (the audit mode is one of the harness classes)
+
+    snapshot = IntegritySnapshot()
+    original = TorchDispatchMode.__enter__
+    try:
+        TorchDispatchMode.__enter__ = lambda self: self  # type: ignore[method-assign]
+        assert "torch.utils._python_dispatch.TorchDispatchMode.__enter__" in snapshot.changed()
+    finally:
+        TorchDispatchMode.__enter__ = original  # type: ignore[method-assign]
+    assert snapshot.changed() == []
+
+
 @contextmanager
 def _thread_start_counter() -> Iterator[ThreadStartCounter]:
     """A counter whose patches are undone afterwards (its fork hook stays: it only appends to its own list)."""
@@ -305,3 +321,12 @@ def test_static_scan_holds_the_way_around_the_tensor_wraps() -> None:
 def test_static_scan_holds_builtins_reached_without_their_name() -> None:
     assert [f for f in scan_source("len.__self__.sorted = sorted") if f.suspicious]
     assert [f for f in scan_source("import builtins\nbuiltins.sorted = sorted") if f.suspicious]
+
+
+def test_static_scan_holds_patches_through_setattr() -> None:
+    for source in ("from torch.utils._python_dispatch import TorchDispatchMode as M\nsetattr(M, '__enter__', id)",
+                   "import torch\nobject.__setattr__(torch.Tensor, 'numpy', id)", "import time\ndelattr(time, 'x')",
+                   "import triton\ntype.__setattr__(triton.runtime.jit.JITFunction, 'run', id)"):
+        assert [f for f in scan_source(source) if f.suspicious], source
+    assert not [f for f in scan_source("class M:\n    def __init__(self):\n        setattr(self, 'eps', 1e-6)\n")
+                if f.suspicious]

@@ -169,18 +169,27 @@ def _present_spaces() -> set[str]:
     return {name for name, _ in _watched_namespaces()}
 
 
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: built-in classes, whose attributes cannot be set
+
+
 def _harness_classes() -> list[tuple[str, type]]:
-    """Classes defined in our bench modules (the evaluator's own code)."""
+    """Classes defined in our bench modules (the evaluator's own code), and the classes they inherit from: the aten
+    audit's `with` is `TorchDispatchMode.__enter__` (a candidate that made it a no-op was never audited:
+    `disabled_dispatch_mode_entry`). Built-in classes cannot change and are left out."""
     import sys
 
-    found = []
+    found: list[tuple[str, type]] = []
+    bases: dict[type, str] = {}
     for name, module in list(sys.modules.items()):
         if not (name.startswith("aka_tui.bench") and isinstance(module, ModuleType)):
             continue
         for attr, value in list(vars(module).items()):
             if isinstance(value, type) and value.__module__ == name:
                 found.append((f"{name}.{attr}", value))
-    return found
+                for base in value.__mro__[1:]:
+                    if not base.__flags__ & _IMMUTABLE_TYPE and not base.__module__.startswith("aka_tui.bench"):
+                        bases.setdefault(base, f"{base.__module__}.{base.__qualname__}")
+    return found + [(qualname, base) for base, qualname in bases.items()]
 
 
 def _watched_items() -> list[tuple[tuple[str, str], Any]]:

@@ -86,6 +86,8 @@ _CALL_KINDS = {  # dotted call -> kind
 }
 _RISKY_MODULES = {"os", "sys", "gc", "builtins", "ctypes", "inspect", "importlib", "io", "time"}
 _PATHS = ("/proc/", "/dev/fd", "/dev/mem")
+_PATCHED_ROOTS = ("time.", "torch.", "triton.", "aka_tui.", "threading.", "os.", "sys.")  # assigning into these patches
+_SETTERS = ("setattr", "delattr", "object.__setattr__", "object.__delattr__", "type.__setattr__", "type.__delattr__")
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,8 @@ class _Scanner(ast.NodeVisitor):
         elif text in ("getattr", "setattr", "delattr") and node.args and \
                 self.dotted(node.args[0]).split(".")[0] in _RISKY_MODULES:
             self.add(node, "dynamic-code", ast.unparse(node)[:80])
+        elif text in _SETTERS and node.args and self.dotted(node.args[0]).startswith(_PATCHED_ROOTS):
+            self.add(node, "monkeypatch", ast.unparse(node)[:80])  # setattr(TorchDispatchMode, "__enter__", f)
         if not self.in_jit:
             self._torch_call(node, text, root, attr)
         self.generic_visit(node)
@@ -191,8 +195,7 @@ class _Scanner(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             text = self.dotted(target)
-            if text.startswith(("time.", "torch.", "triton.", "aka_tui.", "threading.", "os.", "sys.")) \
-                    and isinstance(target, ast.Attribute):
+            if text.startswith(_PATCHED_ROOTS) and isinstance(target, ast.Attribute):
                 self.add(node, "monkeypatch", f"{text} = ...")
         self.generic_visit(node)
 
