@@ -158,6 +158,22 @@ def test_integrity_snapshot_sees_methods_the_harness_classes_inherit() -> None:
     assert snapshot.changed() == []
 
 
+def test_integrity_snapshot_sees_the_globals_inherited_methods_call() -> None:
+    """TorchDispatchMode.__enter__ pushes the mode through its module's `_push_mode`."""
+    import torch.utils._python_dispatch as modes
+
+    import aka_tui.bench.measure.audit  # noqa: F401  (the audit mode is one of the harness classes)
+
+    snapshot = IntegritySnapshot()
+    original = modes._push_mode
+    try:
+        modes.__dict__["_push_mode"] = lambda mode: None
+        assert "torch.utils._python_dispatch._push_mode" in snapshot.changed()
+    finally:
+        modes.__dict__["_push_mode"] = original
+    assert snapshot.changed() == []
+
+
 @contextmanager
 def _thread_start_counter() -> Iterator[ThreadStartCounter]:
     """A counter whose patches are undone afterwards (its fork hook stays: it only appends to its own list)."""
@@ -326,7 +342,10 @@ def test_static_scan_holds_builtins_reached_without_their_name() -> None:
 def test_static_scan_holds_patches_through_setattr() -> None:
     for source in ("from torch.utils._python_dispatch import TorchDispatchMode as M\nsetattr(M, '__enter__', id)",
                    "import torch\nobject.__setattr__(torch.Tensor, 'numpy', id)", "import time\ndelattr(time, 'x')",
-                   "import triton\ntype.__setattr__(triton.runtime.jit.JITFunction, 'run', id)"):
+                   "import triton\ntype.__setattr__(triton.runtime.jit.JITFunction, 'run', id)",
+                   "import torch.utils._python_dispatch as m\nm.__dict__['_push_mode'] = id",
+                   "import torch\ntorch.__dict__['empty'] = id"):
         assert [f for f in scan_source(source) if f.suspicious], source
-    assert not [f for f in scan_source("class M:\n    def __init__(self):\n        setattr(self, 'eps', 1e-6)\n")
-                if f.suspicious]
+    for honest in ("class M:\n    def __init__(self):\n        setattr(self, 'eps', 1e-6)\n",
+                   "class M:\n    def __init__(self):\n        self.__dict__['eps'] = 1e-6\n"):
+        assert not [f for f in scan_source(honest) if f.suspicious], honest

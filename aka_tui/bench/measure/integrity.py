@@ -49,6 +49,11 @@ def _watched_namespaces() -> list[tuple[str, Any]]:
             spaces.append((name, module))
             imported.update((value.__name__, value) for value in list(vars(module).values())
                             if isinstance(value, ModuleType) and _is_stdlib(value.__name__))
+    # the modules whose globals the inherited methods call through (TorchDispatchMode.__enter__ calls `_push_mode`)
+    for base in _inherited_bases():
+        defining = sys.modules.get(base.__module__)
+        if isinstance(defining, ModuleType) and base.__module__ not in {name for name, _ in spaces}:
+            spaces.append((base.__module__, defining))
     # the standard library our modules call through their module (`statistics.median` takes the timed median)
     watched = {name for name, _ in spaces} | _UNWATCHED_STDLIB
     spaces += [(name, module) for name, module in sorted(imported.items()) if name not in watched]
@@ -172,24 +177,36 @@ def _present_spaces() -> set[str]:
 _IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: built-in classes, whose attributes cannot be set
 
 
-def _harness_classes() -> list[tuple[str, type]]:
-    """Classes defined in our bench modules (the evaluator's own code), and the classes they inherit from: the aten
-    audit's `with` is `TorchDispatchMode.__enter__` (a candidate that made it a no-op was never audited:
-    `disabled_dispatch_mode_entry`). Built-in classes cannot change and are left out."""
+def _own_classes() -> list[tuple[str, type]]:
+    """Classes defined in our bench modules (the evaluator's own code)."""
     import sys
 
     found: list[tuple[str, type]] = []
-    bases: dict[type, str] = {}
     for name, module in list(sys.modules.items()):
         if not (name.startswith("aka_tui.bench") and isinstance(module, ModuleType)):
             continue
         for attr, value in list(vars(module).items()):
             if isinstance(value, type) and value.__module__ == name:
                 found.append((f"{name}.{attr}", value))
-                for base in value.__mro__[1:]:
-                    if not base.__flags__ & _IMMUTABLE_TYPE and not base.__module__.startswith("aka_tui.bench"):
-                        bases.setdefault(base, f"{base.__module__}.{base.__qualname__}")
-    return found + [(qualname, base) for base, qualname in bases.items()]
+    return found
+
+
+def _inherited_bases(own: list[tuple[str, type]] | None = None) -> list[type]:
+    """The classes our classes inherit from, built-in ones aside (they cannot change)."""
+    bases: dict[type, None] = {}
+    for _, cls in own if own is not None else _own_classes():
+        for base in cls.__mro__[1:]:
+            if not base.__flags__ & _IMMUTABLE_TYPE and not base.__module__.startswith("aka_tui.bench"):
+                bases.setdefault(base)
+    return list(bases)
+
+
+def _harness_classes() -> list[tuple[str, type]]:
+    """Classes defined in our bench modules, and the classes they inherit from: the aten audit's `with` is
+    `TorchDispatchMode.__enter__` (a candidate that made it a no-op was never audited: `disabled_dispatch_mode_entry`;
+    the module it calls `_push_mode` through is watched by `_watched_namespaces`)."""
+    own = _own_classes()
+    return own + [(f"{base.__module__}.{base.__qualname__}", base) for base in _inherited_bases(own)]
 
 
 def _watched_items() -> list[tuple[tuple[str, str], Any]]:

@@ -197,6 +197,10 @@ class _Scanner(ast.NodeVisitor):
             text = self.dotted(target)
             if text.startswith(_PATCHED_ROOTS) and isinstance(target, ast.Attribute):
                 self.add(node, "monkeypatch", f"{text} = ...")
+            elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) \
+                    and target.value.attr == "__dict__" and (self.dotted(target.value.value) + ".").startswith(
+                        _PATCHED_ROOTS):  # torch.utils._python_dispatch.__dict__["_push_mode"] = ...
+                self.add(node, "monkeypatch", f"{text} = ...")
         self.generic_visit(node)
 
     def visit_Import(self, node: ast.Import) -> None:
