@@ -349,3 +349,29 @@ def test_static_scan_holds_patches_through_setattr() -> None:
     for honest in ("class M:\n    def __init__(self):\n        setattr(self, 'eps', 1e-6)\n",
                    "class M:\n    def __init__(self):\n        self.__dict__['eps'] = 1e-6\n"):
         assert not [f for f in scan_source(honest) if f.suspicious], honest
+
+
+def test_integrity_snapshot_sees_signal_handlers_and_interval_timers() -> None:
+    """A handler runs the candidate's code inside the harness's frames between any two bytecodes (after the audited
+    call returned, it could finish the outputs the comparison reads): one installed, or a timer started, after
+    the snapshot is tampering; both put back, nothing is."""
+    import signal
+
+    snapshot = IntegritySnapshot()
+    previous = signal.signal(signal.SIGUSR1, lambda number, frame: None)
+    try:
+        assert "signal handler SIGUSR1" in snapshot.changed()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    signal.setitimer(signal.ITIMER_VIRTUAL, 60.0)  # CPU time of this process: never fires within the test
+    try:
+        assert "interval timer ITIMER_VIRTUAL" in snapshot.changed()
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0.0)
+    assert snapshot.changed() == []
+
+
+def test_static_scan_holds_signals_and_audit_hooks() -> None:
+    for source in ("import signal\nsignal.setitimer(signal.ITIMER_REAL, 1e-6)", "from signal import signal",
+                   "import _signal", "import sys\nsys.addaudithook(print)"):
+        assert [f for f in scan_source(source) if f.suspicious], source

@@ -159,15 +159,38 @@ class IntegritySnapshot:
 def _global_hooks() -> dict[str, Any]:
     """Interpreter- and torch-wide hooks that see every call the harness makes: a dispatch or function mode left on
     torch's stacks (a resident mode under the aten audit answers ops the audit allows, and the ops it runs
-    meanwhile are seen by no mode), and trace or profile functions (which are handed the harness's frames)."""
+    meanwhile are seen by no mode), trace or profile functions (which are handed the harness's frames), and signal
+    handlers and interval timers (a handler runs candidate code between any two of the harness's bytecodes: after
+    the audited call has returned, it could finish the outputs the comparison then reads)."""
+    import signal
     import sys
 
     import torch
 
-    return {"torch dispatch modes": torch._C._len_torch_dispatch_stack(),
-            "torch function modes": torch._C._len_torch_function_stack(),
-            "sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile(),
-            "threading.settrace": threading.gettrace(), "threading.setprofile": threading.getprofile()}
+    hooks: dict[str, Any] = {
+        "torch dispatch modes": torch._C._len_torch_dispatch_stack(),
+        "torch function modes": torch._C._len_torch_function_stack(),
+        "sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile(),
+        "threading.settrace": threading.gettrace(), "threading.setprofile": threading.getprofile()}
+    for number in sorted(signal.valid_signals()):
+        try:
+            hooks[f"signal handler {_signal_name(number)}"] = signal.getsignal(number)
+        except (OSError, ValueError):  # a signal this platform will not report
+            continue
+    for timer in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"):
+        which = getattr(signal, timer, None)
+        if which is not None:
+            hooks[f"interval timer {timer}"] = signal.getitimer(which) != (0.0, 0.0)
+    return hooks
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal: a number only
+        return str(number)
 
 
 def _present_spaces() -> set[str]:

@@ -48,6 +48,8 @@ _MODULE_KINDS = {  # imported module (root) -> kind
     # it can: raw threads and forks; an exec'd process exchanging data through files it cannot)
     "_thread": "task-start", "pty": "task-start", "_posixsubprocess": "task-start", "_multiprocessing": "task-start",
     "torch.multiprocessing": "task-start",
+    # a signal handler or timer runs candidate code inside the harness's frames, between any two bytecodes
+    "signal": "harness-state", "_signal": "harness-state",
 }
 _ATTR_KINDS = {  # attribute name read anywhere -> kind
     "_getframe": "frame-inspection", "f_back": "frame-inspection", "f_locals": "frame-inspection",
@@ -62,6 +64,7 @@ _ATTR_KINDS = {  # attribute name read anywhere -> kind
     "are_deterministic_algorithms_enabled": "harness-state",
     "is_deterministic_algorithms_warn_only_enabled": "harness-state", "settrace": "harness-state",
     "setprofile": "harness-state", "gettrace": "harness-state", "getprofile": "harness-state",
+    "addaudithook": "harness-state",  # an audit hook sees every event of the interpreter and cannot be removed
     # kernels registered with the dispatcher (an aten op's kernel replaced below Python) or loaded from a library
     "Library": "monkeypatch", "_dispatch_library": "monkeypatch", "load_library": "monkeypatch",
     # the C base of torch.Tensor: its methods (`numpy`) cannot be wrapped, so it is the way around the audit's wraps
