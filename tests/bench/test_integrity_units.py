@@ -375,3 +375,16 @@ def test_static_scan_holds_signals_and_audit_hooks() -> None:
     for source in ("import signal\nsignal.setitimer(signal.ITIMER_REAL, 1e-6)", "from signal import signal",
                    "import _signal", "import sys\nsys.addaudithook(print)"):
         assert [f for f in scan_source(source) if f.suspicious], source
+
+
+def test_no_honest_kernel_has_a_suspicious_finding() -> None:
+    """The static scan holds no KB kernel, honest red-team kernel or correct problem solution: each rule added
+    against a cheat must leave honest code alone."""
+    from tests.conftest import REPO
+
+    honest = [*sorted((REPO / "kb" / "family").rglob("*.py")), *sorted((REPO / "tests" / "redteam" / "honest").glob("*.py")),
+              *sorted(REPO.glob("problems/*/solutions/correct/*.py"))]
+    assert len(honest) >= 30
+    held = {str(path.relative_to(REPO)): [str(f) for f in scan_source(path.read_text()) if f.suspicious]
+            for path in honest}
+    assert {path: found for path, found in held.items() if found} == {}
