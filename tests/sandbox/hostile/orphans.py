@@ -1,6 +1,7 @@
-"""expected: passed
+"""expected: tampered: forked process
 Leaves processes behind: a plain child, a child in a new session (setsid), and a double-forked daemon, each
-sleeping with a marker in its command line; then passes. None may outlive the evaluation.
+sleeping with a marker in its command line; its forward is right. None may outlive the evaluation. Its fork makes
+it `tampered` (work in a forked child escapes the audit: the worker counts every fork the candidate makes).
 """
 
 import os
