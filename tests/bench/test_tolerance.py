@@ -113,6 +113,14 @@ def test_output_containers_must_be_plain_and_are_never_run() -> None:
     assert "not a plain tuple, list or dict" in _cmp(Spoof(), (a,)).reason
     assert "keys" in _cmp({Key("y"): a.clone()}, {"y": a}).reason
     assert ran == []
+    # torch's own named tuples are plain enough (a reference may return torch.topk's); a look-alike is not
+    values = torch.tensor([3.0, 1.0, 2.0])
+    assert _cmp(torch.topk(values, 2), tuple(torch.topk(values, 2))).ok
+
+    class topk(tuple):  # type: ignore[type-arg]  # noqa: N801 - borrows the name of torch.return_types.topk
+        __module__ = "torch.return_types"
+
+    assert "not a plain tuple" in _cmp(topk(torch.topk(values, 2)), tuple(torch.topk(values, 2))).reason
     assert _cmp([a.clone()], (a,)).ok and _cmp({"y": a.clone()}, {"y": a}).ok
 
 

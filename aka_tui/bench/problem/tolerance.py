@@ -112,11 +112,19 @@ def check_plain_container(value: Any) -> str | None:
     candidate's code after the dispatch audit and the timer (red-team case `lazy_output_tuple`). Checked before
     anything touches the container: `isinstance` trusts a spoofed `__class__`, `type` does not."""
     kind = type(value)
-    if isinstance(value, (tuple, list, dict)) and kind not in (tuple, list, dict):
+    if isinstance(value, (tuple, list, dict)) and kind not in (tuple, list, dict) and not _torch_return_type(kind):
         return f"output is {kind.__module__}.{kind.__qualname__}, not a plain tuple, list or dict"
     if kind is dict and any(type(key) not in (str, int) for key in value):
         return "output is a dict whose keys are not all plain str or int"
     return None
+
+
+def _torch_return_type(kind: type) -> bool:
+    """torch's own named tuples (`torch.topk(...)` returns `torch.return_types.topk`): the very class, not a
+    look-alike that borrowed its name."""
+    import torch.return_types
+
+    return getattr(torch.return_types, kind.__name__, None) is kind
 
 
 def check_plain_tensor(name: str, value: Any) -> str | None:
