@@ -43,3 +43,5 @@ def test_outputs_kept_between_evaluations_are_never_found_again(tmp_path: Path,
     salted, op = evaluate(None)
     assert op.correct and not op.real, "an evaluation with salted seeds found the inputs of an earlier one"
     assert salted.shapes[0].seeds != first.shapes[0].seeds
+    assert (first.provenance["checks"]["case_seeds"], salted.provenance["checks"]["case_seeds"]) == (
+        "fixed", "salted per evaluation")  # the result says which

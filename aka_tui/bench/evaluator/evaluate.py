@@ -176,7 +176,8 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
         "started_unix": started, "wall_s": round(time.time() - started, 3),
         "empty_launch_ms": outcome.empty_launch_ms,
         "checks": {"timed_calls_verified": job.verify_timed and job.hardening, "parent_check": job.hardening,
-                   "baselines_in_own_worker": bool(_baselines_wanted(job, options)), "seconds": outcome.seconds},
+                   "baselines_in_own_worker": bool(_baselines_wanted(job, options)), "seconds": outcome.seconds,
+                   "case_seeds": "salted per evaluation" if job.seed_salt else "fixed"},
         "sandbox": outcome.sandbox.get("mechanism", "none"), "sandbox_detail": outcome.sandbox,
     }
     findings = scan_source(candidate.path.read_text(errors="replace")) if candidate.path else []
