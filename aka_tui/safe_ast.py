@@ -21,6 +21,13 @@ def parse(source: str, filename: str = "<unknown>") -> ast.Module:
         return ast.parse(source, filename=filename)
 
 
+def parse_error_text(exc: SyntaxError | ValueError) -> str:
+    """One line for a source that does not parse: "syntax error at line N: why" (no line where Python gives none,
+    as for null bytes, which some Pythons raise as ValueError)."""
+    line = getattr(exc, "lineno", None)
+    return f"syntax error{f' at line {line}' if line else ''}: {getattr(exc, 'msg', exc)}"
+
+
 def literal_eval(node_or_source: Any) -> Any:
     with PARSE_LOCK:
         return ast.literal_eval(node_or_source)

@@ -65,9 +65,7 @@ def read_tunables(source: str, path: Path) -> tuple[dict[str, Any], dict[str, li
     try:
         tree = safe_ast.parse(source)
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes, on Pythons that do not call them syntax
-        line = getattr(exc, "lineno", None)
-        where = f" at line {line}" if line else ""
-        raise KbEntryError(f"{path}: kernel: syntax error{where}: {getattr(exc, 'msg', exc)}") from None
+        raise KbEntryError(f"{path}: kernel: {safe_ast.parse_error_text(exc)}") from None
     values: dict[str, Any] = {}
     for name in ("TUNABLES", "SEARCH_SPACE"):
         node = _literal_assignment(tree, name)

@@ -15,9 +15,7 @@ def kernel_problem(text: str) -> str:
     try:
         tree = safe_ast.parse(text)
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes, on Pythons that do not call them syntax
-        line = getattr(exc, "lineno", None)
-        where = f" at line {line}" if line else ""
-        return f"syntax error{where}: {getattr(exc, 'msg', exc)}"
+        return safe_ast.parse_error_text(exc)
     if not any(isinstance(node, ast.ClassDef) and node.name == "Model" for node in tree.body):
         return "a candidate must define class Model (the reference's init and forward arguments)"
     return ""

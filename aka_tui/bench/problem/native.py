@@ -49,8 +49,7 @@ def check_python_defines(problem: str, path: Path, kind: str, name: str) -> None
     try:
         tree = safe_ast.parse(source, filename=str(path))
     except SyntaxError as exc:
-        where = f" at line {exc.lineno}" if exc.lineno else ""
-        raise fail(problem, path, f"syntax error{where}: {exc.msg}") from None
+        raise fail(problem, path, safe_ast.parse_error_text(exc)) from None
     except ValueError as exc:  # e.g. null bytes, on Pythons that do not call them a syntax error
         raise fail(problem, path, f"not Python source: {exc}") from None
     node_type = ast.ClassDef if kind == "class" else (ast.FunctionDef, ast.AsyncFunctionDef)
