@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from aka_tui.bench.sandbox.bwrap import environment_snapshot
 from tests.conftest import CANDIDATES, DATA, REPO
 from tests.prefetch import Prefetch, prefetch, selected
 
@@ -19,8 +20,10 @@ COMMANDS = [[], ["problems"], ["eval"], ["bench"], ["bench", "run"], ["bench", "
 
 
 def aka(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    # an explicit environment: started on a prefetch thread with env=None, the child would read the process's C
+    # environ while pytest sets PYTEST_CURRENT_TEST on the main thread (a freed array: exec failed with EFAULT)
     return subprocess.run([sys.executable, "-m", "aka_tui", *args], cwd=REPO, capture_output=True, text=True,
-                          check=check, timeout=600)
+                          check=check, timeout=600, env=environment_snapshot())
 
 
 ERRORS = [

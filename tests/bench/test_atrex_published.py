@@ -25,6 +25,7 @@ from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.bench.problem.shrink import CPU_INPUT_BUDGET_BYTES, input_bytes
 from aka_tui.bench.roofline.bound import bound
 from aka_tui.bench.roofline.hardware import get_profile
+from aka_tui.bench.sandbox.bwrap import environment_snapshot
 from aka_tui.bench.scoring.score import e2e_time_ms
 from tests.conftest import DATA, REPO
 from tests.prefetch import Prefetch, prefetch, selected
@@ -36,7 +37,7 @@ needs_subset = pytest.mark.skipif(not SUBSET.is_dir(), reason=f"the published su
 
 def aka(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "aka_tui", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=900)
+                          timeout=900, env=environment_snapshot())
 
 
 def _bench_and_paper_table_on_the_fixture(out: Path):  # type: ignore[no-untyped-def]

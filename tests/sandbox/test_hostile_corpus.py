@@ -29,7 +29,7 @@ import pytest
 from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
 from aka_tui.bench.measure.results import CandidateResult
 from aka_tui.bench.problem.lookup import load_problem
-from aka_tui.bench.sandbox.bwrap import resolve_mode
+from aka_tui.bench.sandbox.bwrap import environment_snapshot, resolve_mode
 from tests.conftest import REPO
 from tests.prefetch import prefetch, selected
 from tests.sandbox.harness import (
@@ -114,7 +114,8 @@ def _evaluate(path: Path, canary: Canary, case: Path, mode: str, device: str) ->
     out = canary.root / "result.json"
     done = subprocess.run([sys.executable, "-m", "aka_tui", "eval", str(path), "--problem", str(canary.problem),
                            "--shape", SHAPE, "--device", device, "--tier", "smoke", "--cases", "1", "--sandbox", mode,
-                           "--json", str(out)], capture_output=True, text=True, timeout=300, cwd=REPO)
+                           "--json", str(out)], capture_output=True, text=True, timeout=300, cwd=REPO,
+                          env=environment_snapshot())
     assert done.returncode in (0, 1), f"aka eval ended with {done.returncode}: {done.stderr[-2000:]}"
     assert "sandbox: bwrap" in done.stdout, done.stdout[-2000:]
     return CandidateResult.from_json(json.loads(out.read_text())), done.stdout + done.stderr + out.read_text()

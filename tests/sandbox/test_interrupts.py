@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.sandbox.bwrap import resolve_mode
+from aka_tui.bench.sandbox.bwrap import environment_snapshot, resolve_mode
 from aka_tui.bench.sandbox.containment import tree_of
 from tests.conftest import PROBLEMS, REPO
 from tests.prefetch import Prefetch, prefetch, selected
@@ -39,7 +39,8 @@ def _interrupt(tmp: Path, name: str, mode: str) -> tuple[int | None, list[int], 
     candidate.write_text(SPINNER.read_text().replace("{{MARKER}}", marker))
     aka = subprocess.Popen([sys.executable, "-c", LAUNCH_AS_FOREGROUND, "eval", str(candidate), "--problem",
                             str(PROBLEMS / "silu_and_mul"), "--shape", SHAPE, "--device", "cpu", "--cases", "1",
-                            "--sandbox", mode], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            "--sandbox", mode], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=environment_snapshot())
     deadline = time.monotonic() + 120
     while not survivors(marker, wait_s=0) and time.monotonic() < deadline and aka.poll() is None:
         time.sleep(0.2)

@@ -138,7 +138,9 @@ def require_sandbox_for_model(requested: str | None, allow_unsafe: bool, how: st
 def environment_snapshot() -> dict[str, str]:
     """A copy of os.environ that another thread's setenv/unsetenv cannot break: `dict(os.environ)` lists the
     keys, then reads each, and raises KeyError when one is removed in between (evaluations run on threads while
-    their caller changes the environment: a test runner sets and removes PYTEST_CURRENT_TEST around each test)."""
+    their caller changes the environment: a test runner sets and removes PYTEST_CURRENT_TEST around each test).
+    Pass it as `env=` to a process started off the main thread: with env=None the child reads the C environ,
+    which another thread's setenv may be reallocating (exec then fails with EFAULT, "Bad address")."""
     for _ in range(100):
         try:
             return dict(os.environ)
