@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.sandbox.bwrap import environment_snapshot
+from aka_tui.environment import environment_snapshot
 from tests.conftest import CANDIDATES, DATA, REPO
 from tests.prefetch import Prefetch, prefetch, selected
 

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from aka_tui.environment import environment_snapshot
 from aka_tui.errors import AkaError, run_main
 
 
@@ -122,7 +123,7 @@ def ptxas_info(ptx: str) -> str:
         src = Path(tmp) / "k.ptx"
         src.write_text(ptx)
         done = subprocess.run([str(ptxas), "-arch=sm_90a", "-v", str(src), "-o", str(Path(tmp) / "k.cubin")],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, env=environment_snapshot())
     return done.stdout + done.stderr
 
 

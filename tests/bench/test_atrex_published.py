@@ -25,8 +25,8 @@ from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.bench.problem.shrink import CPU_INPUT_BUDGET_BYTES, input_bytes
 from aka_tui.bench.roofline.bound import bound
 from aka_tui.bench.roofline.hardware import get_profile
-from aka_tui.bench.sandbox.bwrap import environment_snapshot
 from aka_tui.bench.scoring.score import e2e_time_ms
+from aka_tui.environment import environment_snapshot
 from tests.conftest import DATA, REPO
 from tests.prefetch import Prefetch, prefetch, selected
 

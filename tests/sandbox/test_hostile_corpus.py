@@ -29,7 +29,8 @@ import pytest
 from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate
 from aka_tui.bench.measure.results import CandidateResult
 from aka_tui.bench.problem.lookup import load_problem
-from aka_tui.bench.sandbox.bwrap import environment_snapshot, resolve_mode
+from aka_tui.bench.sandbox.bwrap import resolve_mode
+from aka_tui.environment import environment_snapshot
 from tests.conftest import REPO
 from tests.prefetch import prefetch, selected
 from tests.sandbox.harness import (

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from aka_tui.bench.sandbox.bwrap import environment_snapshot, resolve_mode
+from aka_tui.bench.sandbox.bwrap import resolve_mode
 from aka_tui.bench.sandbox.containment import tree_of
+from aka_tui.environment import environment_snapshot
 from tests.conftest import PROBLEMS, REPO
 from tests.prefetch import Prefetch, prefetch, selected
 from tests.sandbox.harness import SHAPE, survivors

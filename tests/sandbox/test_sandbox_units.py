@@ -13,6 +13,7 @@ import pytest
 
 from aka_tui.bench.sandbox import bwrap
 from aka_tui.bench.sandbox.containment import GiB, MiB, ResourceLimits
+from aka_tui.environment import environment_snapshot
 from aka_tui.errors import EvaluationError
 from aka_tui.secrets import REDACTED, contains_secret, scrub
 from tests.conftest import REPO
@@ -57,7 +58,7 @@ def test_the_environment_copy_survives_another_thread_changing_it() -> None:
     thread.start()
     try:
         for _ in range(20000):
-            assert "PATH" in bwrap.environment_snapshot()
+            assert "PATH" in environment_snapshot()
     finally:
         stop.set()
         thread.join()

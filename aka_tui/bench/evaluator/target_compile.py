@@ -26,6 +26,7 @@ from typing import Any
 
 from aka_tui.bench.sandbox import bwrap
 from aka_tui.bench.sandbox.containment import ResourceLimits
+from aka_tui.environment import environment_snapshot
 from aka_tui.errors import AkaError
 from aka_tui.secrets import scrub
 
@@ -139,7 +140,7 @@ def compile_for_target(problem_dir: Path, candidate: Path, arch: int = 90, shape
                        sandbox: str | None = None, timeout_s: float = 600.0) -> TargetCompile:
     """Compile the candidate's launches on the problem's shapes (default: its first smoke shape) for `arch`, in a
     sandboxed process of their own."""
-    env = {k: v for k, v in bwrap.environment_snapshot().items() if k != "TRITON_INTERPRET"}
+    env = {k: v for k, v in environment_snapshot().items() if k != "TRITON_INTERPRET"}
     with tempfile.TemporaryDirectory(prefix="aka-target-compile-", ignore_cleanup_errors=True) as tmp:
         view = bwrap.View(Path(tmp), (problem_dir.resolve(), candidate.resolve()), (), False, {})
         limits = ResourceLimits(memory_bytes=8 << 30, cpu_s=timeout_s, tasks=256)

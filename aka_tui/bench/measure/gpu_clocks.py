@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import IO, Any
 
+from aka_tui.environment import environment_snapshot
+
 QUERY = "timestamp,index,clocks.sm,clocks.max.sm,power.draw,clocks_throttle_reasons.active"
 POWER_CAP = 0x4  # clocks_event_reasons: SW power cap
 SLOWDOWN = 0x8 | 0x20 | 0x40 | 0x80  # HW slowdown, SW / HW thermal slowdown, HW power brake
@@ -88,7 +90,8 @@ class ClockSampler:
         try:
             self._proc = subprocess.Popen([exe, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
                                            f"-lms={self.interval_ms}"], stdout=self._out,
-                                          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+                                          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                          env=environment_snapshot())
         except OSError:
             self._proc = None
         return self

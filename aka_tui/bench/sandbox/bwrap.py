@@ -25,6 +25,7 @@ from typing import Any
 
 import aka_tui.paths as paths
 from aka_tui.bench.sandbox.containment import ContainedProcess, GiB, MiB, ResourceLimits
+from aka_tui.environment import environment_snapshot
 from aka_tui.errors import EvaluationError
 
 MODES = ("auto", "bwrap", "none")
@@ -91,7 +92,8 @@ def _probe(bwrap: str) -> str:
 @functools.cache
 def bwrap_version(bwrap: str) -> str:
     try:
-        return subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+        return subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10,
+                              env={"PATH": "/usr/bin:/bin"}).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return "bwrap"
 
@@ -133,20 +135,6 @@ def require_sandbox_for_model(requested: str | None, allow_unsafe: bool, how: st
         raise EvaluationError(f"the anthropic proposer runs model-written code, and candidates would run without a "
                               f"sandbox here ({note}); install bubblewrap, or pass {how} to accept that",
                               "no sandbox")
-
-
-def environment_snapshot() -> dict[str, str]:
-    """A copy of os.environ that another thread's setenv/unsetenv cannot break: `dict(os.environ)` lists the
-    keys, then reads each, and raises KeyError when one is removed in between (evaluations run on threads while
-    their caller changes the environment: a test runner sets and removes PYTEST_CURRENT_TEST around each test).
-    Pass it as `env=` to a process started off the main thread: with env=None the child reads the C environ,
-    which another thread's setenv may be reallocating (exec then fails with EFAULT, "Bad address")."""
-    for _ in range(100):
-        try:
-            return dict(os.environ)
-        except (KeyError, RuntimeError):
-            continue
-    return {k: v for k in list(os.environ) if (v := os.environ.get(k)) is not None}
 
 
 def worker_environment(view: View, source: dict[str, str] | None = None) -> dict[str, str]:

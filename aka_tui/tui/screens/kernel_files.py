@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from aka_tui.environment import environment_snapshot
 from aka_tui.tui.screens.dialogs import Confirm, PathPrompt, TextEditor
 
 Validate = Callable[[str], str]
@@ -31,7 +32,8 @@ def run_external_editor(app: Any, command: list[str], text: str, suffix: str) ->
         path = Path(handle.name)
     try:
         with app.suspend():
-            subprocess.run([*command, str(path)], check=False)
+            # the agent's threads go on while the app is suspended: the editor gets a copy of the environment
+            subprocess.run([*command, str(path)], check=False, env=environment_snapshot())
         return path.read_text(encoding="utf-8", errors="replace")  # bytes that are not UTF-8 show as U+FFFD
     finally:
         path.unlink(missing_ok=True)

@@ -37,9 +37,11 @@ def tracked_by_git(path: Path) -> bool:
     """Whether git has the file in its index (so deleting it leaves it in the history)."""
     import subprocess
 
+    from aka_tui.environment import environment_snapshot
+
     try:
         done = subprocess.run(["git", "-C", str(path.parent), "ls-files", "--error-unmatch", path.name],
-                              capture_output=True, check=False, timeout=10)
+                              capture_output=True, check=False, timeout=10, env=environment_snapshot())
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
