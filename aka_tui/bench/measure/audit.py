@@ -1,6 +1,6 @@
 """Fallback attribution, first version: which aten ops and which Triton kernels a forward ran.
 
-A dispatch mode records every aten op the candidate's forward calls (outside its own kernel launches);
+A dispatch mode records every aten op the candidate's forward calls (inside its kernel launches too);
 a hook on Triton's launch path records each kernel launched and whether the candidate file defines it, and,
 per call, every launch in full (grid, argument shapes and values), which the engine compares between the
 checked and the timed calls.
@@ -10,6 +10,7 @@ fallback. The device-time attribution on CUDA comes with the profiler (integrity
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import time
@@ -183,6 +184,7 @@ class TritonLaunchRecorder:
         self.active = False
         self.audit: AtenAuditMode | None = None
         self._originals: list[tuple[Any, Any]] = []
+        self._builder_originals: list[tuple[str, Any]] = []  # the interpreter builder's methods wrapped
         self._exports: list[tuple[Any, str, Any]] = []
         # While timing on CUDA: the timed stream's handle, and launches that went to any other stream
         self.timed_stream: int | None = None
@@ -210,14 +212,11 @@ class TritonLaunchRecorder:
                 if not kwargs.get("warmup", False):
                     key = recorder._seen(self, args, kwargs)
                 recorder.own_seconds += recorder._clock() - began
-                audit = recorder.audit
-                if audit is not None:
-                    audit.paused += 1  # the interpreter's own tensor handling is not the candidate's
-                try:
-                    compiled = _original(self, *args, **kwargs)
-                finally:
-                    if audit is not None:
-                        audit.paused -= 1
+                # Audited throughout (but for `_pause_in_interpreter_corrections`): a launch runs the candidate's
+                # Python too — its pre-run hooks, a callable grid, the kernel body under the interpreter — where
+                # PyTorch or NumPy work went unseen while the whole launch was exempt (`pre_run_hook_fallback`,
+                # `pre_run_hook_numpy_fallback`); the interpreter's argument handling only allocates and copies.
+                compiled = _original(self, *args, **kwargs)
                 if key is not None and key not in recorder.launches.resources:
                     began = recorder._clock()
                     recorder.note_resources(key, compiled)
@@ -226,7 +225,36 @@ class TritonLaunchRecorder:
 
             self._originals.append((cls, original))
             cls.run = run  # type: ignore[method-assign]
+        self._pause_in_interpreter_corrections()
         self._exports = wrap_exports(lambda: recorder.audit)
+
+    def _pause_in_interpreter_corrections(self) -> None:
+        """The audit records nothing inside our corrections to the interpreter's builder (`interpreter_bf16`: fp8
+        casts redone with torch), the interpreter's arithmetic for a `tl` operation: its builder methods that are
+        not Triton's own are wrapped here, after the corrections are installed (they replace those methods)."""
+        from triton.runtime.interpreter import InterpreterBuilder
+
+        from aka_tui.bench.problem.interpreter_bf16 import install_if_interpreting
+
+        install_if_interpreting()
+        recorder = self
+        for name, method in list(vars(InterpreterBuilder).items()):
+            if not callable(method) or str(getattr(method, "__module__", "")).startswith("triton"):
+                continue
+
+            @functools.wraps(method)  # keeps the corrections' own marker (installed once)
+            def paused(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
+                audit = recorder.audit
+                if audit is None:
+                    return _method(*args, **kwargs)
+                audit.paused += 1
+                try:
+                    return _method(*args, **kwargs)
+                finally:
+                    audit.paused -= 1
+
+            self._builder_originals.append((name, method))
+            setattr(InterpreterBuilder, name, paused)
 
     def note_resources(self, key: tuple[str, str], compiled: Any) -> None:
         """Keep the registers, spills and occupancy of a compiled kernel (never fails a launch)."""
@@ -241,6 +269,12 @@ class TritonLaunchRecorder:
         for cls, original in self._originals:
             cls.run = original  # type: ignore[method-assign]
         self._originals.clear()
+        if self._builder_originals:
+            from triton.runtime.interpreter import InterpreterBuilder
+
+            for name, method in self._builder_originals:
+                setattr(InterpreterBuilder, name, method)
+            self._builder_originals.clear()
         unwrap(self._exports)
         self._exports = []
 

@@ -4,8 +4,8 @@ NumPy (or any DLPack consumer) working on `x.numpy()` reaches no aten op, so a f
 with NumPy and copied the result with its own Triton kernel was real to the dispatch audit (`numpy_fallback`).
 The launch recorder wraps the ways torch hands out its memory — `Tensor.numpy`, `Tensor.__array__` (what
 `np.asarray(x)` calls), `Tensor.__dlpack__` (`np.from_dlpack(x)`) and `to_dlpack` (under each of its names) — and each
-call made while the audit records, outside the candidate's kernel launches (the interpreter hands its arguments to
-NumPy), is charged as computing. `torch._C.TensorBase`'s own `numpy` cannot be wrapped (an immutable type): reaching
+call made while the audit records, inside a kernel launch too (the interpreter hands its arguments to NumPy by
+address; a pre-run hook is the candidate's code: `pre_run_hook_numpy_fallback`), is charged as computing. `torch._C.TensorBase`'s own `numpy` cannot be wrapped (an immutable type): reaching
 it is left to the static scan. Copies made element by element in Python (`tolist()`, iterating a storage) are
 not charged: honest kernels read small host values that way.
 """
