@@ -9,6 +9,7 @@ frames above it whether the call is checked, audited, profiled, timed or a warm-
 from __future__ import annotations
 
 import traceback
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, TypeVar
 
@@ -57,8 +58,10 @@ def is_cuda_fatal(exc: BaseException) -> bool:
     return any(marker in str(exc) for marker in CUDA_FATAL_MARKERS)
 
 
-def run_calls(model: Callable[..., Any], plan: Plan[T]) -> T:
-    """Make every call `plan` asks for, from this one place; returns what the plan returns.
+def run_calls(model: Callable[..., Any], plan: Plan[T],
+              watch: Callable[[Call], AbstractContextManager[Any]] | None = None) -> T:
+    """Make every call `plan` asks for, from this one place; returns what the plan returns. `watch(call)`, when
+    given, is entered around the candidate's call alone (the plan's standing audit on the CPU).
 
     An exception from the candidate is thrown into the plan (whose cleanup runs) and comes back as a
     `MeasureFailure` (`runtime_error`, or `cuda_error` for a fatal CUDA error)."""
@@ -78,7 +81,7 @@ def run_calls(model: Callable[..., Any], plan: Plan[T]) -> T:
             raise failure from None
         out, pending = None, None
         try:
-            with torch.no_grad():
+            with torch.no_grad(), watch(call) if watch is not None else nullcontext():
                 out = model(**call.inputs)
         except Exception as exc:  # the candidate's error is data
             pending = CandidateRaised(exc, call.stage)

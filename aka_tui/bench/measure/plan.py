@@ -16,8 +16,10 @@ plan's state (its cases, recorder, reference launches and result).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Generator
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Generator, Iterator
 
 import torch
 
@@ -91,6 +93,8 @@ class ShapePlan:
         self.reference_launches: dict[int, list[tuple[Any, ...]]] = {}
         self.later_launches: list[tuple[int, list[tuple[Any, ...]], str]] = []
         self.device_ms: dict[int, float] = {}
+        self.unaudited: Counter[str] = Counter()  # on the CPU: what the calls outside the audited one computed
+        self._own_audit = False  # the audited call is under its own audit mode
 
     # -- the plan -----------------------------------------------------------------------------------------
 
@@ -125,6 +129,8 @@ class ShapePlan:
                 # A candidate must stay correct after warm-up, caching and autotuning.
                 yield from self.check_case(0, "recheck after timing", compare_launches=True)
                 lap("recheck")
+        if self.result.audit is not None and self.unaudited:
+            self.result.audit = self._charge_unaudited(self.result.audit)
         self.compare_launches()
         lap("launches")
         self.result.verification["seconds"] = seconds
@@ -136,6 +142,33 @@ class ShapePlan:
         """Wait for the work queued on the device (CUDA; on the CPU every call has finished when it returns)."""
         if self.opts.cuda:
             torch.cuda.synchronize()
+
+    @contextmanager
+    def watch_call(self, call: Call) -> Iterator[None]:
+        """Around each call of the candidate (`run_calls`): on the CPU, where the audit is the only attribution,
+        every call runs under an audit mode, not the audited call alone. A forward can tell a dispatch mode is
+        active, and one that computed with its kernel only then, and with PyTorch otherwise while launching the
+        same kernel with the same arguments (a flag in memory made it return at once), had every other call
+        computed by PyTorch and scored real (`audit_aware_same_launches`). On CUDA the profiled calls and the
+        timed calls' device time hold the calls the audit does not see."""
+        if not self.opts.audit or self.opts.cuda or self.opts.fuzz or self._own_audit:
+            yield
+            return
+        audit, previous = audit_mode(), self.recorder.audit
+        self.recorder.audit = audit  # memory handed to NumPy is charged too (`memory_exports`)
+        try:
+            with audit:
+                yield
+        finally:
+            self.recorder.audit = previous
+            for name, n in audit.compute.items():
+                self.unaudited[f"{call.stage}: {name if '::' in name else 'aten.' + name}"] += n
+
+    def _charge_unaudited(self, report: AuditReport) -> AuditReport:
+        ops = ", ".join(f"{k}×{v}" for k, v in sorted(self.unaudited.items()))
+        reason = "; ".join(r for r in (report.reason, "PyTorch computed in calls other than the audited one: " + ops) if r)
+        compute = dict(report.compute_ops) | {f"unaudited::{k}": v for k, v in self.unaudited.items()}
+        return replace(report, real=False, compute_ops=compute, reason=reason)
 
     def _call(self, inputs: dict[str, Any], stage: str) -> Generator[Call, Any, Any]:
         """One synchronised call; threads it starts or leaves running are tampering."""
@@ -233,9 +266,12 @@ class ShapePlan:
         case = self.cases.case(index)
         audit = audit_mode()
         self.recorder.begin_call()
-        with self.recorder.recording(audit):
-            with audit:
+        self._own_audit = True
+        try:
+            with self.recorder.recording(audit), audit:
                 out = yield from self._call(clone_inputs(case.inputs), "audit")
+        finally:
+            self._own_audit = False
         launches = self.recorder.end_call()
         self._compare(case, out, "audit")
         if index == 0:

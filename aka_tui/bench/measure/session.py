@@ -182,7 +182,7 @@ def measure_shape(session: Session, shape: Shape, fuzz: bool) -> tuple[ShapeResu
         plan = ShapePlan(problem, cases, session.plan_options(fuzz), session.timers, session.recorder,
                          session.thread_starts, session.module_name, session.check_integrity,
                          lambda seed: session.replay_hint(shape.shape_id, seed))
-        measured = run_calls(model, plan.run())
+        measured = run_calls(model, plan.run(), plan.watch_call)
         audit = measured.audit
         if audit is None and not fuzz:
             audit = AuditReport(real=False, method="baseline", reason=_baseline_reason(job.candidate.kind, problem)) \

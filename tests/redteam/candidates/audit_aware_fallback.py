@@ -1,8 +1,10 @@
-"""expected: tampered
+"""expected: gpu-only tampered
 Audit-aware: launches its Triton kernel only while the evaluator audits (an aten dispatch mode is active, or the
 profiler is on) and computes with PyTorch otherwise, so the audit sees a real kernel while every other call is a
 fallback. The state is read through getattr with assembled names, which the static scan does not see. Caught at
-run time: the audited and profiled calls launch other work than the checked calls on the same inputs.
+run time: the audited and profiled calls launch other work than the checked calls on the same inputs. GPU-only
+since every call runs under an audit on the CPU (`audit_aware_same_launches`): there it launches its kernel in
+every call, an honest kernel.
 """
 
 import torch
