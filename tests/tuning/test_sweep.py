@@ -201,7 +201,7 @@ def test_tuning_imports_only_the_core_the_knowledge_base_and_itself() -> None:
     import re
 
     allowed = ("aka_tui.bench", "aka_tui.knowledge", "aka_tui.tuning", "aka_tui.errors", "aka_tui.paths",
-               "aka_tui.safe_ast", "aka_tui.secrets")
+               "aka_tui.safe_ast", "aka_tui.secrets", "aka_tui.environment")
     for path in sorted((REPO / "aka_tui" / "tuning").rglob("*.py")):
         for line in path.read_text().splitlines():
             match = re.match(r"\s*(?:from|import)\s+(aka_tui[\w.]*)", line)

@@ -57,6 +57,7 @@ class AtenAuditMode(TorchDispatchMode):
         super().__init__()
         self.allowed: Counter[str] = Counter()
         self.compute: Counter[str] = Counter()
+        self.readback = 0  # values read to the host (`item()`, `tolist()`): see `build_report`
         self.paused = 0
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
@@ -69,6 +70,8 @@ class AtenAuditMode(TorchDispatchMode):
                 (self.compute if changes_dtype else self.allowed)[name] += 1
             elif name in ALLOWED_OPS:
                 self.allowed[name] += 1
+                if name == "_local_scalar_dense":
+                    self.readback += 1
             else:
                 self.compute[name] += 1
             if torch._C._len_torch_dispatch_stack():
@@ -342,8 +345,29 @@ def _kernel_label(module: str, name: str, candidate_module: str) -> str:
     return name if module == candidate_module else f"{module}.{name}"
 
 
-def build_report(audit: AtenAuditMode, launches: Counter[tuple[str, str]], candidate_module: str) -> AuditReport:
-    """Verdict: real ⇔ at least one own Triton kernel ran, no aten compute, no foreign Triton kernel."""
+READBACK_FLOOR = 64  # values a forward may read to the host whatever its output's size (a few lengths, counts)
+
+
+def output_values(out: Any) -> int:
+    """Elements of every tensor in a forward's output (a tensor, or tuples, lists and dicts of them)."""
+    if isinstance(out, torch.Tensor):
+        return out.numel()
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (tuple, list)):
+        return sum(output_values(item) for item in out)
+    return 0
+
+
+def build_report(audit: AtenAuditMode, launches: Counter[tuple[str, str]], candidate_module: str,
+                 output_size: int = 0) -> AuditReport:
+    """Verdict: real ⇔ at least one own Triton kernel ran, no aten compute, no foreign Triton kernel, and fewer
+    values read to the host than a quarter of the output's (at least READBACK_FLOOR): Python arithmetic on values
+    read back reaches no aten op, so reading back about as much as the output holds is counted as computing
+    (`python_loop_fallback`, `scalar_loop_fallback`), while the lengths and counts an honest kernel reads stay
+    far below it."""
+    if audit.readback >= max(READBACK_FLOOR, output_size / 4):
+        audit.compute["values read to the host::item/tolist"] += audit.readback
     own = {name: n for (module, name), n in launches.items() if module == candidate_module}
     foreign = {f"{module}.{name}": n for (module, name), n in launches.items() if module != candidate_module}
     resources = {_kernel_label(module, name, candidate_module): record

@@ -25,7 +25,7 @@ import torch
 
 from aka_tui.bench.measure import poison, timed_checks
 from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
-from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode, build_report, launch_difference
+from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode, build_report, launch_difference, output_values
 from aka_tui.bench.measure.calls import Call, MeasureFailure
 from aka_tui.bench.measure.cases import Case, ShapeCases
 from aka_tui.bench.measure.integrity import ThreadStartCounter, new_threads, thread_census
@@ -282,7 +282,7 @@ class ShapePlan:
                 raise MeasureFailure("tampered", "audit", f"the audited call on seed {case.seed} launched other work "
                                      "than an unaudited call on the same inputs: "
                                      + launch_difference(launches, plain))
-        return build_report(audit, self.recorder.launches, self.module_name)
+        return build_report(audit, self.recorder.launches, self.module_name, output_values(out))
 
     def profiled_calls(self, report: AuditReport) -> Generator[Call, Any, AuditReport]:
         """One profiled call per input set: device-time attribution, and each set's device time."""
