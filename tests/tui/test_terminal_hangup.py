@@ -36,6 +36,10 @@ def test_app_exits_when_its_terminal_hangs_up(tmp_path) -> None:
     try:
         drawn = read_until(master, b"filter by op", timeout_s=90)
         assert b"filter by op" in drawn, f"the app did not draw its problem list: {drawn[-400:]!r}"
+        # the suite loads on a worker thread that exit waits for (it imports torch: 20 s and more on a loaded
+        # 2-core machine), so hang up once the list is filled: what is timed below is the hang-up alone
+        drawn += read_until(master, b"rms_norm", timeout_s=120)
+        assert b"rms_norm" in drawn, f"the app did not list the suite: {drawn[-400:]!r}"
         os.close(master)  # the terminal goes away; the session gets no SIGHUP (as under `make run` in tmux)
         master = -1
         try:
