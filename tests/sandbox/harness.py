@@ -13,6 +13,7 @@ import ast
 import hashlib
 import importlib.util
 import os
+import secrets
 import shutil
 import time
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 CASES = sorted((HERE / "hostile").glob("*.py"))
 SHAPE = "smoke_t7_i300_fp16"
 WATCHED_REPO_TREES = ("kb", "problems", "aka_tui")
+PRIVATE_PREFIX = "aka-private-"  # the canary's private key holds this and a random token
 HAVE_GIT = importlib.util.find_spec("git") is not None
 
 
@@ -79,11 +81,21 @@ class Canary:
     def problem(self) -> Path:
         return self.root / "silu_and_mul"
 
+    @property
+    def private_key(self) -> str:
+        """The token in the person's private key file, which no result or output may contain."""
+        text = (self.home / ".ssh" / "id_ed25519").read_text()
+        return next(line for line in text.splitlines() if line.startswith(PRIVATE_PREFIX))
+
     @staticmethod
     def create(root: Path) -> Canary:
         canary = Canary(root)
         canary.home.mkdir(parents=True)
         (canary.home / ".bashrc").write_text("# the person's shell start-up\n")
+        (canary.home / ".ssh").mkdir()
+        (canary.home / ".ssh" / "id_ed25519").write_text(
+            f"-----BEGIN OPENSSH PRIVATE KEY-----\n{PRIVATE_PREFIX}{secrets.token_hex(16)}\n"
+            "-----END OPENSSH PRIVATE KEY-----\n")
         if HAVE_GIT:
             from aka_tui.record.session_repo import SessionRepo
 

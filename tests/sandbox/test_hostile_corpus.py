@@ -2,7 +2,8 @@
 with the verdict its docstring names; after it, nothing outside its work dir changed (its canary home,
 session repository and problem copy; the checkout's kb/, problems/ and aka_tui/), no process it started is
 alive, no hook it planted ran, the test's server saw no connection, and the fake API key set in this
-process's environment appears in no result, output or file, in any encoding.
+process's environment appears in no result, output or file, in any encoding, and neither does the private key
+in its canary home (a file the evaluator might be led to read back for the case).
 
 All cases run in the bubblewrap sandbox (skipped, with the reason, where bubblewrap cannot run: CI installs it
 with scripts/setup.sh); one also runs with `--sandbox none`, where the environment allow-list still holds. Two
@@ -104,6 +105,7 @@ class Outcome:
     hook_ran: bool
     session_text: str
     canary_text: str
+    private_key: str
 
 
 def _evaluate(path: Path, canary: Canary, case: Path, mode: str, device: str) -> tuple[CandidateResult, str]:
@@ -140,7 +142,8 @@ def run_case(case: Path, mode: str, root: Path, port: int, device: str = "cpu") 
         session.repo.git.checkout("HEAD", "--", "kernel.py")
         session_text += str(session.repo.git.log("-p", "--all"))
     attacked = "\n".join(files_text(d) for d in (canary.home, canary.problem))  # not candidates/: leaks_key holds it
-    return Outcome(result, output, changes, left, (canary.root / "pwned").exists(), session_text, attacked)
+    return Outcome(result, output, changes, left, (canary.root / "pwned").exists(), session_text, attacked,
+                   canary.private_key)
 
 
 @contextmanager
@@ -190,6 +193,8 @@ def check(case: Path, mode: str, run: Outcome, listener: Listener, repo_before: 
     assert listener.seen == [], "the case reached the test's server"
     text = json.dumps(run.result.to_json()) + run.output + run.session_text + run.canary_text
     assert leaks(KEY, text) == [] and leaks(os.environ["AKA_TEST_TOKEN"], text) == []
+    assert run.private_key not in json.dumps(run.result.to_json()) + run.output + run.session_text, \
+        "a file of the person's home was read into the result"
 
 
 @needs_bwrap

@@ -219,3 +219,27 @@ def test_gpu_workers_get_the_expandable_allocator_unless_the_person_chose(tmp_pa
     assert "PYTORCH_CUDA_ALLOC_CONF" not in _view({**job, "device": "cpu"}, tmp_path).env
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:512")
     assert bwrap.worker_environment(_view(job, tmp_path))["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:512"
+
+
+def test_files_a_worker_could_replace_are_read_without_following_or_blocking(tmp_path: Path) -> None:
+    """The log and the start-up error file live in the worker's work dir: a link to a file outside is not
+    followed, a FIFO (which would block the reader forever) and a directory read as empty, and a sparse file the
+    size of the file limit is read only as far as asked."""
+    from aka_tui.bench.sandbox.containment import read_worker_file
+
+    outside = tmp_path / "id_ed25519"
+    outside.write_text("private")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "link.log").symlink_to(outside)
+    os.mkfifo(tmp_path / "work" / "fifo.log")
+    sparse = tmp_path / "work" / "sparse.log"
+    with open(sparse, "wb") as handle:
+        handle.truncate(1 << 34)
+        handle.seek((1 << 34) - 4)
+        handle.write(b"tail")
+    assert read_worker_file(outside) == b"private"
+    assert read_worker_file(tmp_path / "work" / "link.log", tail=1500) == b""
+    assert read_worker_file(tmp_path / "work" / "fifo.log", tail=1500) == b""
+    assert read_worker_file(tmp_path / "work", head=300) == b""
+    assert read_worker_file(sparse, tail=6) == b"\0\0tail"
+    assert read_worker_file(sparse, head=3) == b"\0\0\0"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -44,8 +45,11 @@ try:
         resource.setrlimit(getattr(resource, name), (soft, hard))
     os.execv(sys.argv[2], sys.argv[2:])
 except BaseException as exc:
-    with open(spec["error_file"], "w") as handle:
-        handle.write(f"{type(exc).__name__}: {exc}")
+    try:  # never through a link a former worker in this work dir left in its place
+        fd = os.open(spec["error_file"], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        os.write(fd, f"{type(exc).__name__}: {exc}".encode())
+    except OSError:
+        pass
     os._exit(126)
 """
 SHIM_FAILED = 126
@@ -103,6 +107,36 @@ def _proc_table() -> dict[int, tuple[int, int, int]]:
     return table
 
 
+def read_worker_file(path: Path, head: int | None = None, tail: int | None = None) -> bytes:
+    """The first `head` or last `tail` bytes of a file a sandboxed process could have replaced (its log, the
+    start-up error file): b'' unless it is a regular file, so a symbolic link to a file outside its work dir is
+    never followed, and a FIFO or device never blocks or feeds the caller; only what is asked for is read (a
+    sparse file the size of the file size limit is not loaded whole)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return b""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return b""
+        if tail is not None:
+            os.lseek(fd, max(info.st_size - tail, 0), os.SEEK_SET)
+        limit = tail if tail is not None else (head if head is not None else info.st_size)
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 def tree_of(root: int, table: dict[int, tuple[int, int, int]] | None = None) -> list[int]:
     """`root` and every descendant still parented inside the tree."""
     table = table if table is not None else _proc_table()
@@ -152,6 +186,10 @@ class ContainedProcess:
         self.memory_by = ("cgroup " + self.cgroup.version) if self.cgroup and self.cgroup.memory_dir else "watchdog"
         self.tasks_by = ("cgroup " + self.cgroup.version) if self.cgroup and self.cgroup.pids_dir else "watchdog"
         self.error_file = work_dir / ".spawn-error"
+        try:
+            self.error_file.unlink(missing_ok=True)  # a former worker's in this work dir, or its candidate's link
+        except OSError:
+            pass  # a directory: the shim's exclusive create fails and nothing is read
         self.watched = [work_dir, *writable]
         # what is there already (a shared compiler cache that --precompile-workers or earlier shapes filled) is
         # not this process's writing: the disk limit counts growth from here
@@ -276,8 +314,9 @@ class ContainedProcess:
         verdict = self.limit_reached(code)
         if verdict:
             return verdict
-        if code == SHIM_FAILED and self.error_file.is_file():
-            return f"could not be started in its sandbox ({self.error_file.read_text()[:300]})"
+        error = read_worker_file(self.error_file, head=300) if code == SHIM_FAILED else b""
+        if error:
+            return f"could not be started in its sandbox ({error.decode(errors='replace')})"
         sig = self._signal(code)
         if sig is not None:
             try:
