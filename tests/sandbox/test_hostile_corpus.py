@@ -6,14 +6,16 @@ process's environment appears in no result, output or file, in any encoding, and
 in its canary home (a file the evaluator might be led to read back for the case).
 
 All cases run in the bubblewrap sandbox (skipped, with the reason, where bubblewrap cannot run: CI installs it
-with scripts/setup.sh); one also runs with `--sandbox none`, where the environment allow-list still holds. Two
-cases run through the `aka eval` command line, whose process one of them tries to kill.
+with scripts/setup.sh); one also runs with `--sandbox none`, where the environment allow-list still holds. Three
+cases run through the `aka eval` command line, whose process one of them tries to kill and whose terminal another
+tries to drive: no character a terminal acts on (ESC, CSI, carriage return…) reaches the output or the result.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -52,10 +54,13 @@ from tests.sandbox.harness import (
 MECHANISM, WHY_NOT = resolve_mode("auto")
 needs_bwrap = pytest.mark.skipif(MECHANISM != "bwrap", reason=f"bubblewrap cannot run here: {WHY_NOT}")
 KEY = "sk-ant-api03-" + secrets.token_urlsafe(40)
-CLI_CASES = ("kill_parent", "leaks_key")  # through `aka eval --json`: its own process is the one attacked
+CLI_CASES = ("kill_parent", "leaks_key", "terminal_escapes")  # through `aka eval --json`: its own process is the one attacked
 # Also with --sandbox none: the key must not reach a candidate even then (the limits' watchdog path without a
 # sandbox or a cgroup is covered, faster, by test_sandbox_units.py).
 UNSANDBOXED = ("env_secrets",)
+# What a terminal acts on (ESC, the 8-bit CSI, carriage return, backspace...): never from a candidate to the person's
+# terminal or into a result (tabs and newlines are text).
+TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class Listener:
@@ -193,8 +198,24 @@ def check(case: Path, mode: str, run: Outcome, listener: Listener, repo_before: 
     assert listener.seen == [], "the case reached the test's server"
     text = json.dumps(run.result.to_json()) + run.output + run.session_text + run.canary_text
     assert leaks(KEY, text) == [] and leaks(os.environ["AKA_TEST_TOKEN"], text) == []
+    assert not TERMINAL_CONTROL.search(run.output), "control characters reached the output"
+    assert not [t for t in _strings(run.result.to_json()) if TERMINAL_CONTROL.search(t)], \
+        "control characters reached the result"
     assert run.private_key not in json.dumps(run.result.to_json()) + run.output + run.session_text, \
         "a file of the person's home was read into the result"
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 @needs_bwrap

@@ -243,3 +243,15 @@ def test_files_a_worker_could_replace_are_read_without_following_or_blocking(tmp
     assert read_worker_file(tmp_path / "work", head=300) == b""
     assert read_worker_file(sparse, tail=6) == b"\0\0tail"
     assert read_worker_file(sparse, head=3) == b"\0\0\0"
+
+
+def test_text_from_a_worker_loses_what_a_terminal_acts_on(tmp_path: Path) -> None:
+    """A crash message quotes the worker's log, which the candidate prints into: its escape sequences (OSC 52
+    writes the person's clipboard) must not reach the terminal `aka` prints the message on."""
+    from aka_tui.bench.evaluator.isolation import _log_tail
+    from aka_tui.bench.sandbox.containment import printable
+
+    log = tmp_path / "worker-0.log"
+    log.write_bytes("x\x1b]52;c;Y3VybA==\x07\r\x1b[2J\x9b31m\tok\n".encode())
+    assert _log_tail(log) == "x]52;c;Y3VybA==[2J31m\tok"
+    assert printable({"error\x1b": ["a\x1bb", 1, None, {"m": "\x07c\n"}]}) == {"error": ["ab", 1, None, {"m": "c\n"}]}

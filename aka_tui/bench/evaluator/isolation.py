@@ -19,7 +19,7 @@ from aka_tui.bench.measure import channel
 from aka_tui.bench.measure.job import MeasureJob
 from aka_tui.bench.measure.results import ShapeResult, StageError
 from aka_tui.bench.sandbox import bwrap
-from aka_tui.bench.sandbox.containment import ContainedProcess, GiB, ResourceLimits, read_worker_file
+from aka_tui.bench.sandbox.containment import ContainedProcess, GiB, ResourceLimits, printable, read_worker_file
 from aka_tui.secrets import scrub
 
 LIMIT_EXCEEDED = "limit_exceeded"
@@ -69,7 +69,7 @@ def exit_description(code: int) -> str:
 
 def _log_tail(path: Path, limit: int = 1500) -> str:
     """The end of a worker's log, which its candidate may have replaced (a link out of the work dir, a FIFO)."""
-    return read_worker_file(path, tail=limit).decode(errors="replace").strip()
+    return printable(read_worker_file(path, tail=limit).decode(errors="replace")).strip()
 
 
 GPU_ALLOCATOR = "expandable_segments:True"
@@ -162,7 +162,8 @@ def _exit_failure(process: ContainedProcess, code: int, log_path: Path) -> tuple
     limit = process.limit_reached(code)
     if limit:
         return LIMIT_EXCEEDED, limit
-    return "crashed", scrub(f"worker {process.exit_description(code)}") + (f"; log tail: {tail}" if tail else "")
+    description = printable(scrub(f"worker {process.exit_description(code)}"))
+    return "crashed", description + (f"; log tail: {tail}" if tail else "")
 
 
 def _explained_error(worker: _Worker, error: StageError) -> StageError:
@@ -269,6 +270,7 @@ class _Evaluation:
         while True:
             try:
                 message = worker.next_message(self.limits.startup_s if state.startup else self.limits.per_shape_s)
+                message = printable(message)  # its strings come from candidate code: none reaches a terminal raw
             except channel.ChannelTampered as exc:
                 worker.kill()
                 worker.close()

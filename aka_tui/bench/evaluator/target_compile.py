@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_tui.bench.sandbox import bwrap
-from aka_tui.bench.sandbox.containment import ResourceLimits
+from aka_tui.bench.sandbox.containment import ResourceLimits, printable
 from aka_tui.environment import environment_snapshot
 from aka_tui.errors import AkaError
 from aka_tui.secrets import scrub
@@ -157,10 +157,10 @@ def compile_for_target(problem_dir: Path, candidate: Path, arch: int = 90, shape
             process.close()
     for line in reversed(out.decode(errors="replace").splitlines()):
         if line.startswith("{"):
-            data = json.loads(line)
+            data = printable(json.loads(line))  # kernel names and errors are the candidate's to choose
             return TargetCompile(arch, tuple((str(n), int(k)) for n, k in data["kernels"]), scrub(data["error"]),
                                  report.line())
-    tail = [ln for ln in err.decode(errors="replace").splitlines() if ln.strip()]
+    tail = [ln for ln in printable(err.decode(errors="replace")).splitlines() if ln.strip()]
     return TargetCompile(arch, error=scrub(tail[-1][:300]) if tail else f"the check exited with {process.proc.returncode}",
                          sandbox=report.line())
 

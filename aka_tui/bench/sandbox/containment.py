@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -135,6 +136,23 @@ def read_worker_file(path: Path, head: int | None = None, tail: int | None = Non
         return b""
     finally:
         os.close(fd)
+
+
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(value: Any) -> Any:
+    """`value` (a string, or JSON made of them) without the characters a terminal acts on: ESC and the 8-bit CSI
+    that start escape sequences (a clipboard write, a title, a cleared screen), carriage return, backspace, the
+    rest of C0 and C1. Text that a sandboxed process wrote (its messages, its log) goes through this before
+    `aka` keeps or prints it; newlines and tabs stay."""
+    if isinstance(value, str):
+        return _TERMINAL_CONTROL.sub("", value)
+    if isinstance(value, dict):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable(item) for item in value]
+    return value
 
 
 def tree_of(root: int, table: dict[int, tuple[int, int, int]] | None = None) -> list[int]:
