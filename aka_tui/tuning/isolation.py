@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,8 @@ from aka_tui.bench.evaluator.isolation import WorkerLimits
 from aka_tui.bench.sandbox import bwrap
 from aka_tui.bench.sandbox.containment import ContainedProcess
 from aka_tui.tuning.trials import Trial, config_key
+
+EVENTS_READ_MAX = 16 << 20  # bytes of events read a poll: a child's runaway writing cannot fill aka's memory
 
 EXIT_CUDA_ERROR = 3  # as the evaluator's worker (bench/worker_entry.EXIT_RESTART): the context is unusable
 MAX_RESTARTS = 4
@@ -37,7 +40,10 @@ def _stderr_fd() -> int:
 
 
 class _Events:
-    """Reads the complete lines appended to the child's events file since the last call."""
+    """Reads the complete lines appended to the child's events file since the last call. The child runs the
+    kernel under sweep in its sandbox and can replace the file: it is opened without following a link, read only
+    while it is a regular file and at most EVENTS_READ_MAX bytes a call (a FIFO never blocks, a link never reads
+    a file outside the work dir), and a line that is not a JSON object is skipped."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -45,17 +51,34 @@ class _Events:
         self.partial = b""
 
     def read(self) -> list[dict[str, Any]]:
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                data = handle.read()
-        except FileNotFoundError:
-            return []
+        data = self._appended()
         self.offset += len(data)
-        data = self.partial + data
-        lines = data.split(b"\n")
+        lines = (self.partial + data).split(b"\n")
         self.partial = lines.pop()
-        return [json.loads(line) for line in lines if line.strip()]
+        events = []
+        for line in lines:
+            try:
+                event = json.loads(line) if line.strip() else None
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+        return events
+
+    def _appended(self) -> bytes:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        except OSError:
+            return b""
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return b""
+            os.lseek(fd, self.offset, os.SEEK_SET)
+            return os.read(fd, EVENTS_READ_MAX)
+        except OSError:
+            return b""
+        finally:
+            os.close(fd)
 
 
 def sweep_cache(job: dict[str, Any]) -> Path:
