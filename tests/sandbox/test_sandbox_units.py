@@ -255,3 +255,22 @@ def test_text_from_a_worker_loses_what_a_terminal_acts_on(tmp_path: Path) -> Non
     log.write_bytes("x\x1b]52;c;Y3VybA==\x07\r\x1b[2J\x9b31m\tok\n".encode())
     assert _log_tail(log) == "x]52;c;Y3VybA==[2J31m\tok"
     assert printable({"error\x1b": ["a\x1bb", 1, None, {"m": "\x07c\n"}]}) == {"error": ["ab", 1, None, {"m": "c\n"}]}
+
+
+def test_kept_candidate_caches_stay_within_their_size_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate's compiler cache outlives its workers; the kept caches together are held to a byte budget
+    (a worker's disk limit counts only its own growth), the newest alone above it is emptied."""
+    monkeypatch.setattr(bwrap, "CACHE_BUDGET", 3 * MiB)
+    root = tmp_path / "sandbox"
+    for age, (name, mib) in enumerate([("candidate-new", 1), ("candidate-mid", 1), ("candidate-old", 2)]):
+        (root / name).mkdir(parents=True)
+        (root / name / "blob").write_bytes(os.urandom(mib * MiB))
+        os.utime(root / name, (1_000_000 - age * 100, 1_000_000 - age * 100))
+    (root / "shared-compile").mkdir()
+    (root / "shared-compile" / "blob").write_bytes(os.urandom(4 * MiB))
+    bwrap._prune(root)
+    assert sorted(p.name for p in root.iterdir()) == ["candidate-mid", "candidate-new", "shared-compile"]
+    (root / "candidate-new" / "more").write_bytes(os.urandom(3 * MiB))
+    bwrap._prune(root)
+    assert sorted(p.name for p in root.iterdir()) == ["candidate-mid", "candidate-new", "shared-compile"]
+    assert list((root / "candidate-new").iterdir()) == []

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import aka_tui.paths as paths
-from aka_tui.bench.sandbox.containment import ContainedProcess, GiB, MiB, ResourceLimits
+from aka_tui.bench.sandbox.containment import ContainedProcess, GiB, MiB, ResourceLimits, disk_usage
 from aka_tui.environment import environment_snapshot
 from aka_tui.errors import EvaluationError
 
@@ -157,6 +157,8 @@ def worker_environment(view: View, source: dict[str, str] | None = None) -> dict
 
 
 CACHES_KEPT = 64
+CACHE_BUDGET = 8 * GiB  # the kept candidate caches together (`_prune`)
+CACHE_ENTRIES = 200_000  # entries counted a cache: beyond, it is measured at what was counted
 
 
 def cache_dir(kind: str, candidate: str | None, source: bytes | None = None) -> Path:
@@ -185,14 +187,25 @@ def cache_dir(kind: str, candidate: str | None, source: bytes | None = None) -> 
 
 
 def _prune(root: Path) -> None:
-    """Keep the most recently used candidate caches only."""
+    """Keep the most recently used candidate caches only: at most CACHES_KEPT, and CACHE_BUDGET bytes together.
+    The disk limit counts a worker's growth from its start, and a candidate's cache is kept between its workers
+    and evaluations, so without a size budget a candidate could leave gigabytes on every restart of its worker;
+    the newest cache alone above the budget is emptied too (its kernels compile again)."""
     try:
         caches = sorted((p for p in root.iterdir() if p.name.startswith("candidate-")),
                         key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
         return
-    for stale in caches[CACHES_KEPT:]:
-        shutil.rmtree(stale, ignore_errors=True)
+    total = 0
+    for index, cache in enumerate(caches):
+        if index < CACHES_KEPT:
+            total += disk_usage([cache], CACHE_ENTRIES)[0]
+            if total <= CACHE_BUDGET:
+                continue
+        shutil.rmtree(cache, ignore_errors=True)
+        if index == 0:
+            cache.mkdir(parents=True, exist_ok=True)  # the cache about to be used: there, and empty
+            total = 0
 
 
 def package_dir() -> Path:

@@ -172,7 +172,7 @@ def tree_of(root: int, table: dict[int, tuple[int, int, int]] | None = None) -> 
 DISK_ENTRIES = 20000  # files and directories a worker may add under its work directory and caches
 
 
-def _disk_usage(paths: list[Path], entry_cap: int = DISK_ENTRIES) -> tuple[int, int]:
+def disk_usage(paths: list[Path], entry_cap: int = DISK_ENTRIES) -> tuple[int, int]:
     """(bytes, entries) under `paths`, stopping after `entry_cap` entries."""
     total = entries = 0
     stack = [str(p) for p in paths]
@@ -211,7 +211,7 @@ class ContainedProcess:
         self.watched = [work_dir, *writable]
         # what is there already (a shared compiler cache that --precompile-workers or earlier shapes filled) is
         # not this process's writing: the disk limit counts growth from here
-        self._disk_base = _disk_usage(self.watched, DISK_ENTRIES * 50) if limits.disk_bytes else (0, 0)
+        self._disk_base = disk_usage(self.watched, DISK_ENTRIES * 50) if limits.disk_bytes else (0, 0)
         self.reason: str | None = None
         self._task_hits_seen = 0
         self._oom_kills: int | None = None  # read before the cgroup is removed
@@ -254,7 +254,7 @@ class ContainedProcess:
                     return
             if self.limits.disk_bytes and time.monotonic() >= next_disk:
                 next_disk = time.monotonic() + 1.0
-                used, entries = _disk_usage(self.watched, self._disk_base[1] + DISK_ENTRIES)
+                used, entries = disk_usage(self.watched, self._disk_base[1] + DISK_ENTRIES)
                 grown, added = used - self._disk_base[0], entries - self._disk_base[1]
                 if grown > self.limits.disk_bytes or added >= DISK_ENTRIES:
                     self._limit_hit(f"disk limit exceeded: limit {fmt_bytes(self.limits.disk_bytes)} in its work "
