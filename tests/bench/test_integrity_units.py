@@ -377,6 +377,12 @@ def test_static_scan_holds_signals_and_audit_hooks() -> None:
         assert [f for f in scan_source(source) if f.suspicious], source
 
 
+def test_static_scan_holds_reading_whether_a_dispatch_mode_is_active() -> None:
+    for source in ("from torch.utils._python_dispatch import is_in_torch_dispatch_mode\nis_in_torch_dispatch_mode()",
+                   "import torch\ntorch._C._len_torch_dispatch_stack()", "import torch\ntorch._C._get_dispatch_stack_at(0)"):
+        assert [f for f in scan_source(source) if f.suspicious], source
+
+
 def test_no_honest_kernel_has_a_suspicious_finding() -> None:
     """The static scan holds no KB kernel, honest red-team kernel or correct problem solution: each rule added
     against a cheat must leave honest code alone."""

@@ -61,6 +61,11 @@ _ATTR_KINDS = {  # attribute name read anywhere -> kind
     "_is_profiler_enabled": "harness-state", "_profiler_enabled": "harness-state",
     "_get_dispatch_mode": "harness-state", "_get_current_dispatch_mode": "harness-state",
     "_get_current_dispatch_mode_stack": "harness-state", "fill_uninitialized_memory": "harness-state",
+    # whether a dispatch mode (the audit) is active: a forward that computed with its kernel only then
+    # (`audit_aware_same_launches`)
+    "is_in_torch_dispatch_mode": "harness-state", "_len_torch_dispatch_stack": "harness-state",
+    "_get_dispatch_stack_at": "harness-state", "is_in_torch_function_mode": "harness-state",
+    "_len_torch_function_stack": "harness-state",
     "are_deterministic_algorithms_enabled": "harness-state",
     "is_deterministic_algorithms_warn_only_enabled": "harness-state", "settrace": "harness-state",
     "setprofile": "harness-state", "gettrace": "harness-state", "getprofile": "harness-state",

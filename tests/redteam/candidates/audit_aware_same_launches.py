@@ -5,7 +5,9 @@ computes it and the same kernel is launched with the same arguments, but a flag 
 `fill`, allowed) makes every program return at once. Outputs are right and every call launches the same work, so
 the launch comparison that catches `audit_aware_fallback` saw nothing, and on the CPU, with no device time to
 compare, it scored real. Caught: on the CPU every call of the candidate runs under an audit, and PyTorch work in
-any of them (here the rerun of the audited inputs, the timed calls and the recheck) is a fallback.
+any of them (here the rerun of the audited inputs, the timed calls and the recheck) is a fallback; and reading
+whether a dispatch mode is active (`is_in_torch_dispatch_mode`, the dispatch stack's length or entries) is
+`suspicious` in the static scan, on every device.
 """
 
 import torch
