@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ from typing import Any, Callable
 
 from aka_tui.bench.evaluator.isolation import WorkerLimits
 from aka_tui.bench.sandbox import bwrap
-from aka_tui.bench.sandbox.containment import ContainedProcess
+from aka_tui.bench.sandbox.containment import ContainedProcess, read_worker_file
 from aka_tui.tuning.trials import Trial, config_key
 
 EVENTS_READ_MAX = 16 << 20  # bytes of events read a poll: a child's runaway writing cannot fill aka's memory
@@ -51,7 +50,7 @@ class _Events:
         self.partial = b""
 
     def read(self) -> list[dict[str, Any]]:
-        data = self._appended()
+        data = read_worker_file(self.path, head=EVENTS_READ_MAX, offset=self.offset)
         self.offset += len(data)
         lines = (self.partial + data).split(b"\n")
         self.partial = lines.pop()
@@ -64,21 +63,6 @@ class _Events:
             if isinstance(event, dict):
                 events.append(event)
         return events
-
-    def _appended(self) -> bytes:
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-        except OSError:
-            return b""
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return b""
-            os.lseek(fd, self.offset, os.SEEK_SET)
-            return os.read(fd, EVENTS_READ_MAX)
-        except OSError:
-            return b""
-        finally:
-            os.close(fd)
 
 
 def sweep_cache(job: dict[str, Any]) -> Path:

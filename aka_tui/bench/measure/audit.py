@@ -348,17 +348,6 @@ def _kernel_label(module: str, name: str, candidate_module: str) -> str:
 READBACK_FLOOR = 64  # values a forward may read to the host whatever its output's size (a few lengths, counts)
 
 
-def output_values(out: Any) -> int:
-    """Elements of every tensor in a forward's output (a tensor, or tuples, lists and dicts of them)."""
-    if isinstance(out, torch.Tensor):
-        return out.numel()
-    if isinstance(out, dict):
-        out = list(out.values())
-    if isinstance(out, (tuple, list)):
-        return sum(output_values(item) for item in out)
-    return 0
-
-
 def build_report(audit: AtenAuditMode, launches: Counter[tuple[str, str]], candidate_module: str,
                  output_size: int = 0) -> AuditReport:
     """Verdict: real ⇔ at least one own Triton kernel ran, no aten compute, no foreign Triton kernel, and fewer

@@ -25,7 +25,7 @@ import torch
 
 from aka_tui.bench.measure import poison, timed_checks
 from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
-from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode, build_report, launch_difference, output_values
+from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode, build_report, launch_difference
 from aka_tui.bench.measure.calls import Call, MeasureFailure
 from aka_tui.bench.measure.cases import Case, ShapeCases
 from aka_tui.bench.measure.integrity import ThreadStartCounter, new_threads, thread_census
@@ -36,7 +36,7 @@ from aka_tui.bench.measure.timed_checks import drive_protocol, input_checksums
 from aka_tui.bench.measure.timing import Timers
 from aka_tui.bench.problem.inputs import clone_inputs, same_bits
 from aka_tui.bench.problem.model import Problem
-from aka_tui.bench.problem.tolerance import compare_outputs, naive_allclose
+from aka_tui.bench.problem.tolerance import compare_outputs, flatten_outputs, naive_allclose
 
 __all__ = ["Measurement", "PlanOptions", "ShapePlan", "drive_protocol", "input_checksums"]
 
@@ -282,7 +282,8 @@ class ShapePlan:
                 raise MeasureFailure("tampered", "audit", f"the audited call on seed {case.seed} launched other work "
                                      "than an unaudited call on the same inputs: "
                                      + launch_difference(launches, plain))
-        return build_report(audit, self.recorder.launches, self.module_name, output_values(out))
+        output_size = sum(v.numel() for _, v in flatten_outputs(out) if isinstance(v, torch.Tensor))
+        return build_report(audit, self.recorder.launches, self.module_name, output_size)
 
     def profiled_calls(self, report: AuditReport) -> Generator[Call, Any, AuditReport]:
         """One profiled call per input set: device-time attribution, and each set's device time."""

@@ -108,8 +108,8 @@ def _proc_table() -> dict[int, tuple[int, int, int]]:
     return table
 
 
-def read_worker_file(path: Path, head: int | None = None, tail: int | None = None) -> bytes:
-    """The first `head` or last `tail` bytes of a file a sandboxed process could have replaced (its log, the
+def read_worker_file(path: Path, head: int | None = None, tail: int | None = None, offset: int = 0) -> bytes:
+    """The first `head` bytes from `offset`, or the last `tail` bytes, of a file a sandboxed process could have replaced (its log, the
     start-up error file): b'' unless it is a regular file, so a symbolic link to a file outside its work dir is
     never followed, and a FIFO or device never blocks or feeds the caller; only what is asked for is read (a
     sparse file the size of the file size limit is not loaded whole)."""
@@ -121,8 +121,8 @@ def read_worker_file(path: Path, head: int | None = None, tail: int | None = Non
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
             return b""
-        if tail is not None:
-            os.lseek(fd, max(info.st_size - tail, 0), os.SEEK_SET)
+        if tail is not None or offset:
+            os.lseek(fd, max(info.st_size - tail, 0) if tail is not None else offset, os.SEEK_SET)
         limit = tail if tail is not None else (head if head is not None else info.st_size)
         chunks, left = [], limit
         while left > 0:
