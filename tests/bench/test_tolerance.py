@@ -226,3 +226,52 @@ def test_a_nan_in_e4m3fn_is_never_an_overflow() -> None:
     cand = torch.tensor([1.0, 448.0]).to(torch.float8_e4m3fn)
     assert not compare_outputs(cand, ref, ref, _fp8_tol, 0.0).ok
     assert compare_outputs(ref.clone(), ref, ref, _fp8_tol, 0.0).ok
+
+
+def _rows_of_two_scales(rows: int = 1024, width: int = 64) -> torch.Tensor:
+    """Four rows of unit scale above many of scale 0.005 (causal attention: the first queries average a few
+    values, the last ones thousands): the output's RMS is 0.0625."""
+    torch.manual_seed(0)
+    reference = torch.randn(rows, width, dtype=torch.float64) * 0.005
+    reference[:4] = torch.randn(4, width, dtype=torch.float64)
+    return reference
+
+
+def test_a_row_of_larger_scale_is_held_to_its_own_scale_not_the_outputs() -> None:
+    """atol 0.005 written for unit scale; scaled by the output's RMS (0.0625) it is 0.0031, below an error of
+    0.004 on a row of scale 1, which that row's own scale allows. Rows of small scale keep the scaled atol."""
+    reference = _rows_of_two_scales()
+    tol = lambda dtype: Tolerance(0.005, 0.0)  # noqa: E731
+    off_big = reference.clone()
+    off_big[0] += 0.004
+    assert compare_outputs(off_big, reference, reference, tol, 0.0).ok
+    off_small = reference.clone()
+    off_small[100] += 0.004
+    result = compare_outputs(off_small, reference, reference, tol, 0.0)
+    assert not result.ok and "per row" in result.reason
+    too_far = reference.clone()
+    too_far[0] += 0.006  # past the written atol, whatever the row's scale
+    assert not compare_outputs(too_far, reference, reference, tol, 0.0).ok
+
+
+def test_short_last_dimensions_are_judged_by_the_outputs_scale_alone() -> None:
+    reference = _rows_of_two_scales().reshape(-1, 4)  # rows of 4 elements are no rows
+    off = reference.clone()
+    off[0] += 0.004
+    assert not compare_outputs(off, reference, reference, lambda dtype: Tolerance(0.005, 0.0), 0.0).ok
+
+
+def test_sampled_checks_hold_rows_to_the_same_atol_as_the_full_comparison() -> None:
+    from aka_tui.bench.measure.samples import Sampler, failing_calls
+
+    reference = _rows_of_two_scales()
+    sampler = Sampler(reference, reference.numel(), lambda j: 0)  # every position sampled
+    off_big = reference.clone()
+    off_big[0] += 0.004
+    expected, got = sampler.take(reference), sampler.take(off_big)
+    tol = lambda dtype: Tolerance(0.005, 0.0)  # noqa: E731
+    assert failing_calls([got], expected, tol, 0.0, sampler.row_rms()) == []
+    assert failing_calls([got], expected, tol, 0.0) != []  # by the output's scale alone it would fail
+    off_small = reference.clone()
+    off_small[100] += 0.004
+    assert failing_calls([sampler.take(off_small)], expected, tol, 0.0, sampler.row_rms()) != []

@@ -26,7 +26,7 @@ from aka_tui.bench.problem.fuzz import resolve_shape
 from aka_tui.bench.problem.inputs import make_inputs
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.problem.module_loading import import_file
-from aka_tui.bench.problem.tolerance import output_rms, scaled_to
+from aka_tui.bench.problem.tolerance import output_rms, row_atol, scaled_to
 
 TOLERANCE_SCALE = 4.0
 STRAY_FRACTION = 0.01
@@ -67,7 +67,7 @@ def _check_shape(problem: Problem, job: MeasureJob, device: str, result: ShapeRe
     if not 0 <= case < len(seeds) or seeds[case] != seed or len(evidence) != len(seeds):
         return _tampered(result, f"reported outputs for seeds the evaluator did not choose (case {case}, seed {seed})")
     try:
-        expected, sampler_leaves = _reference_samples(problem, job, device, shape, case, seed)
+        expected, sampler_leaves, at_rows = _reference_samples(problem, job, device, shape, case, seed)
     except Exception as exc:  # the problem itself failed here: not the candidate's verdict
         return replace(result, verification=result.verification | {
             "parent_check": f"not run: the reference failed in the parent ({type(exc).__name__}: {exc})"[:300]})
@@ -75,11 +75,12 @@ def _check_shape(problem: Problem, job: MeasureJob, device: str, result: ShapeRe
     if len(reported) != len(expected) or any(r.numel() != e.numel() for r, e in zip(reported, expected)):
         return _tampered(result, f"seed {seed}: the reported outputs do not have the reference's structure")
     checked = 0
-    for j, (got, want, dtype) in enumerate(zip(reported, expected, sampler_leaves)):
-        tol = problem.tolerance_for(dtype)
+    for j, (got, want, dtype, rows) in enumerate(zip(reported, expected, sampler_leaves, at_rows)):
+        written = tol = problem.tolerance_for(dtype)
         if want.is_floating_point():
-            tol = scaled_to(tol, output_rms(want))  # as the worker's checks scale it (from the samples' RMS)
-        bad = bad_elements(got, want.cpu(), tol, TOLERANCE_SCALE)
+            tol = scaled_to(written, output_rms(want))  # as the worker's checks scale it (from the samples' RMS)
+        atol = row_atol(written, tol, rows) if rows is not None and want.is_floating_point() else None
+        bad = bad_elements(got, want.cpu(), tol, TOLERANCE_SCALE, atol)
         checked += got.numel()
         if got.numel() and float(bad.to(torch.float64).mean()) > problem.max_mismatch_fraction + STRAY_FRACTION:
             return _tampered(result, f"seed {seed}: the evaluator's own reference disagrees with the outputs the "
@@ -90,8 +91,9 @@ def _check_shape(problem: Problem, job: MeasureJob, device: str, result: ShapeRe
 
 
 def _reference_samples(problem: Problem, job: MeasureJob, device: str, shape: Any, case: int,
-                       seed: int) -> tuple[list[torch.Tensor], list[torch.dtype]]:
-    """The native reference of one case, computed here, at the parent's sample positions."""
+                       seed: int) -> tuple[list[torch.Tensor], list[torch.dtype], list[torch.Tensor | None]]:
+    """The native reference of one case, computed here, at the parent's sample positions (values, dtypes, and
+    the row RMS there)."""
     ref_module, input_module = _modules(problem)
     cuda = device.startswith("cuda")
     index = torch.device(device).index if cuda and ":" in device else (torch.cuda.current_device() if cuda else None)
@@ -103,8 +105,9 @@ def _reference_samples(problem: Problem, job: MeasureJob, device: str, shape: An
             sampler = parent_sampler(native, job.sample_seed, shape.shape_id, case)
             values = [v.cpu() for v in sampler.take(native)]
             dtypes = [leaf.dtype for leaf in sampler.leaves]
+            at_rows = [r.cpu() if r is not None else None for r in sampler.row_rms()]
             del inputs, native
         if cuda:
             torch.cuda.empty_cache()
-    return values, dtypes
+    return values, dtypes, at_rows
 

@@ -55,7 +55,7 @@ def profiled_calls(plan: ShapePlan, report: AuditReport) -> Generator[Call, Any,
     for i, out in enumerate(outputs):
         case = plan.cases.case(i)
         bad = failing_calls([plan._sampled(case, out, "audit (profiled call)")], case.timed_expected,
-                            plan.problem.tolerance_for, plan.problem.max_mismatch_fraction)
+                            plan.problem.tolerance_for, plan.problem.max_mismatch_fraction, case.timed.row_rms())
         if bad:
             raise MeasureFailure("wrong_output", "audit", f"seed {case.seed} (profiled call): {bad[0][1]}")
     del outputs, copies

@@ -23,6 +23,9 @@ from aka_tui.bench.problem.tolerance import (
     check_plain_tensor,
     flatten_outputs,
     output_rms,
+    row_atol,
+    row_length,
+    rows_rms,
     scaled_to,
     structure_of,
 )
@@ -52,6 +55,7 @@ class Leaf:
     dtype: torch.dtype
     device: torch.device
     index: torch.Tensor  # flat positions on the output's device
+    row_rms: torch.Tensor | None = None  # the reference's RMS of each position's row (`tolerance.row_atol`)
 
 
 class Sampler:
@@ -62,7 +66,13 @@ class Sampler:
         self.leaves: list[Leaf] = []
         for j, (name, leaf) in enumerate(flatten_outputs(reference)):
             index = positions(leaf.numel(), count, seed_of(j)).to(leaf.device)
-            self.leaves.append(Leaf(name, tuple(leaf.shape), leaf.dtype, leaf.device, index))
+            row = row_length(leaf.shape) if leaf.is_floating_point() else 0
+            at_rows = rows_rms(leaf, row).index_select(0, index // row) if row and leaf.numel() else None
+            self.leaves.append(Leaf(name, tuple(leaf.shape), leaf.dtype, leaf.device, index, at_rows))
+
+    def row_rms(self) -> list[torch.Tensor | None]:
+        """Per leaf, the reference's row RMS at the sample positions (None for outputs without rows)."""
+        return [leaf.row_rms for leaf in self.leaves]
 
     def take(self, output: Any) -> list[torch.Tensor]:
         """The output's values at the sample positions (a device-side gather per leaf, no sync)."""
@@ -94,9 +104,11 @@ def parent_sampler(reference: Any, sample_seed: int, shape_id: str, case: int) -
     return Sampler(reference, PARENT_SAMPLE, lambda j: derive_seed(str(sample_seed), shape_id, case, f"leaf{j}"))
 
 
-def bad_elements(candidate: torch.Tensor, expected: torch.Tensor, tol: Tolerance, scale: float = 1.0) -> torch.Tensor:
+def bad_elements(candidate: torch.Tensor, expected: torch.Tensor, tol: Tolerance, scale: float = 1.0,
+                 atol: torch.Tensor | None = None) -> torch.Tensor:
     """Per element: outside `scale` × (atol + rtol·|expected|); a non-finite value must be reproduced exactly;
-    integers must be equal. `candidate` may carry leading call dimensions over `expected`."""
+    integers must be equal. `candidate` may carry leading call dimensions over `expected`; `atol` (per element
+    of `expected`) replaces `tol.atol`."""
     if not (expected.is_floating_point() or expected.is_complex()):
         return candidate != expected.to(candidate.dtype)
     c = candidate.to(torch.float64)
@@ -105,16 +117,19 @@ def bad_elements(candidate: torch.Tensor, expected: torch.Tensor, tol: Tolerance
     same = (c == x) | (torch.isnan(c) & torch.isnan(x))
     if candidate.is_floating_point() and not bool(finite.all()):
         same = same | at_overflow_edge(c, x, None, tol, candidate.dtype)
-    bound = scale * (tol.atol + tol.rtol * torch.where(finite, x.abs(), torch.zeros_like(x)))
+    absolute = tol.atol if atol is None else atol.to(device=c.device, dtype=torch.float64)
+    bound = scale * (absolute + tol.rtol * torch.where(finite, x.abs(), torch.zeros_like(x)))
     within = torch.where(finite, (c - x).abs() <= bound, same)
     return ~within
 
 
 def failing_calls(samples: list[list[torch.Tensor]], expected: list[torch.Tensor], tolerance_for: Any,
-                  max_mismatch_fraction: float) -> list[tuple[int, str]]:
+                  max_mismatch_fraction: float, row_rms: list[torch.Tensor | None] | None = None
+                  ) -> list[tuple[int, str]]:
     """(call index, why) for every call whose sample is outside tolerance, or all zero where the reference is not.
 
-    `samples[i]` is call i's list of leaf samples; `expected` the reference's (float64 where there is one)."""
+    `samples[i]` is call i's list of leaf samples; `expected` the reference's (float64 where there is one);
+    `row_rms` the sampler's (`Sampler.row_rms`), for the per-row atol the full comparison uses."""
     if not samples:
         return []
     failures: dict[int, str] = {}
@@ -122,10 +137,13 @@ def failing_calls(samples: list[list[torch.Tensor]], expected: list[torch.Tensor
         if ref.numel() == 0:
             continue
         stacked = torch.stack([s[j] for s in samples])  # [calls, K]
-        tol = tolerance_for(stacked.dtype)
+        written = tolerance_for(stacked.dtype)
+        tol, atol = written, None
         if ref.is_floating_point():
-            tol = scaled_to(tol, output_rms(ref))  # the sample's RMS stands for the output's
-        bad = bad_elements(stacked, ref, tol)
+            tol = scaled_to(written, output_rms(ref))  # the sample's RMS stands for the output's
+            rows = row_rms[j] if row_rms is not None else None
+            atol = row_atol(written, tol, rows) if rows is not None else None
+        bad = bad_elements(stacked, ref, tol, atol=atol)
         fraction = bad.to(torch.float64).mean(dim=1)
         zero = (stacked == 0).all(dim=1) & bool((ref != 0).any())
         for i in torch.nonzero((fraction > max_mismatch_fraction) | zero).flatten().tolist():

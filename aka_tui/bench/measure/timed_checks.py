@@ -145,7 +145,7 @@ def _verify_timed(plan: ShapePlan, observed: list[_Observed], run: TimingRun) ->
         mine = [o for o in observed if o.set_index == i]
         case = plan.cases.case(i)
         bad = failing_calls([o.samples for o in mine], case.timed_expected, plan.problem.tolerance_for,
-                            plan.problem.max_mismatch_fraction)
+                            plan.problem.max_mismatch_fraction, case.timed.row_rms())
         if bad:
             k, why = bad[0]
             raise MeasureFailure("wrong_output", "timing",

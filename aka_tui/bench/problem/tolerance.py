@@ -34,6 +34,42 @@ def scaled_to(tol: Any, rms: float) -> Tolerance:
     return Tolerance(float(tol.atol) * factor, float(tol.rtol))
 
 
+ROW_MIN = 32  # a last dimension shorter than this is no row: the output's RMS alone scales its atol
+
+
+def row_length(shape: tuple[int, ...] | torch.Size) -> int:
+    """The length of an output's rows (its last dimension) when the absolute tolerance is judged per row: two
+    dimensions or more and at least `ROW_MIN` elements a row; else 0."""
+    return int(shape[-1]) if len(shape) >= 2 and shape[-1] >= ROW_MIN else 0
+
+
+def rows_rms(values: torch.Tensor, row: int, chunk: int = 1 << 24) -> torch.Tensor:
+    """Root mean square of the finite values of each row of `row` elements (float64, one per row, computed in
+    bounded chunks of whole rows)."""
+    flat = values.detach().reshape(-1, row)
+    step = max(1, chunk // row)
+    parts = []
+    for start in range(0, flat.shape[0], step):
+        part = flat[start:start + step].to(torch.float64)
+        finite = torch.isfinite(part)
+        squares = torch.where(finite, part * part, torch.zeros_like(part)).sum(dim=1)
+        parts.append((squares / finite.sum(dim=1).clamp_min(1)).sqrt())
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64, device=values.device)
+
+
+def row_atol(written: Any, scaled: Tolerance, row_rms: torch.Tensor) -> torch.Tensor:
+    """The absolute tolerance per row: the written atol scaled by the row's own RMS as `scaled_to` scales it by
+    the output's, never below the output's (`scaled`) nor above the written one.
+
+    An output's scale can vary along it: causal attention's first rows average a few values of unit scale, its
+    last ones thousands (RMS ~0.04 over 16k keys). Scaled by the output's RMS alone, the atol of a first row
+    was far below one rounding of its own terms (a faithful bf16 FlashAttention kernel failed one salted
+    seed of a 16k-token sequence: error 0.002 on a row of scale 0.7, atol 0.0019). Rows never get more than
+    the tolerance written for unit scale, and outputs small everywhere (an MoE layer's) keep the scaled one."""
+    return (float(written.atol) * row_rms / UNIT_RMS).clamp(min=scaled.atol, max=max(scaled.atol,
+                                                                                      float(written.atol)))
+
+
 def in_output_format(exact: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The float64 reference of an fp8 output rounded to that format, as the output itself is: its saturation
     and its NaN (e4m3fnuz turns magnitudes from 248 up into NaN, which a float64 value never is), so that a
@@ -172,9 +208,10 @@ def compare_outputs(candidate: Any, reference_native: Any, reference_exact: Any,
                 return Comparison(False, f"{name}: {wrong} of {cand.numel()} integer elements differ (exact match required)")
             continue
         rounded = in_output_format(ref_x, ref_n.dtype)
-        tol = scaled_to(tolerance_for(cand.dtype), output_rms(rounded))
+        written = tolerance_for(cand.dtype)
+        tol = scaled_to(written, output_rms(rounded))
         unrounded = ref_x if rounded is not ref_x else None
-        leaf = _compare_floating(name, cand, rounded, tol, max_mismatch_fraction, unrounded)
+        leaf = _compare_floating(name, cand, rounded, tol, max_mismatch_fraction, unrounded, written)
         if leaf.max_abs_error is not None:
             worst_abs = max(worst_abs, leaf.max_abs_error)
             worst_rel = max(worst_rel, leaf.max_rel_error or 0.0)
@@ -232,7 +269,8 @@ def at_overflow_edge(c: torch.Tensor, r: torch.Tensor, x: torch.Tensor | None, t
 
 
 def _tally_chunk(tally: _LeafTally, c: torch.Tensor, r: torch.Tensor, tol: Tolerance, offset: int,
-                 fmt: torch.dtype, x: torch.Tensor | None = None) -> None:
+                 fmt: torch.dtype, x: torch.Tensor | None = None, atol: torch.Tensor | None = None) -> None:
+    """Counts one chunk; `atol` (per element) replaces `tol.atol` in the bound where rows are judged apart."""
     ref_finite = torch.isfinite(r)
     tally.cand_nonfinite += int((~torch.isfinite(c) & ref_finite).sum().item())
     tally.cand_nonzero = tally.cand_nonzero or bool((c != 0).any())
@@ -249,7 +287,7 @@ def _tally_chunk(tally: _LeafTally, c: torch.Tensor, r: torch.Tensor, tol: Toler
         tally.first_unreproduced = (offset + idx, float(c[idx].item()), float(r[idx].item()))
     tally.nonfinite_unreproduced += missed
     diff = torch.where(ref_finite, (c - r).abs(), torch.zeros_like(c))
-    bound = tol.atol + tol.rtol * torch.where(ref_finite, r.abs(), torch.zeros_like(r))
+    bound = (tol.atol if atol is None else atol) + tol.rtol * torch.where(ref_finite, r.abs(), torch.zeros_like(r))
     bad = diff > bound
     count = int(bad.sum().item())
     if count and tally.first_bad is None:
@@ -264,18 +302,23 @@ def _tally_chunk(tally: _LeafTally, c: torch.Tensor, r: torch.Tensor, tol: Toler
 
 
 def _compare_floating(name: str, cand: torch.Tensor, ref: torch.Tensor, tol: Tolerance,
-                      max_mismatch_fraction: float, unrounded: torch.Tensor | None = None) -> Comparison:
+                      max_mismatch_fraction: float, unrounded: torch.Tensor | None = None,
+                      written: Any = None) -> Comparison:
     """One floating output against the reference values, in float64, chunk by chunk (bounded memory).
-    `unrounded`: the float64 reference before `ref` was rounded to the output's format, where it was."""
+    `unrounded`: the float64 reference before `ref` was rounded to the output's format, where it was;
+    `written`: the problem's tolerance before scaling, for the per-row atol (`row_atol`) of outputs with rows."""
     flat_c, flat_r = cand.detach().reshape(-1), ref.detach().reshape(-1)
     flat_x = unrounded.detach().reshape(-1) if unrounded is not None else None
+    row = row_length(ref.shape) if written is not None else 0
+    step = max(row, COMPARE_CHUNK_ELEMENTS // row * row) if row else COMPARE_CHUNK_ELEMENTS
     tally = _LeafTally()
-    for start in range(0, flat_c.numel(), COMPARE_CHUNK_ELEMENTS):
-        stop = start + COMPARE_CHUNK_ELEMENTS
+    for start in range(0, flat_c.numel(), step):
+        stop = start + step
         c = flat_c[start:stop].to(torch.float64)
         r = flat_r[start:stop].to(device=c.device, dtype=torch.float64)
         x = flat_x[start:stop].to(device=c.device, dtype=torch.float64) if flat_x is not None else None
-        _tally_chunk(tally, c, r, tol, start, cand.dtype, x)
+        atol = row_atol(written, tol, rows_rms(r, row)).repeat_interleave(row) if row else None
+        _tally_chunk(tally, c, r, tol, start, cand.dtype, x, atol)
     if tally.cand_nonfinite:
         return Comparison(False, f"{name}: {tally.cand_nonfinite} NaN/Inf elements where the reference is finite")
     if not tally.cand_nonzero and tally.ref_nonzero:
@@ -290,7 +333,7 @@ def _compare_floating(name: str, cand: torch.Tensor, ref: torch.Tensor, tol: Tol
         idx, got, expected = tally.first_bad
         return Comparison(
             False,
-            f"{name}: {mismatch:.2%} of elements outside atol={tol.atol:g} rtol={tol.rtol:g} "
+            f"{name}: {mismatch:.2%} of elements outside atol={tol.atol:g}{' (per row up to the written atol)' if row else ''} rtol={tol.rtol:g} "
             f"(max abs err {tally.max_abs:.3g}; first at flat index {idx}: got {got:.6g}, expected {expected:.6g})",
             tally.max_abs, tally.max_rel, mismatch)
     return Comparison(True, "", tally.max_abs, tally.max_rel, mismatch)
