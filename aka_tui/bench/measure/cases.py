@@ -153,7 +153,7 @@ class ShapeCases:
             if self.exact_model is not None and self.in_place_outputs is None:
                 exact = self._float64_run(inputs, native)
         case = Case(index, seed, inputs, native, exact, timed_sampler(native, self.secret, index),
-                    parent_sampler(native, self.sample_seed, self.shape.shape_id, index),
+                    parent_sampler(native, self.sample_seed, self.shape.shape_id, index, with_rows=False),
                     ref_written={name: given[name] for name in written})
         if not self.naive:
             case.timed_expected = _take_exact(case.timed, exact)

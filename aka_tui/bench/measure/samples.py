@@ -61,12 +61,14 @@ class Leaf:
 class Sampler:
     """Where one output structure is sampled (per leaf), fixed by the reference output of a case."""
 
-    def __init__(self, reference: Any, count: int, seed_of: Callable[[int], int]) -> None:
+    def __init__(self, reference: Any, count: int, seed_of: Callable[[int], int], with_rows: bool = True) -> None:
+        """`with_rows`: keep the reference's row RMS at the positions (`row_rms`), for the checks that compare
+        samples; off where the samples only travel (the worker's side of the parent's check)."""
         self.structure = structure_of(reference)
         self.leaves: list[Leaf] = []
         for j, (name, leaf) in enumerate(flatten_outputs(reference)):
             index = positions(leaf.numel(), count, seed_of(j)).to(leaf.device)
-            row = row_length(leaf.shape) if leaf.is_floating_point() else 0
+            row = row_length(leaf.shape) if with_rows and leaf.is_floating_point() else 0
             at_rows = rows_rms(leaf, row).index_select(0, index // row) if row and leaf.numel() else None
             self.leaves.append(Leaf(name, tuple(leaf.shape), leaf.dtype, leaf.device, index, at_rows))
 
@@ -99,9 +101,10 @@ def timed_sampler(reference: Any, secret: int, case: int) -> Sampler:
     return Sampler(reference, TIMED_SAMPLE, lambda j: derive_seed(str(secret), "timed", case, f"leaf{j}"))
 
 
-def parent_sampler(reference: Any, sample_seed: int, shape_id: str, case: int) -> Sampler:
+def parent_sampler(reference: Any, sample_seed: int, shape_id: str, case: int, with_rows: bool = True) -> Sampler:
     """The sampler of what the parent checks for one case (the parent recomputes the same positions)."""
-    return Sampler(reference, PARENT_SAMPLE, lambda j: derive_seed(str(sample_seed), shape_id, case, f"leaf{j}"))
+    return Sampler(reference, PARENT_SAMPLE, lambda j: derive_seed(str(sample_seed), shape_id, case, f"leaf{j}"),
+                   with_rows)
 
 
 def bad_elements(candidate: torch.Tensor, expected: torch.Tensor, tol: Tolerance, scale: float = 1.0,
