@@ -4,7 +4,8 @@ the kernel's AUTO, on workload shapes; --compile-only compiles every configurati
 
 BLOCK_N keys a chunk (BLOCK_N / page copies), STAGES ring slots, num_warps 4 or 8 (one or two warpgroups of 64
 packed GQA rows), OVERLAP (3+ stages: the next chunk's Q K^T issued before this chunk's softmax), BT_AHEAD (a
-chunk's block ids read one chunk before its copies are issued).
+chunk's block ids read one chunk before its copies are issued), PERSIST (programs an SM of the persistent form:
+one chunk stream over a program's work items; 0 off), MAXNREG (a register cap a thread; 0 the compiler's count).
 
 A shape is `SEQSxLEN:HEADS/KV_HEADS:HEAD_DIM:pagedN` as in scripts/varlen_configs_device.py.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import sys
 from pathlib import Path
@@ -27,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-GRID = {"BLOCK_N": [32, 64], "STAGES": [2, 3, 4], "num_warps": [4, 8], "OVERLAP": [0, 1], "BT_AHEAD": [0]}
+GRID = {"BLOCK_N": [32, 64], "STAGES": [2, 3, 4], "num_warps": [4, 8], "OVERLAP": [0, 1], "BT_AHEAD": [0],
+        "PERSIST": [0], "MAXNREG": [0]}
 
 
 def _kb_kernel():
@@ -37,12 +40,14 @@ def _kb_kernel():
 
 
 def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale, causal=True, BLOCK_N=64,
-           STAGES=3, num_warps=4, OVERLAP=0, BT_AHEAD=0, kb=None):
+           STAGES=3, num_warps=4, OVERLAP=0, BT_AHEAD=0, PERSIST=0, PROGRAMS=0, MAXNREG=0, kb=None):
     """out [tokens, heads, head] of causal (bottom-right) GQA attention over a paged 16-bit cache
-    [blocks, page, kv_heads, head] through the KB kernel's Gluon path with these tunables (no AUTO)."""
+    [blocks, page, kv_heads, head] through the KB kernel's Gluon path with these tunables (no AUTO); PROGRAMS
+    fixes the persistent form's grid (0: PERSIST programs an SM)."""
     kb = kb or _kb_kernel()
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": BLOCK_N, "GLUON_STAGES": STAGES, "GLUON_WARPS": num_warps,
-             "GLUON_OVERLAP": OVERLAP, "GLUON_BT_AHEAD": BT_AHEAD}
+             "GLUON_OVERLAP": OVERLAP, "GLUON_BT_AHEAD": BT_AHEAD, "GLUON_PERSIST": PERSIST,
+             "GLUON_PROGRAMS": PROGRAMS, "GLUON_MAXNREG": MAXNREG}
     group = num_heads // num_kv_heads
     if q.is_cuda:  # the compile-only check on the CPU has no device to ask
         assert kb._gluon_fits(q, k_cache, v_cache, table, group, q.shape[-1], tiles), "the Gluon path refuses it"
@@ -57,6 +62,7 @@ def main() -> int:
     parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                         help=f"replace one of {', '.join(GRID)} (repeatable)")
     parser.add_argument("--rep", type=int, default=100, help="do_bench repetition time in ms")
+    parser.add_argument("--json", type=Path, help="also write every shape's rows (kernel, ms, max diff) here")
     parser.add_argument("--compile-only", action="store_true", help="compile every configuration for sm_90 on "
                         "this machine (no GPU needed) and print its PTX size")
     args = parser.parse_args()
@@ -78,7 +84,10 @@ def main() -> int:
     kb = _kb_kernel()
     configs = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
     configs = [c for c in configs if c["STAGES"] >= (3 if c["OVERLAP"] else 2)]  # OVERLAP needs a third slot
+    # the persistent form has its own 2-slot stream: one configuration per (BLOCK_N, warps, PERSIST)
+    configs = [c for c in configs if not c["PERSIST"] or (c["STAGES"], c["OVERLAP"], c["BT_AHEAD"]) == (2, 0, 0)]
     worst = 0.0
+    table_rows: dict[str, list[dict]] = {}
     for text in args.shapes:
         shape = parse_shape(text)
         if not shape["page"]:
@@ -94,7 +103,9 @@ def main() -> int:
             for config in configs:
                 compiled.clear()
                 launch(q, k, v, cu, used, table, heads, kv_heads, scale, kb=kb, **config)
-                print(config, dict(compiled).get("_paged_attention_gluon_kernel"))
+                name = "_paged_attention_gluon_persistent_kernel" if config["PERSIST"] else \
+                    "_paged_attention_gluon_kernel"
+                print(config, dict(compiled).get(name))
             continue
         model = kb.Model(heads, kv_heads, dim, causal=True)
         kb.TUNABLES["GLUON"] = 0
@@ -124,6 +135,9 @@ def main() -> int:
         print("|---|---|---|---|")
         for name, ms, err in rows:
             print(f"| {name} | {ms:.4f} | {flops / ms / 1e9:.0f} | {err:.2e} |")
+        table_rows[text] = [{"kernel": name, "ms": ms, "max_diff": err} for name, ms, err in rows]
+        if args.json:
+            args.json.write_text(json.dumps(table_rows, indent=1))
     if worst > 2e-2:
         print(f"outputs differ from the KB kernel's: max {worst:.2e}")
         return 1

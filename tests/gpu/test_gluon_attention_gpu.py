@@ -81,6 +81,45 @@ def test_gluon_paged_attention_matches_the_reference(modules: tuple[ModuleType, 
     torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, warps, programs, maxnreg", [
+    (16, 4, 128, 16, 32, 4, 3, 0),     # 3 programs walk all 5 sequences' items: the stream crosses items
+    (16, 4, 128, 16, 32, 4, 1, 128),   # one program, every item; a register cap (spills)
+    (10, 1, 128, 16, 16, 8, 5, 0),     # one page a chunk, two warpgroups
+    (8, 8, 64, 128, 64, 4, 7, 0),      # pages larger than a chunk
+    (8, 2, 256, 16, 32, 4, 0, 0),      # the launcher's own grid (PERSIST programs an SM), head 256
+    (28, 4, 128, 32, 64, 8, 2, 0),
+])
+def test_persistent_gluon_attention_matches_the_reference(modules: tuple[ModuleType, ModuleType], heads: int,
+                                                          kv_heads: int, dim: int, page: int, block_n: int,
+                                                          warps: int, programs: int, maxnreg: int) -> None:
+    """The persistent form: a program's work items (tile x KV head) of different sequences in one chunk stream,
+    so a chunk copied ahead may belong to the next item, whose Q replaces this one's in shared memory."""
+    kernel, reference = modules
+    q, k, v, cu, used, table = _case(heads, kv_heads, dim, page)
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
+    got = kernel.launch(q, k, v, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=block_n, STAGES=2,
+                        num_warps=warps, PERSIST=3, PROGRAMS=programs, MAXNREG=maxnreg)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
+def test_persistent_gluon_attention_writes_zeros_for_rows_that_see_no_key(
+        modules: tuple[ModuleType, ModuleType]) -> None:
+    """A sequence with more queries than keys (bottom-right causal): its first rows see no key and are zeros, in
+    an item of at least one chunk, between items that do attend."""
+    kernel, reference = modules
+    heads, kv_heads, dim, page = 16, 4, 128, 16
+    q, k, v, cu, used, table = _case(heads, kv_heads, dim, page)
+    used = used.clone()
+    used[3] = 40  # 100 queries over 40 keys: rows 0-59 see none
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table).nan_to_num(0.0)
+    got = kernel.launch(q, k, v, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=2,
+                        num_warps=4, PERSIST=3, PROGRAMS=2)
+    assert not got.isnan().any()
+    assert got[int(cu[3]):int(cu[3]) + 60].abs().max().item() == 0.0
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
 def test_auto_sends_small_pages_to_gluon_in_fp16_and_with_key_offsets(
         modules: tuple[ModuleType, ModuleType], monkeypatch: pytest.MonkeyPatch) -> None:
     """The KB Model under AUTO with GLUON on takes the Gluon path for a 16-slot fp16 cache, reading key lengths

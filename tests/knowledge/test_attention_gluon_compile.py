@@ -1,7 +1,7 @@
 """The Gluon path of the KB's varlen attention kernel compiles for sm_90 on this machine in each of its forms:
 TMA copies per page into a ring of shared-memory slots, two warpgroup MMAs a chunk, Q kept in shared memory; with
 OVERLAP the next chunk's Q K^T in flight during the softmax; with BT_AHEAD a chunk's block ids read one chunk
-early; bf16 and fp16."""
+early; bf16 and fp16; the persistent form (one chunk stream over a program's work items)."""
 
 from __future__ import annotations
 
@@ -28,11 +28,17 @@ for dtype, overlap, ahead in ((torch.bfloat16, 0, 0), (torch.bfloat16, 1, 0), (t
     g.launch(q, k, k, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=3, OVERLAP=overlap,
              BT_AHEAD=ahead)
     print(dict(compiled)["_paged_attention_gluon_kernel"])
+for warps, maxnreg in ((4, 0), (8, 128)):  # the persistent form
+    compiled.clear()
+    g.launch(q, k, k, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=2, num_warps=warps,
+             PERSIST=3, MAXNREG=maxnreg)
+    print(dict(compiled)["_paged_attention_gluon_persistent_kernel"])
 """
 
 
 def test_gluon_paged_attention_compiles_for_hopper() -> None:
     run = run_compile_script(_COMPILE, str(REPO / "scripts"))
     lines = [int(n) for n in run.stdout.split()]
-    assert len(lines) == 4 and min(lines) > 500, run.stdout
+    assert len(lines) == 6 and min(lines) > 500, run.stdout
     assert len(set(lines[:3])) == 3, run.stdout  # OVERLAP and BT_AHEAD: each its own loop
+    assert lines[4] != lines[0], run.stdout  # the persistent form is its own kernel

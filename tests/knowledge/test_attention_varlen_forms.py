@@ -101,16 +101,21 @@ def test_tile_prefix_spans_batches_longer_than_one_chunk(modules: tuple[ModuleTy
     assert prefix.tolist() == [0] + tiles.cumsum(0).tolist()
 
 
-def test_tile_map_names_each_tiles_sequence(modules: tuple[ModuleType, ModuleType]) -> None:
-    """The map's writer covers sequences with more tiles than its chunk, and empty ones."""
+@pytest.mark.parametrize("lengths, chunk", [
+    ([0, 5, 16 * 300 + 3, 0, 17, 1], 1024),  # a sequence with more tiles than the map's chunk, empty ones
+    ([(7 * i) % 40 for i in range(70)], 16),  # the sequences before b summed over several chunks
+])
+def test_tile_prefix_map_names_each_tiles_sequence(modules: tuple[ModuleType, ModuleType], lengths: list[int],
+                                                   chunk: int) -> None:
+    """One launch writes the running tile count and each tile's sequence."""
     kernel, _ = modules
-    lengths = [0, 5, 16 * 300 + 3, 0, 17, 1]
-    prefix = torch.empty(len(lengths) + 1, dtype=torch.int32)
-    kernel._tile_prefix_kernel[(1,)](_offsets(lengths), prefix, len(lengths), 16, CHUNK=1024)
-    seq_of_tile = torch.full((int(prefix[-1]),), -1, dtype=torch.int32)
-    kernel._tile_map_kernel[(len(lengths),)](prefix, seq_of_tile, CHUNK=256)
-    want = [b for b, n in enumerate(lengths) for _ in range((n + 15) // 16)]
-    assert seq_of_tile.tolist() == want
+    tiles = [(n + 15) // 16 for n in lengths]
+    prefix = torch.full((len(lengths) + 1,), -1, dtype=torch.int32)
+    seq_of_tile = torch.full((sum(tiles),), -1, dtype=torch.int32)
+    kernel._tile_prefix_map_kernel[(len(lengths),)](_offsets(lengths), prefix, seq_of_tile, 16, CHUNK=chunk,
+                                                    MAP_CHUNK=256)
+    assert prefix.tolist() == [0] + torch.tensor(tiles).cumsum(0).tolist()
+    assert seq_of_tile.tolist() == [b for b, n in enumerate(tiles) for _ in range(n)]
 
 
 def test_auto_tiles_follow_the_workload(modules: tuple[ModuleType, ModuleType],

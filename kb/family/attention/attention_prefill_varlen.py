@@ -64,9 +64,20 @@ saturated timer, 25 published workloads in 16-slot pages): device time down on e
 ms (130 x 256, 10 / 1), 3.151 -> 2.720 (1882 x 256, 16 / 4), 6.712 -> 5.452 (2056 x 256, 28 / 4), 0.527 -> 0.388
 (one 5926-token sequence, head 256), 0.0146 -> 0.0128 (16 tokens). Its launch costs more host time (two TMA
 descriptors, a heavier launcher): end to end 0.109 -> 0.197 ms on the 16-token call, 0.120 -> 0.208 on one of 1144
-tokens, where the host's issue time is the call's time.
+tokens, where the host's issue time is the call's time. Since then its two layouts are cached and the tile prefix
+and map are one launch: host time per call 140.7 -> 109.8 us (16 tokens) and 143.7 -> 104.7 (1144 tokens), H200,
+scripts/host_cost.py (the Triton kernel's: 72).
+GLUON_MAXNREG caps the Gluon kernel's registers (heads up to 128): 143 -> 128 a thread, no spills, 4 programs of
+4 warps an SM instead of 3. On by default: H200, the evaluator's saturated timer, 2026-12-05, the 25 published
+paged workloads: 1.08-1.16x on the batches of 256-token sequences (130 x 256, 10 / 1: 0.141 -> 0.126 ms; 1882 x
+256, 16 / 4: 2.746 -> 2.373; 2056 x 256, 28 / 4: 5.458 -> 5.034), level elsewhere. GLUON_PERSIST (off) runs the
+Gluon kernel as a persistent grid of that many programs an SM, one chunk stream over each program's work items;
+H100, do_bench: 1.05-1.21x on six batched workloads, 0.62-0.69x on two whose items are few and uneven (static
+assignment: one 2018-token sequence, 32 / 8 heads), no better than the register cap, and with it spills.
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
+
+import functools
 
 import torch
 import triton
@@ -77,7 +88,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
             "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0,
             "TMA_TAIL": 0, "GLUON": 1, "GLUON_BLOCK_N": 32, "GLUON_STAGES": 2, "GLUON_WARPS": 4,
-            "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0}
+            "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0, "GLUON_PERSIST": 0, "GLUON_MAXNREG": 128}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -99,14 +110,20 @@ SEARCH_SPACE = {
     "GLUON_WARPS": [4, 8],
     "GLUON_OVERLAP": [0, 1],
     "GLUON_BT_AHEAD": [0, 1],
+    "GLUON_PERSIST": [0, 2, 3, 4],
+    "GLUON_MAXNREG": [0, 128],
 }
 
 INERT = {  # AUTO picks these itself
     "BLOCK_M": {"AUTO": [1]}, "BLOCK_N": {"AUTO": [1]}, "TILE_MAP": {"AUTO": [1]}, "PACK_GQA": {"AUTO": [1]},
     "KV_AHEAD": {"AUTO": [1]}, "MAXNREG": {"AUTO": [1]}, "num_warps": {"AUTO": [1]},
     "num_stages": {"AUTO": [1]}, "WARP_SPECIALIZE": {"TMA": [0]}, "TMA_TAIL": {"TMA": [0]},
-    "GLUON_BLOCK_N": {"GLUON": [0]}, "GLUON_STAGES": {"GLUON": [0]}, "GLUON_WARPS": {"GLUON": [0]},
-    "GLUON_OVERLAP": {"GLUON": [0]}, "GLUON_BT_AHEAD": {"GLUON": [0]},
+    "GLUON_BLOCK_N": {"GLUON": [0]}, "GLUON_WARPS": {"GLUON": [0]}, "GLUON_PERSIST": {"GLUON": [0]},
+    "GLUON_MAXNREG": {"GLUON": [0]},
+    # the persistent form has its own 2-slot stream (no OVERLAP, no block ids read ahead)
+    "GLUON_STAGES": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
+    "GLUON_OVERLAP": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
+    "GLUON_BT_AHEAD": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
 }
 
 LOG2E = 1.4426950408889634
@@ -137,14 +154,26 @@ def _tile_prefix_kernel(cu_ptr, prefix_ptr, batch, tile_tokens, CHUNK: tl.conste
 
 
 @triton.jit
-def _tile_map_kernel(prefix_ptr, map_ptr, CHUNK: tl.constexpr):
-    """map[t] = the sequence of query tile t; one program per sequence writes its own tiles."""
+def _tile_prefix_map_kernel(cu_ptr, prefix_ptr, map_ptr, tile_tokens, CHUNK: tl.constexpr,
+                            MAP_CHUNK: tl.constexpr):
+    """The prefix above and map[t] = the sequence of query tile t, in one launch (a launch is host time on every
+    call): one program per sequence b sums the tiles of the sequences before it from cu_seqlens (each program
+    re-reads that part of it, a few KB from L2), writes prefix[b + 1] and its own tiles' entries of the map."""
     b = tl.program_id(0)
-    first = tl.load(prefix_ptr + b)
-    n = tl.load(prefix_ptr + b + 1) - first
-    for c0 in range(0, n, CHUNK):
+    first = 0
+    for c0 in range(0, b, CHUNK):
         offs = c0 + tl.arange(0, CHUNK)
-        tl.store(map_ptr + first + offs, tl.full((CHUNK,), 0, tl.int32) + b, mask=offs < n)
+        ok = offs < b
+        s0 = tl.load(cu_ptr + offs, mask=ok, other=0)
+        s1 = tl.load(cu_ptr + offs + 1, mask=ok, other=0)
+        first += tl.sum(tl.where(ok, (s1 - s0 + tile_tokens - 1) // tile_tokens, 0), axis=0)
+    n = (tl.load(cu_ptr + b + 1) - tl.load(cu_ptr + b) + tile_tokens - 1) // tile_tokens
+    if b == 0:
+        tl.store(prefix_ptr, 0)
+    tl.store(prefix_ptr + b + 1, first + n)
+    for t0 in range(0, n, MAP_CHUNK):
+        offs = t0 + tl.arange(0, MAP_CHUNK)
+        tl.store(map_ptr + first + offs, tl.full((MAP_CHUNK,), 0, tl.int32) + b, mask=offs < n)
 
 
 @triton.jit
@@ -450,12 +479,10 @@ if HAS_GLUON:
         return gl.load(bt_ptr + b * s_bt + gl.where(keys < kv_len, keys, 0) // PAGE)
 
     @gluon.jit
-    def _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, chunk,
-                     STAGES: gl.constexpr, BLOCK_N: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr,
-                     num_warps: gl.constexpr):
-        """TMA copies of chunk `chunk`'s K and V rows (blocks: its boxes' block ids) into ring slot chunk % STAGES,
-        one box at a time, so the slot always receives the bytes its barrier expects."""
-        slot = chunk % STAGES
+    def _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, chunk, slot,
+                     BLOCK_N: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr, num_warps: gl.constexpr):
+        """TMA copies of chunk `chunk`'s K and V rows (blocks: its boxes' block ids) into ring slot `slot`, one box
+        at a time, so the slot always receives the bytes its barrier expects."""
         bar = bars.index(slot)
         mbarrier.expect(bar, 2 * (BLOCK_N // BOX) * k_desc.block_type.nbytes)
         box_of = gl.arange(0, BLOCK_N // BOX, layout=gl.BlockedLayout([1], [32], [num_warps], [0]))
@@ -476,8 +503,8 @@ if HAS_GLUON:
         if not BT_AHEAD:
             blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead, BLOCK_N, BOX, PAGE, num_warps)
         if ahead < n_chunks:
-            _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, ahead, STAGES, BLOCK_N, BOX,
-                         PAGE, num_warps)
+            _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, ahead, ahead % STAGES,
+                         BLOCK_N, BOX, PAGE, num_warps)
         if BT_AHEAD:
             blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead + 1, BLOCK_N, BOX, PAGE, num_warps)
         return blocks
@@ -552,7 +579,7 @@ if HAS_GLUON:
             for first in gl.static_range(STAGES - 1):  # the first chunks in flight before Q is read
                 if first < n_chunks:
                     blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, first, BLOCK_N, BOX, PAGE, num_warps)
-                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, first, STAGES,
+                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, first, first,
                                  BLOCK_N, BOX, PAGE, num_warps)
             # the block ids of the first chunk the loop copies (with BT_AHEAD; otherwise read in the loop)
             blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, STAGES - 1, BLOCK_N, BOX, PAGE, num_warps)
@@ -628,6 +655,126 @@ if HAS_GLUON:
             o = gl.convert_layout((acc / l_o[:, None]).to(q.dtype), q_layout)
             o_off = (q_start + tokens).to(gl.int64) * so_t + (kv_head * group + rows % group) * so_h
             gl.store(out_ptr + o_off[:, None] + cols[None, :], o, mask=rows_ok[:, None])
+
+    @gluon.jit
+    def _work_item(item, n_items, kv_heads, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr, used_ptr, tile_tokens,
+                   BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, USED: gl.constexpr):
+        """Work item `item` (tile * kv_heads + KV head) as (sequence, KV head, first query row, query length, key
+        length, the tile's first token, chunks); at least one chunk, so an item whose rows see no key still
+        writes its zeros through the loop. An item past the last reads the last one's (never used)."""
+        item = gl.minimum(item, n_items - 1)
+        tile = item // kv_heads
+        b = gl.load(map_ptr + tile)
+        first_tile = gl.load(prefix_ptr + b)
+        n_tiles = gl.load(prefix_ptr + b + 1) - first_tile
+        q_start = gl.load(cu_ptr + b)
+        q_len = gl.load(cu_ptr + b + 1) - q_start
+        if USED:
+            kv_len = gl.load(used_ptr + b)
+        else:
+            kv_len = gl.load(cu_k_ptr + b + 1) - gl.load(cu_k_ptr + b)
+        m_start = (n_tiles - 1 - (tile - first_tile)) * tile_tokens  # heaviest (last) tile first
+        if CAUSAL:
+            n_end = gl.minimum(kv_len, m_start + tile_tokens + kv_len - q_len)
+        else:
+            n_end = kv_len
+        return b, item % kv_heads, q_start, q_len, kv_len, m_start, gl.maximum((n_end + BLOCK_N - 1) // BLOCK_N, 1)
+
+    @gluon.jit
+    def _paged_attention_gluon_persistent_kernel(
+            q_ptr, out_ptr, k_desc, v_desc, bt_ptr, cu_ptr, cu_k_ptr, used_ptr, prefix_ptr, map_ptr,
+            batch, group, kv_heads, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h,
+            Q_LAYOUT: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD: gl.constexpr,
+            BOX: gl.constexpr, PAGE: gl.constexpr, CAUSAL: gl.constexpr, USED: gl.constexpr,
+            num_warps: gl.constexpr):
+        """The kernel above as a persistent grid: a program walks work items pid, pid + programs, ... and its
+        chunks form one stream through a 2-slot ring, so the first chunk of the next item is copied while the
+        last of this one is computed, and the next item's sequence lookups are read during this item's chunks
+        (a short sequence's tile has few chunks; per program, those lookups, the first copy and the Q load were
+        latencies no chunk hid)."""
+        STAGES: gl.constexpr = 2
+        n_items = gl.load(prefix_ptr + batch) * kv_heads
+        step = gl.num_programs(0)
+        pid = gl.program_id(0)
+        k_ring = gl.allocate_shared_memory(k_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], k_desc.layout)
+        v_ring = gl.allocate_shared_memory(v_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], v_desc.layout)
+        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for ring_slot in gl.static_range(STAGES):
+            mbarrier.init(bars.index(ring_slot), count=1)
+        q_smem = gl.allocate_shared_memory(q_ptr.dtype.element_ty, [BLOCK_M, HEAD], Q_LAYOUT)
+
+        q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
+        s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                           instr_shape=[16, BLOCK_N, 16])
+        o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                           instr_shape=[16, HEAD, 16])
+        p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+        rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q_layout))
+        cols = gl.arange(0, HEAD, layout=gl.SliceLayout(0, q_layout))
+        s_rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+        s_cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
+
+        b, kv_head, q_start, q_len, kv_len, m_start, n_chunks = _work_item(
+            pid, n_items, kv_heads, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr, used_ptr, tile_tokens, BLOCK_N, CAUSAL,
+            USED)
+        if pid < n_items:
+            blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, 0, BLOCK_N, BOX, PAGE, num_warps)
+            _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_head * HEAD, 0, 0, BLOCK_N, BOX,
+                         PAGE, num_warps)
+        g = pid * 0  # chunks consumed so far: ring slot g % 2, barrier phase (g // 2) & 1
+        for item in range(pid, n_items, step):
+            nxt = item + step
+            tokens = m_start + rows // group
+            rows_ok = (rows < tile_tokens * group) & (tokens < q_len)
+            q_rows = (q_start + tokens).to(gl.int64) * sq_t + (kv_head * group + rows % group) * sq_h
+            q = gl.load(q_ptr + q_rows[:, None] + cols[None, :], mask=rows_ok[:, None], other=0.0)
+            nb, n_head, nq_start, nq_len, nkv_len, nm_start, nn_chunks = _work_item(
+                nxt, n_items, kv_heads, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr, used_ptr, tile_tokens, BLOCK_N,
+                CAUSAL, USED)
+            _cta_sync()  # every warp is past the last item's MMAs on q_smem
+            q_smem.store(q)
+            fence_async_shared()
+            _cta_sync()
+            s_last = m_start + s_rows // group + kv_len - q_len  # the last key each row sees (causal)
+            m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+            l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
+            acc = gl.zeros([BLOCK_M, HEAD], gl.float32, layout=o_layout)
+            for chunk in range(n_chunks):
+                if num_warps > 4:  # by every warpgroup: the other one may still be reading the slot refilled now
+                    _cta_sync()
+                # the stream's next chunk into the slot the previous one freed: this item's, or the next item's first
+                if chunk + 1 < n_chunks:
+                    blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, chunk + 1, BLOCK_N, BOX, PAGE, num_warps)
+                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_head * HEAD, chunk + 1,
+                                 (g + 1) % STAGES, BLOCK_N, BOX, PAGE, num_warps)
+                elif nxt < n_items:
+                    blocks = _chunk_blocks(bt_ptr, nb, s_bt, nkv_len, 0, BLOCK_N, BOX, PAGE, num_warps)
+                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, nkv_len, n_head * HEAD, 0,
+                                 (g + 1) % STAGES, BLOCK_N, BOX, PAGE, num_warps)
+                slot = g % STAGES
+                mbarrier.wait(bars.index(slot), (g // STAGES) & 1)
+                s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+                p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale, m_i,
+                                                     l_i, CAUSAL)
+                acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, o_layout, p_layout,
+                                num_warps)
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+                g += 1
+            l_o = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
+            # to Q's blocked layout through q_smem, free now (a layout conversion would take its own shared
+            # memory for the whole run: 8 KB more, one program fewer an SM)
+            _cta_sync()
+            q_smem.store((acc / l_o[:, None]).to(q.dtype))
+            _cta_sync()
+            o = q_smem.load(q_layout)
+            o_off = (q_start + tokens).to(gl.int64) * so_t + (kv_head * group + rows % group) * so_h
+            gl.store(out_ptr + o_off[:, None] + cols[None, :], o, mask=rows_ok[:, None])
+            b, kv_head, q_start, q_len, kv_len, m_start, n_chunks = nb, n_head, nq_start, nq_len, nkv_len, nm_start, \
+                nn_chunks
+        for ring_slot in gl.static_range(STAGES):
+            mbarrier.invalidate(bars.index(ring_slot))
 
 
 def _stride_unit(element_size: int, *strides: int) -> int:
@@ -761,6 +908,12 @@ def _gluon_layout_fits(q, k, v, block_table, group: int, head_dim: int, tiles: d
     return all(t.is_contiguous() and t.data_ptr() % 16 == 0 for t in (k, v))
 
 
+@functools.lru_cache(maxsize=64)
+def _shared_layout(rows: int, cols: int, dtype):
+    """The MMA-ready shared-memory layout of a [rows, cols] tile (cached: Gluon builds it in ~10 us a call)."""
+    return gl.NVMMASharedLayout.get_default_for([rows, cols], dtype)
+
+
 def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group: int, softmax_scale: float,
                   causal: bool, tiles: dict) -> torch.Tensor:
     """The paged cache [blocks, page, kv_heads, head] through the Gluon kernel (see `_gluon_fits`)."""
@@ -774,23 +927,35 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
     page = k.shape[1]
     box = min(page, block_n)
     dtype = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
-    kv_layout = gl.NVMMASharedLayout.get_default_for([box, dim], dtype)
+    q_layout, kv_layout = _shared_layout(block_m, dim, dtype), _shared_layout(box, dim, dtype)
     k_desc, v_desc = (GluonTensorDescriptor(t.view(-1, kv_heads * dim), [t.shape[0] * page, kv_heads * dim],
                                             [kv_heads * dim, 1], [box, dim], kv_layout) for t in (k, v))
     tile_tokens = block_m // group
     prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
-    _tile_prefix_kernel[(1,)](cu_seqlens, prefix, batch, tile_tokens, CHUNK=1024, num_warps=4)
     grid = (_cdiv(total, tile_tokens) + batch, kv_heads)
     tile_map = torch.empty(grid[0], dtype=torch.int32, device=q.device)
-    _tile_map_kernel[(batch,)](prefix, tile_map, CHUNK=256, num_warps=4)
+    _tile_prefix_map_kernel[(batch,)](cu_seqlens, prefix, tile_map, tile_tokens, CHUNK=1024, MAP_CHUNK=256,
+                                      num_warps=4)
+    persist = tiles.get("GLUON_PERSIST", 0)
+    regs = _register_cap(tiles.get("GLUON_MAXNREG", 0), dim)
+    if persist:  # programs: GLUON_PERSIST an SM, or GLUON_PROGRAMS (a test's way to make every program loop)
+        programs = tiles.get("GLUON_PROGRAMS") or min(grid[0] * kv_heads, persist * _sm_count(q.device))
+        _paged_attention_gluon_persistent_kernel[(programs,)](
+            q, out, k_desc, v_desc, block_table, cu_seqlens, cu_k,
+            seqused_k if seqused_k is not None else cu_k, prefix, tile_map,
+            batch, group, kv_heads, tile_tokens, softmax_scale * LOG2E, block_table.stride(0), q.stride(0),
+            q.stride(1), out.stride(0), out.stride(1),
+            Q_LAYOUT=q_layout, BLOCK_M=block_m, BLOCK_N=block_n, HEAD=dim, BOX=box, PAGE=page,
+            CAUSAL=bool(causal), USED=seqused_k is not None, num_warps=warps, **regs)
+        return out
     _paged_attention_gluon_kernel[grid](
         q, out, k_desc, v_desc, block_table, cu_seqlens, cu_k,
         seqused_k if seqused_k is not None else cu_k, prefix, tile_map,
         batch, group, tile_tokens, softmax_scale * LOG2E, block_table.stride(0), q.stride(0), q.stride(1),
         out.stride(0), out.stride(1),
-        Q_LAYOUT=gl.NVMMASharedLayout.get_default_for([block_m, dim], dtype), BLOCK_M=block_m, BLOCK_N=block_n,
+        Q_LAYOUT=q_layout, BLOCK_M=block_m, BLOCK_N=block_n,
         HEAD=dim, BOX=box, PAGE=page, STAGES=stages, CAUSAL=bool(causal), USED=seqused_k is not None,
-        OVERLAP=overlap, BT_AHEAD=bool(tiles.get("GLUON_BT_AHEAD", 0)), num_warps=warps)
+        OVERLAP=overlap, BT_AHEAD=bool(tiles.get("GLUON_BT_AHEAD", 0)), num_warps=warps, **regs)
     return out
 
 
@@ -821,7 +986,6 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
     pack = bool(tiles.get("PACK_GQA", 0)) and 1 < group <= bm
     tile_tokens = bm // group if pack else bm
-    _tile_prefix_kernel[(1,)](cu_seqlens, prefix, batch, tile_tokens, CHUNK=1024, num_warps=4)
     if paged:
         sk_b, sk_t, sk_h, sk_d = k.stride()
         sv_b, sv_t, sv_h, sv_d = v.stride()
@@ -837,7 +1001,10 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     seq_of_tile = prefix
     if tile_map:
         seq_of_tile = torch.empty(grid[0], dtype=torch.int32, device=q.device)
-        _tile_map_kernel[(batch,)](prefix, seq_of_tile, CHUNK=256, num_warps=4)
+        _tile_prefix_map_kernel[(batch,)](cu_seqlens, prefix, seq_of_tile, tile_tokens, CHUNK=1024, MAP_CHUNK=256,
+                                          num_warps=4)
+    else:
+        _tile_prefix_kernel[(1,)](cu_seqlens, prefix, batch, tile_tokens, CHUNK=1024, num_warps=4)
     descriptors = _kv_descriptors(k, v, tiles, bn, block_d, head_dim, paged)
     _attention_prefill_varlen_kernel[grid](
         q, k, v, cu_seqlens, cu_k, seqused_k if seqused_k is not None else cu_k,
