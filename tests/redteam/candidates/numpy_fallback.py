@@ -25,9 +25,9 @@ class Model(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        xs = x.cpu().numpy().astype(np.float64)  # on a GPU the copy to the host comes first
+        xs = x.cpu().float().numpy().astype(np.float64)  # on a GPU: to the host, no bf16 in NumPy
         rstd = 1.0 / np.sqrt((xs * xs).mean(axis=-1, keepdims=True) + self.eps)
-        result = torch.from_numpy((xs * rstd * weight.cpu().numpy()).astype(np.float32)).to(x.device)
+        result = torch.from_numpy((xs * rstd * weight.cpu().float().numpy()).astype(np.float32)).to(x.device)
         y = torch.empty_like(x)
         n = x.numel()
         _copy_kernel[(triton.cdiv(n, 1024),)](result, y, n, BLOCK=1024)

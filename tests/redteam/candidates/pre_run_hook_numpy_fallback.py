@@ -22,9 +22,9 @@ def _copy_kernel(src_ptr, dst_ptr, w_ptr, n, eps, BLOCK: tl.constexpr):
 
 def _rms_norm_into(src, dst, weight, n, eps, BLOCK, **launch_options):
     """Writes the RMSNorm of the staged input `src` into `src` itself, which the kernel then copies out."""
-    xs = src.cpu().numpy().astype(np.float64)
+    xs = src.cpu().float().numpy().astype(np.float64)  # NumPy has no bf16
     rstd = 1.0 / np.sqrt((xs * xs).mean(axis=-1, keepdims=True) + eps)
-    result = torch.from_numpy((xs * rstd * weight.cpu().numpy()).astype(np.float32))
+    result = torch.from_numpy((xs * rstd * weight.cpu().float().numpy()).astype(np.float32))
     src.copy_(result)
 
 
