@@ -470,6 +470,27 @@ if HAS_GLUON:
         return acc
 
     @gluon.jit
+    def _query_tile(tile, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr, used_ptr, tile_tokens, CAUSAL: gl.constexpr,
+                    USED: gl.constexpr):
+        """Query tile `tile` as (sequence, first query row, query length, key length, the tile's first token, the
+        key its chunks end at); a sequence's tiles run from its last (heaviest when causal) to its first."""
+        b = gl.load(map_ptr + tile)
+        first_tile = gl.load(prefix_ptr + b)
+        n_tiles = gl.load(prefix_ptr + b + 1) - first_tile
+        q_start = gl.load(cu_ptr + b)
+        q_len = gl.load(cu_ptr + b + 1) - q_start
+        if USED:
+            kv_len = gl.load(used_ptr + b)
+        else:
+            kv_len = gl.load(cu_k_ptr + b + 1) - gl.load(cu_k_ptr + b)
+        m_start = (n_tiles - 1 - (tile - first_tile)) * tile_tokens
+        if CAUSAL:  # bottom-right aligned: query i sees keys j <= i + kv_len - q_len
+            n_end = gl.minimum(kv_len, m_start + tile_tokens + kv_len - q_len)
+        else:
+            n_end = kv_len
+        return b, q_start, q_len, kv_len, m_start, n_end
+
+    @gluon.jit
     def _chunk_blocks(bt_ptr, b, s_bt, kv_len, chunk, BLOCK_N: gl.constexpr, BOX: gl.constexpr,
                       PAGE: gl.constexpr, num_warps: gl.constexpr):
         """The block ids of chunk `chunk`'s BLOCK_N / BOX boxes (a box never spans two blocks); a box past the
@@ -553,21 +574,9 @@ if HAS_GLUON:
         pid = gl.program_id(0)
         kv_head = gl.program_id(1)
         if pid < gl.load(prefix_ptr + batch):  # surplus programs of the grid's bound store nothing
-            b = gl.load(map_ptr + pid)
-            first_tile = gl.load(prefix_ptr + b)
-            n_tiles = gl.load(prefix_ptr + b + 1) - first_tile
-            q_start = gl.load(cu_ptr + b)
-            q_len = gl.load(cu_ptr + b + 1) - q_start
-            if USED:
-                kv_len = gl.load(used_ptr + b)
-            else:
-                kv_len = gl.load(cu_k_ptr + b + 1) - gl.load(cu_k_ptr + b)
-            m_start = (n_tiles - 1 - (pid - first_tile)) * tile_tokens  # heaviest (last) tile first
+            b, q_start, q_len, kv_len, m_start, n_end = _query_tile(pid, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr,
+                                                                    used_ptr, tile_tokens, CAUSAL, USED)
             shift = kv_len - q_len  # causal, bottom-right aligned: query i sees keys j <= i + shift
-            if CAUSAL:
-                n_end = gl.minimum(kv_len, m_start + tile_tokens + shift)
-            else:
-                n_end = kv_len
             n_chunks = (n_end + BLOCK_N - 1) // BLOCK_N
             kv_col = kv_head * HEAD
 
@@ -663,21 +672,8 @@ if HAS_GLUON:
         length, the tile's first token, chunks); at least one chunk, so an item whose rows see no key still
         writes its zeros through the loop. An item past the last reads the last one's (never used)."""
         item = gl.minimum(item, n_items - 1)
-        tile = item // kv_heads
-        b = gl.load(map_ptr + tile)
-        first_tile = gl.load(prefix_ptr + b)
-        n_tiles = gl.load(prefix_ptr + b + 1) - first_tile
-        q_start = gl.load(cu_ptr + b)
-        q_len = gl.load(cu_ptr + b + 1) - q_start
-        if USED:
-            kv_len = gl.load(used_ptr + b)
-        else:
-            kv_len = gl.load(cu_k_ptr + b + 1) - gl.load(cu_k_ptr + b)
-        m_start = (n_tiles - 1 - (tile - first_tile)) * tile_tokens  # heaviest (last) tile first
-        if CAUSAL:
-            n_end = gl.minimum(kv_len, m_start + tile_tokens + kv_len - q_len)
-        else:
-            n_end = kv_len
+        b, q_start, q_len, kv_len, m_start, n_end = _query_tile(item // kv_heads, prefix_ptr, map_ptr, cu_ptr,
+                                                                cu_k_ptr, used_ptr, tile_tokens, CAUSAL, USED)
         return b, item % kv_heads, q_start, q_len, kv_len, m_start, gl.maximum((n_end + BLOCK_N - 1) // BLOCK_N, 1)
 
     @gluon.jit
