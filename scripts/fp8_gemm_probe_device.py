@@ -12,6 +12,7 @@ per shape.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -33,6 +34,11 @@ CONFIGS: dict[str, dict[str, int]] = {
                                      "num_warps": 8},
     "upcast pass 64x256x64 w4 s4": {"UPCAST": 1, "BLOCK_M": 64, "BLOCK_N": 256, "BLOCK_K": 64, "num_stages": 4},
 }
+# the fp16 copies with one accumulator rescaled between K groups (RESCALE): no second register tile
+for _bm, _bn, _bk, _s in ((128, 128, 128, 3), (128, 128, 64, 3), (128, 256, 64, 3), (128, 256, 64, 4),
+                          (256, 128, 64, 3), (128, 256, 128, 2)):
+    CONFIGS[f"rescale {_bm}x{_bn}x{_bk} w8 s{_s}"] = {"UPCAST": 1, "RESCALE": 1, "BLOCK_M": _bm, "BLOCK_N": _bn,
+                                                      "BLOCK_K": _bk, "num_warps": 8, "num_stages": _s}
 
 
 def quantised(m: int, n: int, k: int):
@@ -68,6 +74,7 @@ def main() -> int:
     parser.add_argument("shapes", nargs="+", help="MxNxK, N and K multiples of 128")
     parser.add_argument("--tol", type=float, default=5e-3)
     parser.add_argument("--only", default="", help="comma-separated configuration names (default: all)")
+    parser.add_argument("--json", type=Path, help="also write every shape's rows (name, ms, error, share) here")
     args = parser.parse_args()
     import torch
     import triton
@@ -79,6 +86,7 @@ def main() -> int:
 
     kernel = import_file(ROOT / "kb/family/gemm/gemm_fp8_blockscale.py", "fp8_probe")
     chosen = [c for c in CONFIGS if not args.only or c in args.only.split(",")]
+    table: dict[str, list[dict[str, object]]] = {}
     for text in args.shapes:
         m, n, k = (int(x) for x in text.lower().split("x"))
         torch.manual_seed(0)
@@ -102,6 +110,10 @@ def main() -> int:
             ms = triton.testing.do_bench(call, rep=100)
             rows.append((ms, name, err, bad, ""))
         rows.sort(key=lambda r: r[0])
+        table[text] = [{"name": name, "ms": ms, "max_err": err, "outside": bad, "note": note}
+                       for ms, name, err, bad, note in rows]
+        if args.json:
+            args.json.write_text(json.dumps(table, indent=1))
         print(f"\n### {text} (|exact| mean {want.abs().mean().item():.2f})\n")
         print(f"| configuration | ms | TFLOP/s | max abs error | share outside {args.tol:g} | note |")
         print("|---|---|---|---|---|---|")

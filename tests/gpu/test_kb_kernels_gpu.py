@@ -43,6 +43,22 @@ def test_fp8_gemm_upcast_pass_meets_a_float16_tolerance(gemm: ModuleType, probe:
     torch.testing.assert_close(got, exact, rtol=5e-3, atol=5e-3)
 
 
+@pytest.mark.parametrize("block_n", [128, 256])
+def test_fp8_gemm_rescaled_accumulator_meets_a_float16_tolerance(gemm: ModuleType, probe: ModuleType,
+                                                                  block_n: int) -> None:
+    """RESCALE (one fp16-operand accumulator rescaled between K groups, compiled for wgmma here) stays within 5e-3
+    of the exact product, with a zero-scale group of A rows and a zero-scale block of B."""
+    torch.manual_seed(0)
+    a, sa, b, sb = probe.quantised(1000, 1024, 2048)
+    sa[7, 3] = 0.0
+    sb[2, 5] = 0.0
+    exact = probe.exact(a, sa, b, sb)
+    cfg = dict(gemm.TUNABLES, UPCAST=1, UPCAST_PASS=1, RESCALE=1, BLOCK_M=128, BLOCK_N=block_n, BLOCK_K=64,
+               num_warps=8)
+    got = gemm.launch_gemm_fp8_blockscale(a, sa, b, sb, torch.float32, GROUP, cfg).double()
+    torch.testing.assert_close(got, exact, rtol=5e-3, atol=5e-3)
+
+
 @pytest.mark.parametrize("gluon", [0, 1])
 @pytest.mark.parametrize(("seqs", "length", "heads", "kv_heads", "dim"),
                          [(40, 256, 16, 4, 128), (1, 875, 16, 2, 256), (3, 700, 8, 8, 80)])

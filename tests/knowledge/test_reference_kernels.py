@@ -172,3 +172,28 @@ def test_fp8_gemm_upcast_pass_matches_the_in_loop_upcast() -> None:
     outs = [module.launch_gemm_fp8_blockscale(a, i["a_scale"], i["b"], i["b_scale"], torch.float32, 128, c)
             for c in cfgs]
     torch.testing.assert_close(outs[0], outs[1], rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("block_n", [128, 256])
+def test_fp8_gemm_rescaled_accumulator_matches_the_promoted_steps(block_n: int) -> None:
+    """RESCALE (one accumulator kept in the current group's units) gives the per-step promotion's output, also
+    where scales are zero (a row's K group of A, a block of B: the pass zeroes those operand groups) and where a
+    tile spans two B scale blocks (BLOCK_N 256)."""
+    import torch
+
+    from aka_tui.bench.problem.module_loading import import_file
+
+    kernel = next(k for k, op in CASES if op == "gemm_fp8_blockscale")
+    module = import_file(kernel.path, "fp8_rescale_test")
+    inputs_module = import_file(PROBLEMS / "gemm_fp8_blockscale" / "input.py", "fp8_inputs")
+    torch.manual_seed(0)
+    i = inputs_module._make_inputs(33, 250, 640, device="cpu")
+    a_scale, b_scale = i["a_scale"].clone(), i["b_scale"].clone()
+    a_scale[3, 0] = 0.0   # the first group of a row: the unit starts at 1
+    a_scale[5, 2] = 0.0   # a middle group
+    b_scale[1, 4] = 0.0   # the last group of a block of B
+    base = dict(module.TUNABLES, UPCAST=1, UPCAST_PASS=1, BLOCK_M=32, BLOCK_N=block_n, BLOCK_K=64)
+    outs = [module.launch_gemm_fp8_blockscale(i["a"], a_scale, i["b"], b_scale, torch.float32, 128,
+                                              dict(base, RESCALE=r)) for r in (0, 1)]
+    assert outs[0][3].abs().sum() > 0 and outs[0][:, 128:250].abs().sum() > 0
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-5, atol=1e-4)

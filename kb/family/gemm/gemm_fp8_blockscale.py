@@ -28,7 +28,8 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 16, "SPLIT_K": 1, "UPCAST": 0,
-            "UPCAST_PASS": 1, "PREFETCH_SCALES": 1, "SCALE_T": 1, "TMA": 1, "num_warps": 4, "num_stages": 3}
+            "UPCAST_PASS": 1, "PREFETCH_SCALES": 1, "SCALE_T": 1, "TMA": 1, "RESCALE": 0, "num_warps": 4,
+            "num_stages": 3}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -40,6 +41,7 @@ SEARCH_SPACE = {
     "PREFETCH_SCALES": [0, 1],
     "SCALE_T": [0, 1],
     "TMA": [0, 1],
+    "RESCALE": [0, 1],
     "num_warps": [2, 4, 8],
     "num_stages": [2, 3, 4, 5],
 }
@@ -150,11 +152,17 @@ def _gemm_fp8_blockscale_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, out_ptr, ws_ptr, M
 @triton.jit
 def _gemm_fp8_blockscale_tma_kernel(a_desc, as_ptr, b_desc, bs_ptr, out_ptr, M, N, K,
                                     stride_asm, stride_asg, stride_bsn, stride_om,
-                                    GROUP: tl.constexpr, SB_SCALAR: tl.constexpr, BLOCK_M: tl.constexpr,
-                                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                                    GROUP: tl.constexpr, SB_SCALAR: tl.constexpr, RESCALE: tl.constexpr,
+                                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                    GROUP_M: tl.constexpr):
     """The main kernel's loop (prefetched scales, one program per tile, no split) with the fp8 tiles loaded
     by the tensor memory accelerator: one descriptor load per tile instead of per-thread addresses, and the
-    edges zero-filled by the hardware (no masks)."""
+    edges zero-filled by the hardware (no masks).
+
+    RESCALE keeps one accumulator in units of the current group's scales: at each step it is multiplied by
+    (previous scales / this step's) and the dot accumulates into it, and the last scales multiply it at the end,
+    so the MMA never needs a second [BLOCK_M, BLOCK_N] register tile for the step's own product (the room a
+    128 x 256 tile needs). A zero scale keeps the previous unit; its operand rows were zeroed by the pass."""
     pid_m, pid_n = _tile_of(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -167,35 +175,56 @@ def _gemm_fp8_blockscale_tma_kernel(a_desc, as_ptr, b_desc, bs_ptr, out_ptr, M, 
     last_g = (K - 1) // GROUP
     sa = tl.load(sa_ptrs)
     sb = tl.load(sb_ptrs)
+    unit_a = tl.where(sa == 0, 1.0, sa)
+    unit_b = tl.where(sb == 0, 1.0, sb)
     for k0 in range(0, K, BLOCK_K):
         a = a_desc.load([pid_m * BLOCK_M, k0])
         b = b_desc.load([pid_n * BLOCK_N, k0])
         g_next = tl.minimum((k0 + BLOCK_K) // GROUP, last_g)
         sa_next = tl.load(sa_ptrs + g_next * stride_asg)
         sb_next = tl.load(sb_ptrs + g_next)
-        acc += _promote(tl.dot(a, b.T), sa, sb, SB_SCALAR)
+        if RESCALE:
+            step_a = tl.where(sa == 0, unit_a, sa)
+            step_b = tl.where(sb == 0, unit_b, sb)
+            acc = tl.dot(a, b.T, _promote(acc, unit_a / step_a, unit_b / step_b, SB_SCALAR))
+            unit_a = step_a
+            unit_b = step_b
+        else:
+            acc += _promote(tl.dot(a, b.T), sa, sb, SB_SCALAR)
         sa = sa_next
         sb = sb_next
+    if RESCALE:
+        acc = _promote(acc, unit_a, unit_b, SB_SCALAR)
     mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
     tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :], acc.to(out_ptr.dtype.element_ty),
              mask=mask)
 
 
 @triton.jit
-def _upcast_kernel(src_ptr, dst_ptr, K, stride_src, BLOCK: tl.constexpr):
-    """dst[r, :] = fp16(src[r, :]) for one row per program axis 0 (fp8 e4m3/e5m2 values are exact in fp16)."""
+def _upcast_kernel(src_ptr, dst_ptr, scale_ptr, K, stride_src, stride_scale, ROWS_PER_SCALE: tl.constexpr,
+                   GROUP: tl.constexpr, ZERO_DEAD: tl.constexpr, BLOCK: tl.constexpr):
+    """dst[r, :] = fp16(src[r, :]) for one row per program axis 0 (fp8 e4m3/e5m2 values are exact in fp16);
+    ZERO_DEAD writes zeros where the row's K group has a zero scale (scale[r // ROWS_PER_SCALE, k // GROUP]),
+    so a group that the reference multiplies by zero adds nothing to an accumulator kept in other units."""
     row = tl.program_id(0).to(tl.int64)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < K
-    x = tl.load(src_ptr + row * stride_src + offs, mask=mask)
-    tl.store(dst_ptr + row * K + offs, x.to(tl.float16), mask=mask)
+    x = tl.load(src_ptr + row * stride_src + offs, mask=mask).to(tl.float16)
+    if ZERO_DEAD:
+        scale = tl.load(scale_ptr + (row // ROWS_PER_SCALE) * stride_scale + offs // GROUP, mask=mask, other=1.0)
+        x = tl.where(scale == 0, 0.0, x)
+    tl.store(dst_ptr + row * K + offs, x, mask=mask)
 
 
-def _upcast(x: torch.Tensor) -> torch.Tensor:
+def _upcast(x: torch.Tensor, scale: torch.Tensor | None = None, rows_per_scale: int = 1,
+            group: int = 128) -> torch.Tensor:
+    """An fp16 copy of x [rows, K]; with `scale` [rows / rows_per_scale, K / group], groups of zero scale zeroed."""
     rows, k = x.shape
     out = torch.empty((rows, k), dtype=torch.float16, device=x.device)
     block = min(2048, _next_pow2(k))
-    _upcast_kernel[(rows, _cdiv(k, block))](x, out, k, x.stride(0), BLOCK=block, num_warps=4)
+    _upcast_kernel[(rows, _cdiv(k, block))](x, out, x if scale is None else scale, k, x.stride(0),
+                                            0 if scale is None else scale.stride(0), ROWS_PER_SCALE=rows_per_scale,
+                                            GROUP=group, ZERO_DEAD=scale is not None, BLOCK=block, num_warps=4)
     return out
 
 
@@ -265,6 +294,7 @@ def launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, out_dtype: torch.dtype, g
     grid = (_cdiv(M, bm) * _cdiv(N, bn), split)
     stride_asm, stride_asg = a_scale.stride(0), 1
     groups = a_scale.shape[1]
+    row_scales = a_scale
     if cfg.get("SCALE_T", 0) and groups > 1:
         scales_t = torch.empty((groups, M), dtype=a_scale.dtype, device=a.device)
         _scales_transposed_kernel[(_cdiv(M, 64), _cdiv(groups, 32))](
@@ -273,14 +303,17 @@ def launch_gemm_fp8_blockscale(a, a_scale, b, b_scale, out_dtype: torch.dtype, g
     if cfg.get("TMA", 0) and _tma_ok(a, b, split, cfg):
         from triton.tools.tensor_descriptor import TensorDescriptor
 
+        rescale = bool(cfg.get("RESCALE", 0) and cfg["UPCAST"])  # zero scales need the pass's zeroed groups
         if cfg["UPCAST"]:
-            a, b = _upcast(a), _upcast(b)
+            a = _upcast(a, row_scales if rescale else None, 1, group_size)
+            b = _upcast(b, b_scale if rescale else None, group_size, group_size)
 
         a_desc = TensorDescriptor(a, [M, K], [a.stride(0), 1], [bm, bk])
         b_desc = TensorDescriptor(b, [N, K], [b.stride(0), 1], [bn, bk])
         _gemm_fp8_blockscale_tma_kernel[grid](a_desc, a_scale, b_desc, b_scale, out, M, N, K, stride_asm, stride_asg,
                                               b_scale.stride(0), out.stride(0), GROUP=group_size,
-                                              SB_SCALAR=group_size % bn == 0, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                              SB_SCALAR=group_size % bn == 0, RESCALE=rescale,
+                                              BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                               GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"], num_stages=stages)
         return out
     _gemm_fp8_blockscale_kernel[grid](a, a_scale, b, b_scale, out, ws, M, N, K, k_per_split,
