@@ -86,6 +86,13 @@ def _check(path: Path, evaluated) -> None:  # type: ignore[no-untyped-def]
         listed = [s for s in result.shapes if not s.fuzz]
         assert all(s.passed for s in listed), statuses
         assert not op.real and op.s_raw_op > 0
+    elif verdicts == {"fallback", "timeout"}:
+        # A host-bound cheat (a value read back per element) on a GPU: every read is a device sync, so its larger
+        # shapes may run past the shape limit there. Each listed shape is a fallback or ran out of time, one at
+        # least a fallback; nothing is real.
+        listed = [s for s in result.shapes if not s.fuzz]
+        assert all(s.passed or s.status == "timeout" for s in listed), statuses
+        assert any(s.passed for s in listed) and not op.real and op.s_raw_op > 0, statuses
     elif verdicts == {"suspicious"}:
         assert result.suspicious and "suspicious" in op.holds, (result.static_findings, op.holds)
         assert all(s.passed for s in result.shapes), statuses
