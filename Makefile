@@ -45,6 +45,7 @@ lint:
 	$(PY) -m mypy
 	$(BIN)lint-imports
 
-## On a GPU machine with torch/triton already installed (no venv): the GPU-marked tests.
+## On a GPU machine with torch/triton already installed (no venv): the GPU-marked tests. Only the files that hold
+## one are collected: a GPU image need not have the app's packages (textual, anthropic) that other test files import.
 test-gpu:
-	PYTHONPATH=. python3 -m pytest -q -m gpu tests
+	PYTHONPATH=. python3 -m pytest -q -m gpu $$(grep -rl --include='*.py' -e 'mark\.gpu' tests)
