@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 _HOME = tempfile.mkdtemp(prefix="aka-test-home-")
+atexit.register(shutil.rmtree, _HOME, ignore_errors=True)  # each test process's private home goes with it
 os.environ["HOME"] = _HOME
 os.environ["AKA_HOME"] = str(Path(_HOME) / "aka")
 os.environ["XDG_CACHE_HOME"] = str(Path(_HOME) / "cache")

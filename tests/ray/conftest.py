@@ -26,7 +26,8 @@ def ray_cluster() -> Iterator[object]:
     # Ray puts the driver's working directory on the workers' sys.path; away from the checkout, a worker
     # can import aka_tui only from the package the executor ships (as on a real remote node).
     previous = os.getcwd()
-    os.chdir(tempfile.mkdtemp(prefix="aka-ray-driver-"))
+    driver_dir = tempfile.mkdtemp(prefix="aka-ray-driver-")
+    os.chdir(driver_dir)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
         cluster.add_node(num_cpus=1)
@@ -38,6 +39,7 @@ def ray_cluster() -> Iterator[object]:
         ray.shutdown()
         cluster.shutdown()
         os.chdir(previous)
+        shutil.rmtree(driver_dir, ignore_errors=True)
 
 
 @pytest.fixture
