@@ -45,6 +45,7 @@ SEARCH_SPACE = {
     "num_warps": [2, 4, 8],
     "num_stages": [2, 3, 4, 5],
 }
+INERT = {"RESCALE": {"UPCAST": [0]}}  # the rescaled accumulator needs the fp16 copies (their zeroed groups)
 # Hopper's fp8 MMA sums a step's products in an accumulator narrower than fp32, so an fp32 output held to a
 # float16 tolerance can miss it (H200, 2026-12-02: 0.35-0.58% of elements beyond 5e-3, largest error 0.04-0.06
 # on outputs of mean magnitude 36-51, 128-wide K groups; 64- and 32-wide steps still 0.05-0.13% and
