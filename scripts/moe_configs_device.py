@@ -10,6 +10,9 @@ launcher at its TUNABLES (its own regime choice included); the grid's rows give 
 regime switch. Outputs are compared with the default's.
 
     PYTHONPATH=. python3 scripts/moe_configs_device.py deepseek_v3_tp8_decode_t64 --grid BLOCK_M=16,32
+
+The padding-aware row tiles (HALF_M_GAIN) are a launcher rule, so they go in the grid like a tile:
+`--grid HALF_M_GAIN=0,10,25` beside single values for the other grid keys times each gain at the given tiles.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ def main() -> int:
     parser.add_argument("shapes", nargs="+")
     add_sweep_options(parser, rep=40, rounds=2)
     parser.add_argument("--top", type=int, default=12, help="rows printed per shape")
+    parser.add_argument("--uniform", action="store_true",
+                        help="uniform routing (each token's top-k distinct experts equally likely) instead of the "
+                             "problem's uneven router: the padding HALF_M_GAIN estimates assumes it")
     parser.add_argument("--kernels", action="store_true",
                         help="only the default configuration: device time per kernel (torch.profiler) and the gaps")
     args = parser.parse_args()
@@ -63,6 +69,9 @@ def main() -> int:
         torch.manual_seed(0)
         inp = make_inputs(**kwargs, device="cuda")
         t, k, e = kwargs["num_tokens"], kwargs["top_k"], kwargs["num_experts"]
+        if args.uniform:
+            inp["topk_ids"] = torch.rand(t, e, device="cuda").argsort(dim=1)[:, :k].to(torch.int32).contiguous()
+            inp["topk_weights"] = torch.softmax(torch.randn(t, k, device="cuda"), dim=-1)
         decode = t * k <= mod.TUNABLES["SMALL_MAX_PAIRS_PER_EXPERT"] * e
         grid = grid_with(DECODE_GRID if decode else PREFILL_GRID, args.grid)
         keys = list(grid)
@@ -86,7 +95,7 @@ def main() -> int:
         flops = 2 * t * k * 3 * h * i
         experts = int(torch.unique(inp["topk_ids"]).numel())
         wbytes = experts * 3 * h * i * inp["w1"].element_size()
-        regime = "decode (SMALL_*)" if decode else "prefill"
+        regime = ("decode (SMALL_*)" if decode else "prefill") + (", uniform routing" if args.uniform else "")
         print(f"\n### {text}: T {t} H {h} I {i} E {e} top-{k}, {experts} experts routed, {regime} "
               f"(cuda, default {dict((key, mod.TUNABLES[key]) for key in keys)})\n")
         print("| " + " | ".join(keys) + " | µs | TFLOP/s | TB/s of weights | max abs diff vs default |")

@@ -42,6 +42,8 @@ own) in through tensor descriptors: 2.4% at that prefill, 2.8% at the DeepSeek-V
 the Qwen3 decode batch.
 """
 
+import math
+
 import torch
 import triton
 import triton.language as tl
@@ -52,7 +54,7 @@ TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "DOWN_BLOCK_N": 256, 
             "GROUP_M": 8, "PAIR_FP32": 0, "ROUTE_CHUNK": 1024, "num_warps": 8, "num_stages": 3,
             "SMALL_MAX_PAIRS_PER_EXPERT": 32, "SMALL_BLOCK_M": 32, "SMALL_BLOCK_N": 64, "SMALL_BLOCK_K": 128,
             "SMALL_DOWN_BLOCK_N": 64, "SMALL_DOWN_BLOCK_K": 128, "SMALL_WARPS": 4, "ACT_SPLIT": 1,
-            "GATE_UP_JOINT": 1, "TMA": 0}
+            "GATE_UP_JOINT": 1, "TMA": 0, "HALF_M_GAIN": 0, "HALF_M_WARPS": 0}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [32, 64, 128, 256],
@@ -74,6 +76,8 @@ SEARCH_SPACE = {
     "ACT_SPLIT": [0, 1],
     "GATE_UP_JOINT": [0, 1],
     "TMA": [0, 1],
+    "HALF_M_GAIN": [0, 10, 25, 40],
+    "HALF_M_WARPS": [0, 4, 8],
 }
 # Decode-sized batches (few (token, expert) pairs per expert) run the SMALL_* tiles instead; with
 # SMALL_MAX_PAIRS_PER_EXPERT 0 there is no such regime.
@@ -82,7 +86,8 @@ INERT = {"SMALL_BLOCK_M": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
          "SMALL_BLOCK_K": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
          "SMALL_DOWN_BLOCK_N": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
          "SMALL_DOWN_BLOCK_K": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
-         "SMALL_WARPS": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]}}
+         "SMALL_WARPS": {"SMALL_MAX_PAIRS_PER_EXPERT": [0]},
+         "HALF_M_WARPS": {"HALF_M_GAIN": [0]}}
 
 ROUTE_SUB = 64
 # Routing programs aimed for: a chunk is the smallest power of two (at least ROUTE_SUB, at most ROUTE_CHUNK) that
@@ -441,14 +446,44 @@ def _moe_combine_kernel(y_ptr, out_ptr, top_k, H, stride_ym, stride_ot, BLOCK: t
         tl.store(out_ptr + t * stride_ot + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def regime_config(cfg: dict, num_pairs: int, num_experts: int) -> dict:
+def expected_padded_rows(tokens: int, top_k: int, experts: int, block: int) -> float:
+    """Expected routed rows after each expert's rows are padded to a multiple of `block`, when every token picks
+    top_k distinct experts uniformly (an expert's count ~ Binomial(tokens, top_k / experts)). The host cannot read
+    the real counts without a sync; this is the batch geometry's expectation."""
+    p = min(1.0, top_k / experts)
+    if p >= 1.0:
+        return experts * _cdiv(tokens, block) * block
+    mean, sd = tokens * p, math.sqrt(tokens * p * (1 - p))
+    lo, hi = max(0, int(mean - 10 * sd) - 1), min(tokens, int(mean + 10 * sd) + 2)
+    log_p, log_q, log_all = math.log(p), math.log1p(-p), math.lgamma(tokens + 1)
+    total = 0.0
+    for c in range(lo, hi + 1):
+        pmf = math.exp(log_all - math.lgamma(c + 1) - math.lgamma(tokens - c + 1) + c * log_p + (tokens - c) * log_q)
+        total += pmf * _cdiv(c, block) * block
+    return experts * total
+
+
+def regime_config(cfg: dict, num_pairs: int, num_experts: int, top_k: int = 1) -> dict:
     """The tiles for this batch: the SMALL_* ones when the mean (token, expert) pairs per expert is at most
     SMALL_MAX_PAIRS_PER_EXPERT. Measured on the H200 (sweep of 2026-11-30): at 2-4 pairs per expert (decode)
     the 32-row tiles with 4 warps were 1.07-1.08x faster than the default 64-row tiles; at 512 (prefill) the
-    128-row tiles with 256-wide down tiles were 1.19x faster."""
+    128-row tiles with 256-wide down tiles were 1.19x faster.
+    Above that, HALF_M_GAIN (percent; 0: off) halves BLOCK_M (down to 16; HALF_M_WARPS warps, 0: unchanged) while
+    the expected padded rows (expected_padded_rows) drop by more than that share each time: a mean of 167 pairs
+    an expert pads to 256 rows in 128-row blocks but to 192 in 64-row ones, and padding rows cost a tile's work."""
     limit = cfg.get("SMALL_MAX_PAIRS_PER_EXPERT", 0)
     if not limit or num_pairs > limit * num_experts:
-        return cfg
+        gain, bm = cfg.get("HALF_M_GAIN", 0), cfg["BLOCK_M"]
+        tokens = num_pairs // max(1, top_k)
+        rows = expected_padded_rows(tokens, top_k, num_experts, bm) if gain else 0.0
+        while gain and bm >= 32:
+            half = expected_padded_rows(tokens, top_k, num_experts, bm // 2)
+            if rows <= half * (1 + gain / 100):
+                break
+            bm, rows = bm // 2, half
+        if bm == cfg["BLOCK_M"]:
+            return cfg
+        return {**cfg, "BLOCK_M": bm, "num_warps": cfg.get("HALF_M_WARPS") or cfg["num_warps"]}
     small = {"BLOCK_M": "SMALL_BLOCK_M", "BLOCK_N": "SMALL_BLOCK_N", "BLOCK_K": "SMALL_BLOCK_K",
              "DOWN_BLOCK_N": "SMALL_DOWN_BLOCK_N", "DOWN_BLOCK_K": "SMALL_DOWN_BLOCK_K", "num_warps": "SMALL_WARPS"}
     return {**cfg, **{base: cfg[key] for base, key in small.items() if key in cfg}}
@@ -523,7 +558,7 @@ def _plan(T: int, H: int, E: int, two_i: int, k: int, x_dt: torch.dtype, w1_dt: 
     """Tiles, schedule, operand forms and grids of one launch (see launch_moe_fused_experts)."""
     I = two_i // 2
     n = T * k
-    cfg = regime_config(cfg, n, E)
+    cfg = regime_config(cfg, n, E, k)
     bm = cfg["BLOCK_M"]
     length = _max_padded_len(n, E, bm)
     n_blocks = length // bm

@@ -1,0 +1,66 @@
+"""The fused MoE kernel's padding-aware row tiles (HALF_M_GAIN): the expected padded rows under uniform routing
+match an exact count over every routing of a small batch, the launcher halves BLOCK_M only where that cuts the
+padding by more than the set share, and the halved tiles reproduce the reference on the interpreter."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from aka_tui.bench.problem.module_loading import import_file
+from tests.conftest import REPO
+
+KERNEL = import_file(REPO / "kb/family/moe/moe_fused_experts.py", "moe_padding_regime_kernel")
+REFERENCE = import_file(REPO / "problems/moe_fused_experts/reference.py", "moe_padding_regime_reference")
+INPUTS = import_file(REPO / "problems/moe_fused_experts/input.py", "moe_padding_regime_inputs")
+
+
+def _exact_padded_rows(tokens: int, top_k: int, experts: int, block: int) -> float:
+    """Mean over every routing (each token's top_k distinct experts, all choices equally likely)."""
+    choices = list(itertools.combinations(range(experts), top_k))
+    total = 0
+    for routing in itertools.product(choices, repeat=tokens):
+        counts = [0] * experts
+        for picked in routing:
+            for e in picked:
+                counts[e] += 1
+        total += sum(-(-c // block) * block for c in counts)
+    return total / len(choices) ** tokens
+
+
+@pytest.mark.parametrize(("tokens", "top_k", "experts", "block"),
+                         [(5, 1, 3, 2), (6, 2, 4, 4), (7, 1, 2, 4), (4, 3, 3, 2), (3, 2, 2, 16)])
+def test_expected_padded_rows_is_the_mean_over_routings(tokens: int, top_k: int, experts: int, block: int) -> None:
+    assert KERNEL.expected_padded_rows(tokens, top_k, experts, block) == pytest.approx(
+        _exact_padded_rows(tokens, top_k, experts, block), rel=1e-9)
+
+
+def test_rows_are_halved_only_where_padding_drops_by_more_than_the_gain() -> None:
+    cfg = dict(KERNEL.TUNABLES, BLOCK_M=128, SMALL_MAX_PAIRS_PER_EXPERT=0, num_warps=8)
+    # 668 tokens, top-2 of 8 experts: ~167 rows an expert, 256 padded in 128-row blocks, ~192 in 64-row ones
+    assert KERNEL.regime_config(cfg, 668 * 2, 8, 2) is cfg  # off by default
+    halved = KERNEL.regime_config({**cfg, "HALF_M_GAIN": 25, "HALF_M_WARPS": 4}, 668 * 2, 8, 2)
+    assert (halved["BLOCK_M"], halved["num_warps"]) == (64, 4)
+    assert KERNEL.regime_config({**cfg, "HALF_M_GAIN": 40}, 668 * 2, 8, 2)["BLOCK_M"] == 128
+    # ~2000 rows an expert: under 2% padding either way, the full tiles stay
+    assert KERNEL.regime_config({**cfg, "HALF_M_GAIN": 10}, 8000 * 2, 8, 2)["BLOCK_M"] == 128
+    # a few rows an expert: halved repeatedly, never below 16
+    assert KERNEL.regime_config({**cfg, "HALF_M_GAIN": 10}, 20 * 2, 8, 2)["BLOCK_M"] == 16
+    small = {**cfg, "HALF_M_GAIN": 10, "SMALL_MAX_PAIRS_PER_EXPERT": 32, "SMALL_BLOCK_M": 32}
+    assert KERNEL.regime_config(small, 20 * 2, 8, 2)["BLOCK_M"] == 32  # the decode tiles take precedence
+
+
+def test_halved_tiles_reproduce_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(KERNEL, "_PLANS", {})
+    torch.manual_seed(5)
+    inputs = INPUTS._make_inputs(num_tokens=20, hidden_size=64, intermediate_size=32, num_experts=2, top_k=1,
+                                 dtype="float32", device="cpu")
+    cfg = dict(KERNEL.TUNABLES, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, DOWN_BLOCK_N=32, DOWN_BLOCK_K=32,
+               SMALL_MAX_PAIRS_PER_EXPERT=0, HALF_M_GAIN=10, HALF_M_WARPS=2)
+    got = KERNEL.launch_moe_fused_experts(inputs["hidden"], inputs["w1"], inputs["w2"], inputs["topk_weights"],
+                                          inputs["topk_ids"], cfg)
+    torch.testing.assert_close(got, REFERENCE.Model()(**inputs), atol=1e-4, rtol=1e-4)
+    (plan,) = KERNEL._PLANS.values()
+    assert plan["bm"] == 16 and plan["gemm1"]["num_warps"] == 2 and plan["length"] % 16 == 0
