@@ -1,6 +1,7 @@
-"""The fused MoE kernel's padding-aware row tiles (HALF_M_GAIN): the expected padded rows under uniform routing
-match an exact count over every routing of a small batch, the launcher halves BLOCK_M only where that cuts the
-padding by more than the set share, and the halved tiles reproduce the reference on the interpreter."""
+"""The fused MoE kernel's batch-aware tiles: the expected padded rows under uniform routing match an exact count
+over every routing of a small batch; the launcher halves BLOCK_M only where that cuts the padding by more than the
+set share (HALF_M_GAIN) and an N tile only where that fills idle multiprocessors (NARROW_N_GAIN); both kinds of
+narrowed tiles reproduce the reference on the interpreter."""
 
 from __future__ import annotations
 
@@ -64,3 +65,32 @@ def test_halved_tiles_reproduce_the_reference(monkeypatch: pytest.MonkeyPatch) -
     torch.testing.assert_close(got, REFERENCE.Model()(**inputs), atol=1e-4, rtol=1e-4)
     (plan,) = KERNEL._PLANS.values()
     assert plan["bm"] == 16 and plan["gemm1"]["num_warps"] == 2 and plan["length"] % 16 == 0
+
+
+def test_n_tiles_narrow_only_where_waves_leave_multiprocessors_idle() -> None:
+    # 8 M blocks x 8 column tiles of 256 = 64 programs on 132 SMs: one wave half empty; 128 columns fill it
+    assert KERNEL.narrowed_width(256, 8.0, 2048, 132, 20, 64) == 128
+    assert KERNEL.narrowed_width(256, 8.0, 2048, 132, 0, 64) == 256  # off
+    assert KERNEL.narrowed_width(256, 8.0, 2048, 132, 20, 256) == 256  # the floor
+    # ~250 M blocks: 16 full waves either way, nothing to gain
+    assert KERNEL.narrowed_width(256, 250.9, 2048, 132, 10, 64) == 256
+    # 3 programs on 64 SMs: narrowed twice (3 -> 6 -> 12 programs, one wave each), then the floor
+    assert KERNEL.narrowed_width(256, 3.0, 256, 64, 10, 64) == 64
+
+
+def test_narrowed_tiles_reproduce_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU the rule reads the multiprocessor count; here it is set, so the interpreter runs the narrowed
+    tiles of both GEMMs."""
+    monkeypatch.setattr(KERNEL, "_PLANS", {})
+    monkeypatch.setattr(KERNEL, "_multiprocessors", lambda on_gpu: 64)
+    torch.manual_seed(6)
+    inputs = INPUTS._make_inputs(num_tokens=12, hidden_size=128, intermediate_size=64, num_experts=2, top_k=1,
+                                 dtype="float32", device="cpu")
+    cfg = dict(KERNEL.TUNABLES, BLOCK_M=16, BLOCK_N=64, BLOCK_K=32, DOWN_BLOCK_N=128, DOWN_BLOCK_K=32,
+               SMALL_MAX_PAIRS_PER_EXPERT=0, NARROW_N_GAIN=10)
+    got = KERNEL.launch_moe_fused_experts(inputs["hidden"], inputs["w1"], inputs["w2"], inputs["topk_weights"],
+                                          inputs["topk_ids"], cfg)
+    torch.testing.assert_close(got, REFERENCE.Model()(**inputs), atol=1e-4, rtol=1e-4)
+    (plan,) = KERNEL._PLANS.values()
+    assert plan["tiles1"][0] == 32 and plan["tiles2"][0] == 64
+    assert plan["grid1"] == (plan["n_blocks"] * 2,) and plan["grid2"] == (plan["n_blocks"] * 2,)

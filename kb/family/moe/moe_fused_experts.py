@@ -54,7 +54,8 @@ TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "DOWN_BLOCK_N": 256, 
             "GROUP_M": 8, "PAIR_FP32": 0, "ROUTE_CHUNK": 1024, "num_warps": 8, "num_stages": 3,
             "SMALL_MAX_PAIRS_PER_EXPERT": 32, "SMALL_BLOCK_M": 32, "SMALL_BLOCK_N": 64, "SMALL_BLOCK_K": 128,
             "SMALL_DOWN_BLOCK_N": 64, "SMALL_DOWN_BLOCK_K": 128, "SMALL_WARPS": 4, "ACT_SPLIT": 1,
-            "GATE_UP_JOINT": 1, "TMA": 0, "HALF_M_GAIN": 0, "HALF_M_WARPS": 0}
+            "GATE_UP_JOINT": 1, "TMA": 0, "HALF_M_GAIN": 0, "HALF_M_WARPS": 0,
+            "NARROW_N_GAIN": 0}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [32, 64, 128, 256],
@@ -78,6 +79,7 @@ SEARCH_SPACE = {
     "TMA": [0, 1],
     "HALF_M_GAIN": [0, 10, 25, 40],
     "HALF_M_WARPS": [0, 4, 8],
+    "NARROW_N_GAIN": [0, 10, 20, 35],
 }
 # Decode-sized batches (few (token, expert) pairs per expert) run the SMALL_* tiles instead; with
 # SMALL_MAX_PAIRS_PER_EXPERT 0 there is no such regime.
@@ -513,6 +515,32 @@ def _scale_block(size: int, groups: int, what: str) -> int:
     return block
 
 
+_SMS: dict[int, int] = {}
+
+
+def _multiprocessors(on_gpu: bool) -> int:
+    """Multiprocessors of the current CUDA device (cached); 1 elsewhere, where no wave rule applies."""
+    if not on_gpu:
+        return 1
+    index = torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index]
+
+
+def narrowed_width(width: int, row_blocks: float, extent: int, sms: int, gain: float, floor: int) -> int:
+    """NARROW_N_GAIN: the N tile of a GEMM over `row_blocks` M blocks and `extent` columns, halved (not below
+    `floor`) while its wave-quantised cost (full waves of one program an SM, times the tile's width) drops by more
+    than `gain` percent. A mid-sized MoE batch can leave an SM idle for half a wave: 63 down-GEMM programs of
+    256 columns on 132 SMs use 48% of them, 126 of 128 columns 95%."""
+    def cost(w: int) -> float:
+        return math.ceil(row_blocks * _cdiv(extent, w) / sms) * w
+
+    while gain and width // 2 >= floor and cost(width) > cost(width // 2) * (1 + gain / 100):
+        width //= 2
+    return width
+
+
 def route_chunk(num_pairs: int, most: int) -> int:
     """Pairs per routing program: the smallest power of two, at least ROUTE_SUB and at most `most`, that keeps the
     count and sort kernels at about ROUTE_PROGRAMS programs."""
@@ -581,12 +609,17 @@ def _plan(T: int, H: int, E: int, two_i: int, k: int, x_dt: torch.dtype, w1_dt: 
     gn2 = _scale_block(H, w2_groups[0], "w2_scale rows") if w2_groups is not None else 128
     gk2 = _scale_block(I, w2_groups[1], "w2_scale columns") if w2_groups is not None else 128
     es = max(x_dt.itemsize, w1_dt.itemsize)
-    bn = cfg["BLOCK_N"]
+    bn, bn2 = cfg["BLOCK_N"], cfg["DOWN_BLOCK_N"]
+    narrow = cfg.get("NARROW_N_GAIN", 0)
+    sms = _multiprocessors(on_gpu) if narrow else 1
+    if narrow and sms > 1:
+        row_blocks = expected_padded_rows(T, k, E, bm) / bm
+        bn = narrowed_width(bn, row_blocks, I, sms, narrow, 32)
+        bn2 = narrowed_width(bn2, row_blocks, H, sms, narrow, 64)
     bk = min(cfg["BLOCK_K"], ga, gk1) if scaled1 else cfg["BLOCK_K"]  # a K step inside one scale group
     scalar1 = w1_groups is not None and I % gn1 == 0  # tiles inside one block of rows: a scalar scale per step
     bn = min(bn, gn1) if scalar1 else bn
     stages1, bk = _fit_smem(cfg["num_stages"], bk, (bm + 2 * bn) * es)   # x tile + gate + up tiles
-    bn2 = cfg["DOWN_BLOCK_N"]
     bk2 = min(cfg["DOWN_BLOCK_K"], gk2) if scaled2 else cfg["DOWN_BLOCK_K"]
     scalar2 = w2_groups is not None and H % gn2 == 0
     bn2 = min(bn2, gn2) if scalar2 else bn2
