@@ -57,3 +57,23 @@ def test_the_plain_bf16_path_is_unchanged_by_the_scaled_branch() -> None:
     assert torch.equal(plain, KERNEL.Model()(**inputs, w1_scale=None, w2_scale=None, a1_scale=None))
     exact = REFERENCE.Model()(**upcast_inputs(inputs)).double()
     torch.testing.assert_close(plain.double(), exact, atol=0.02, rtol=0.02)
+
+
+@pytest.mark.parametrize("rules", [dict(HALF_M_GAIN=15, HALF_M_WARPS=4), dict(NARROW_N_GAIN=10),
+                                   dict(HALF_M_GAIN=10, NARROW_N_GAIN=20)])
+def test_batch_aware_tiles_match_the_float64_reference(rules: dict) -> None:
+    """The padding-aware row tiles and the wave-aware N tiles (off by default) on mid-sized batches, where they
+    change the tiles on an H100/H200 (132 SMs): 1023 tokens top-2 of 8 experts, 2044 tokens top-8 of 128."""
+    KERNEL._PLANS.clear()
+    for size in (dict(num_tokens=1023, hidden_size=2048, intermediate_size=1024, num_experts=8, top_k=2),
+                 dict(num_tokens=2044, hidden_size=1024, intermediate_size=384, num_experts=128, top_k=8)):
+        torch.manual_seed(0)
+        inputs = INPUTS._make_inputs(**size, dtype="bfloat16", device="cuda")
+        cfg = {**KERNEL.TUNABLES, **rules}
+        got = KERNEL.launch_moe_fused_experts(inputs["hidden"], inputs["w1"], inputs["w2"], inputs["topk_weights"],
+                                              inputs["topk_ids"], cfg)
+        exact = REFERENCE.Model()(**upcast_inputs(inputs)).double()
+        torch.testing.assert_close(got.double(), exact, atol=0.02, rtol=0.02)
+    changed = [plan for plan in KERNEL._PLANS.values()
+               if (plan["bm"], plan["tiles1"][0], plan["tiles2"][0]) != (128, 128, 256)]
+    assert changed, "the rules changed no tile on these batches"
