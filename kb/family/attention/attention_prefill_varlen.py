@@ -463,6 +463,11 @@ if HAS_GLUON:
     _MMA_INIT = gl.constexpr(hasattr(hopper, "warpgroup_mma_init"))
     _mma_init = getattr(hopper, "warpgroup_mma_init", None)
 
+    @gluon.constexpr_function
+    def _mma_layout(cols, num_warps):
+        """The register layout of a warpgroup MMA's [rows, cols] result (rows split over the warps)."""
+        return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, cols, 16])
+
     @gluon.jit
     def _as_accumulator(acc):
         if _MMA_INIT:
@@ -604,10 +609,8 @@ if HAS_GLUON:
             q_smem = gl.allocate_shared_memory(q.dtype, [BLOCK_M, HEAD], Q_LAYOUT, q)
             fence_async_shared()
 
-            s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                               instr_shape=[16, BLOCK_N, 16])
-            o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                               instr_shape=[16, HEAD, 16])
+            s_layout: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
+            o_layout: gl.constexpr = _mma_layout(HEAD, num_warps)
             p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
             s_rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
             s_cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -700,10 +703,8 @@ if HAS_GLUON:
         q_smem = gl.allocate_shared_memory(q_ptr.dtype.element_ty, [BLOCK_M, HEAD], Q_LAYOUT)
 
         q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
-        s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                           instr_shape=[16, BLOCK_N, 16])
-        o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                           instr_shape=[16, HEAD, 16])
+        s_layout: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
+        o_layout: gl.constexpr = _mma_layout(HEAD, num_warps)
         p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
         rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q_layout))
         cols = gl.arange(0, HEAD, layout=gl.SliceLayout(0, q_layout))
