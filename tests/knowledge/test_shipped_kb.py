@@ -25,6 +25,11 @@ def test_every_entry_is_valid_and_there_are_enough() -> None:
     assert {e.layer for e in KB.entries.values()} == set(LAYERS)
 
 
+def test_the_readme_counts_the_entries_there_are() -> None:
+    readme = (default_kb_dir().parent / "README.md").read_text()
+    assert f"**the knowledge base**: {len(KB.entries)} entries under `kb/`" in readme
+
+
 def test_a_hardware_entry_for_every_profile_and_family_entries_for_every_family() -> None:
     for name in datasheet_profiles():
         assert hardware_entry_id(name) in KB.entries, f"no hardware entry for profile {name}"
