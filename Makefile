@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 BIN := $(dir $(PY))
 
-.PHONY: setup setup-test run bench test test-fast test-gpu check lint
+.PHONY: setup setup-test run bench test test-fast test-gpu check lint compile-check-gpu-triton
 
 setup:
 	scripts/setup.sh
@@ -49,3 +49,10 @@ lint:
 ## one are collected: a GPU image need not have the app's packages (textual, anthropic) that other test files import.
 test-gpu:
 	PYTHONPATH=. python3 -m pytest -q -m gpu $$(grep -rl --include='*.py' -e 'mark\.gpu' tests)
+
+## Without a GPU: compile every KB kernel for Hopper under the Triton release of the GPU machines (GPU_TRITON, 3.6.0
+## in their image), installed alone into .gpu-triton/; the venv's own Triton (CI's) may accept code that one rejects.
+GPU_TRITON ?= 3.6.0
+compile-check-gpu-triton: setup
+	$(PY) -m pip install -q --no-deps --target .gpu-triton/$(GPU_TRITON) triton==$(GPU_TRITON)
+	PYTHONPATH=.gpu-triton/$(GPU_TRITON):. TRITON_CACHE_DIR=.gpu-triton/cache-$(GPU_TRITON) $(PY) scripts/kb_compile_check.py --arch 90

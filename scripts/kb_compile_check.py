@@ -54,7 +54,9 @@ def main() -> int:
                 continue
             kernels = ", ".join(f"{name} ({lines} PTX lines)" for name, lines in result.kernels) or "no Triton launch"
             print(f"ok   {kernel.path.name} on {op}: {kernels}")
-    print(f"sm_{args.arch}: {failed} failed")
+    import triton
+
+    print(f"sm_{args.arch} (Triton {triton.__version__}): {failed} failed")
     return 1 if failed else 0
 
 
