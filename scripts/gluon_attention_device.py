@@ -11,6 +11,7 @@ A shape is `SEQSxLEN:HEADS/KV_HEADS:HEAD_DIM:pagedN` as in scripts/varlen_config
 
     PYTHONPATH=. python3 scripts/gluon_attention_device.py 1882x256:16/4:128:paged16 --grid BLOCK_N=32,64
     PYTHONPATH=. python3 scripts/gluon_attention_device.py 8x256:16/4:128:paged16 --compile-only   # CPU, sm_90
+    ... --compile-only --ptx-dir A; (change the kernel) ... --ptx-dir B; diff -r A B   # did its code change?
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -56,6 +58,27 @@ def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale,
                             tiles)
 
 
+def _keep_ptx(sink: dict) -> None:
+    """From now on each compiled launch's PTX goes into sink[kernel name] (the latest launch's)."""
+    from triton.runtime.jit import JITFunction
+
+    run = JITFunction.run
+
+    def keeping(self, *args, **kwargs):
+        kernel = run(self, *args, **kwargs)
+        sink[self.fn.__name__] = kernel.asm["ptx"]
+        return kernel
+
+    JITFunction.run = keeping
+
+
+def code_of(ptx: str) -> str:
+    """PTX without what moves with the source's line numbers: `.loc`/`.file` records and the debug sections."""
+    code = re.split(r"^\s*\.section\s+\.debug", ptx, maxsplit=1, flags=re.MULTILINE)[0]
+    return "".join(line for line in code.splitlines(keepends=True)
+                   if not line.lstrip().startswith((".loc", ".file")))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("shapes", nargs="+")
@@ -65,6 +88,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write every shape's rows (kernel, ms, max diff) here")
     parser.add_argument("--compile-only", action="store_true", help="compile every configuration for sm_90 on "
                         "this machine (no GPU needed) and print its PTX size")
+    parser.add_argument("--ptx-dir", type=Path, help="with --compile-only: also write each configuration's PTX "
+                        "here, line records and debug sections left out, so that `diff -r` of two such folders "
+                        "shows whether a change to the kernel's source changed its code")
     args = parser.parse_args()
     for item in args.grid:
         key, _, values = item.partition("=")
@@ -78,6 +104,8 @@ def main() -> int:
         from aka_tui.bench.evaluator.target_compile import install_compile_only
 
         compiled = install_compile_only(90)
+        if args.ptx_dir:
+            _keep_ptx(ptx_sink := {})
     elif not torch.cuda.is_available():
         raise SystemExit("timing needs a GPU; on the CPU use --compile-only")
     device = "cuda" if compiled is None else "cpu"
@@ -106,6 +134,11 @@ def main() -> int:
                 name = "_paged_attention_gluon_persistent_kernel" if config["PERSIST"] else \
                     "_paged_attention_gluon_kernel"
                 print(config, dict(compiled).get(name))
+                if args.ptx_dir:
+                    args.ptx_dir.mkdir(parents=True, exist_ok=True)
+                    label = "-".join(f"{key}{value}" for key, value in config.items())
+                    (args.ptx_dir / f"{text.replace(':', '_').replace('/', '_')}-{label}.ptx").write_text(
+                        code_of(ptx_sink[name]))
             continue
         model = kb.Model(heads, kv_heads, dim, causal=True)
         kb.TUNABLES["GLUON"] = 0
