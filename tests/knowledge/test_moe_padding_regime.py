@@ -94,3 +94,15 @@ def test_narrowed_tiles_reproduce_the_reference(monkeypatch: pytest.MonkeyPatch)
     (plan,) = KERNEL._PLANS.values()
     assert plan["tiles1"][0] == 32 and plan["tiles2"][0] == 64
     assert plan["grid1"] == (plan["n_blocks"] * 2,) and plan["grid2"] == (plan["n_blocks"] * 2,)
+
+
+def test_decode_batches_keep_their_small_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decode regime's tiles were measured on their own: the wave rule leaves them as they are."""
+    monkeypatch.setattr(KERNEL, "_multiprocessors", lambda on_gpu: 132)
+    cfg = dict(KERNEL.TUNABLES, NARROW_N_GAIN=20)
+    bf16 = torch.bfloat16
+    decode = KERNEL._plan(1, 4096, 128, 2 * 1536, 8, bf16, bf16, bf16, None, None, None, True, cfg)
+    assert (decode["bm"], decode["tiles1"][0], decode["tiles2"][0]) == (
+        cfg["SMALL_BLOCK_M"], cfg["SMALL_BLOCK_N"], cfg["SMALL_DOWN_BLOCK_N"])
+    mid = KERNEL._plan(135, 2048, 8, 2 * 2048, 2, bf16, bf16, bf16, None, None, None, True, cfg)
+    assert (mid["bm"], mid["tiles2"][0]) == (128, 128)  # 63 down programs of 256 columns: narrowed

@@ -465,6 +465,12 @@ def expected_padded_rows(tokens: int, top_k: int, experts: int, block: int) -> f
     return experts * total
 
 
+def decode_regime(cfg: dict, num_pairs: int, num_experts: int) -> bool:
+    """Whether a batch runs the SMALL_* tiles: at most SMALL_MAX_PAIRS_PER_EXPERT pairs an expert on average."""
+    limit = cfg.get("SMALL_MAX_PAIRS_PER_EXPERT", 0)
+    return bool(limit) and num_pairs <= limit * num_experts
+
+
 def regime_config(cfg: dict, num_pairs: int, num_experts: int, top_k: int = 1) -> dict:
     """The tiles for this batch: the SMALL_* ones when the mean (token, expert) pairs per expert is at most
     SMALL_MAX_PAIRS_PER_EXPERT. Measured on the H200 (sweep of 2026-11-30): at 2-4 pairs per expert (decode)
@@ -475,8 +481,7 @@ def regime_config(cfg: dict, num_pairs: int, num_experts: int, top_k: int = 1) -
     an expert pads to 256 rows in 128-row blocks but to 192 in 64-row ones. Off: at 25 it was slower wherever it
     acted (H100, evaluator, 2026-12-05: 668 tokens of 8 experts 0.126 -> 0.156 ms, 2400 of 128 experts
     0.700 -> 0.794 ms)."""
-    limit = cfg.get("SMALL_MAX_PAIRS_PER_EXPERT", 0)
-    if not limit or num_pairs > limit * num_experts:
+    if not decode_regime(cfg, num_pairs, num_experts):
         gain, bm = cfg.get("HALF_M_GAIN", 0), cfg["BLOCK_M"]
         tokens = num_pairs // max(1, top_k)
         rows = expected_padded_rows(tokens, top_k, num_experts, bm) if gain else 0.0
@@ -614,7 +619,7 @@ def _plan(T: int, H: int, E: int, two_i: int, k: int, x_dt: torch.dtype, w1_dt: 
     gk2 = _scale_block(I, w2_groups[1], "w2_scale columns") if w2_groups is not None else 128
     es = max(x_dt.itemsize, w1_dt.itemsize)
     bn, bn2 = cfg["BLOCK_N"], cfg["DOWN_BLOCK_N"]
-    narrow = cfg.get("NARROW_N_GAIN", 0)
+    narrow = 0 if decode_regime(cfg, n, E) else cfg.get("NARROW_N_GAIN", 0)  # decode keeps its measured tiles
     sms = _multiprocessors(on_gpu) if narrow else 1
     if narrow and sms > 1:
         row_blocks = expected_padded_rows(T, k, E, bm) / bm
