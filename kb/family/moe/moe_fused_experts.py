@@ -478,9 +478,9 @@ def regime_config(cfg: dict, num_pairs: int, num_experts: int, top_k: int = 1) -
     128-row tiles with 256-wide down tiles were 1.19x faster.
     Above that, HALF_M_GAIN (percent; 0: off) halves BLOCK_M (down to 16; HALF_M_WARPS warps, 0: unchanged) while
     the expected padded rows (expected_padded_rows) drop by more than that share each time: a mean of 167 pairs
-    an expert pads to 256 rows in 128-row blocks but to 192 in 64-row ones. Off: at 25 it was slower wherever it
-    acted (H100, evaluator, 2026-12-05: 668 tokens of 8 experts 0.126 -> 0.156 ms, 2400 of 128 experts
-    0.700 -> 0.794 ms)."""
+    an expert pads to 256 rows in 128-row blocks but to 192 in 64-row ones. Off: at 25 its 64-row blocks were
+    slower wherever it took them (H100, evaluator, 2026-12-05: 668 tokens of 8 experts 0.126 -> 0.156 ms, 2400
+    of 128 experts 0.700 -> 0.794 ms); its 32-row blocks at 135 tokens of 8, 2% faster."""
     if not decode_regime(cfg, num_pairs, num_experts):
         gain, bm = cfg.get("HALF_M_GAIN", 0), cfg["BLOCK_M"]
         tokens = num_pairs // max(1, top_k)
