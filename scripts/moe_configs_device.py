@@ -72,7 +72,7 @@ def main() -> int:
         if args.uniform:
             inp["topk_ids"] = torch.rand(t, e, device="cuda").argsort(dim=1)[:, :k].to(torch.int32).contiguous()
             inp["topk_weights"] = torch.softmax(torch.randn(t, k, device="cuda"), dim=-1)
-        decode = t * k <= mod.TUNABLES["SMALL_MAX_PAIRS_PER_EXPERT"] * e
+        decode = mod.decode_regime(mod.TUNABLES, t * k, e)
         grid = grid_with(DECODE_GRID if decode else PREFILL_GRID, args.grid)
         keys = list(grid)
 

@@ -457,11 +457,18 @@ def expected_padded_rows(tokens: int, top_k: int, experts: int, block: int) -> f
         return experts * _cdiv(tokens, block) * block
     mean, sd = tokens * p, math.sqrt(tokens * p * (1 - p))
     lo, hi = max(0, int(mean - 10 * sd) - 1), min(tokens, int(mean + 10 * sd) + 2)
-    log_p, log_q, log_all = math.log(p), math.log1p(-p), math.lgamma(tokens + 1)
-    total = 0.0
-    for c in range(lo, hi + 1):
-        pmf = math.exp(log_all - math.lgamma(c + 1) - math.lgamma(tokens - c + 1) + c * log_p + (tokens - c) * log_q)
-        total += pmf * _cdiv(c, block) * block
+    mode = min(max(int(mean), lo), hi)
+    odds = p / (1 - p)
+    # the probabilities from the mode outwards by the ratio of neighbours (one exp, not one per term)
+    pmf = math.exp(math.lgamma(tokens + 1) - math.lgamma(mode + 1) - math.lgamma(tokens - mode + 1)
+                   + mode * math.log(p) + (tokens - mode) * math.log1p(-p))
+    total, up = pmf * _cdiv(mode, block) * block, pmf
+    for c in range(mode, hi):
+        up *= (tokens - c) / (c + 1) * odds
+        total += up * _cdiv(c + 1, block) * block
+    for c in range(mode, lo, -1):
+        pmf *= c / (tokens - c + 1) / odds
+        total += pmf * _cdiv(c - 1, block) * block
     return experts * total
 
 
@@ -621,7 +628,9 @@ def _plan(T: int, H: int, E: int, two_i: int, k: int, x_dt: torch.dtype, w1_dt: 
     bn, bn2 = cfg["BLOCK_N"], cfg["DOWN_BLOCK_N"]
     narrow = 0 if decode_regime(cfg, n, E) else cfg.get("NARROW_N_GAIN", 0)  # decode keeps its measured tiles
     sms = _multiprocessors(on_gpu) if narrow else 1
-    if narrow and sms > 1:
+    # ceil(P / sms) / (P / sms) < 1 + sms / P: with P programs at least 100 * sms / narrow (counted without any
+    # padding), no halving gains that share, so the expected padding need not be computed
+    if narrow and sms > 1 and n / bm * min(_cdiv(I, bn), _cdiv(H, bn2)) < 100 * sms / narrow:
         row_blocks = expected_padded_rows(T, k, E, bm) / bm
         bn = narrowed_width(bn, row_blocks, I, sms, narrow, 32)
         bn2 = narrowed_width(bn2, row_blocks, H, sms, narrow, 64)
