@@ -42,14 +42,14 @@ def _kb_kernel():
 
 
 def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale, causal=True, BLOCK_N=64,
-           STAGES=3, num_warps=4, OVERLAP=0, BT_AHEAD=0, PERSIST=0, PROGRAMS=0, MAXNREG=0, kb=None):
+           STAGES=3, num_warps=4, OVERLAP=0, BT_AHEAD=0, PERSIST=0, PROGRAMS=0, MAXNREG=0, SPLIT=0, kb=None):
     """out [tokens, heads, head] of causal (bottom-right) GQA attention over a paged 16-bit cache
     [blocks, page, kv_heads, head] through the KB kernel's Gluon path with these tunables (no AUTO); PROGRAMS
     fixes the persistent form's grid (0: PERSIST programs an SM)."""
     kb = kb or _kb_kernel()
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": BLOCK_N, "GLUON_STAGES": STAGES, "GLUON_WARPS": num_warps,
              "GLUON_OVERLAP": OVERLAP, "GLUON_BT_AHEAD": BT_AHEAD, "GLUON_PERSIST": PERSIST,
-             "GLUON_PROGRAMS": PROGRAMS, "GLUON_MAXNREG": MAXNREG}
+             "GLUON_PROGRAMS": PROGRAMS, "GLUON_MAXNREG": MAXNREG, "GLUON_SPLIT": SPLIT, "SPLIT_HEAD": SPLIT}
     group = num_heads // num_kv_heads
     if q.is_cuda:  # the compile-only check on the CPU has no device to ask
         assert kb._gluon_fits(q, k_cache, v_cache, table, group, q.shape[-1], tiles), "the Gluon path refuses it"

@@ -81,6 +81,52 @@ def test_gluon_paged_attention_matches_the_reference(modules: tuple[ModuleType, 
     torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, warps, ahead", [
+    (16, 16, 72, 16, 32, 2, 4, 0),   # 64 + 16 columns, the last 8 of the second part the next head's
+    (4, 4, 80, 16, 64, 3, 8, 0),     # 64 + 16 exactly, two warpgroups
+    (16, 2, 72, 16, 32, 2, 4, 1),    # GQA, the last KV head's second part past the row's end (zeros)
+    (8, 2, 96, 32, 32, 2, 4, 0),     # 64 + 32, pages of two boxes a chunk
+    (16, 2, 192, 16, 32, 2, 4, 0),   # 128 + 64
+])
+def test_gluon_split_head_matches_the_reference(modules: tuple[ModuleType, ModuleType], heads: int, kv_heads: int,
+                                                dim: int, page: int, block_n: int, stages: int, warps: int,
+                                                ahead: int) -> None:
+    """A head that is not a power of two as two power-of-two parts (GLUON_SPLIT): the columns it reads past the
+    head (the next head's, or past the cache row) never reach the output, and every element of the output is
+    written (it starts as a guard value)."""
+    kernel, reference = modules
+    q, k, v, cu, used, table = _case(heads, kv_heads, dim, page)
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
+    out_guard = torch.full((q.shape[0], heads, dim), 7.0, dtype=q.dtype, device="cuda")
+    kb = kernel._kb_kernel()
+    tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": stages, "GLUON_WARPS": warps,
+             "GLUON_BT_AHEAD": ahead, "GLUON_SPLIT": 1, "SPLIT_HEAD": 1, "GLUON_MAXNREG": 128}
+    assert kb._gluon_head_parts(dim, tiles)[1] > 0
+    assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
+    got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
+def test_auto_sends_a_split_head_to_gluon_when_asked(modules: tuple[ModuleType, ModuleType],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The KB Model under AUTO: a head of 80 over 16-slot pages goes to the Gluon kernel with GLUON_SPLIT and to
+    the Triton kernel without; both match the reference."""
+    kernel, reference = modules
+    kb = kernel._kb_kernel()
+    heads, kv_heads, dim = 16, 4, 80
+    q, k, v, cu, used, table = _case(heads, kv_heads, dim, 16)
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
+    launch = kb._launch_gluon
+    for split, gluon_calls in ((1, [1]), (0, [])):
+        calls: list[int] = []
+        monkeypatch.setitem(kb.TUNABLES, "GLUON_SPLIT", split)
+        monkeypatch.setattr(kb, "_launch_gluon", lambda *a, **kw: calls.append(1) or launch(*a, **kw))
+        got = kb.Model(heads, kv_heads, dim)(q, k, v, cu, seqused_k=used, block_table=table)
+        assert calls == gluon_calls
+        torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
 @pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, warps, programs, maxnreg", [
     (16, 4, 128, 16, 32, 4, 3, 0),     # 3 programs walk all 5 sequences' items: the stream crosses items
     (16, 4, 128, 16, 32, 4, 1, 128),   # one program, every item; a register cap (spills)

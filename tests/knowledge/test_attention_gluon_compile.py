@@ -1,7 +1,8 @@
 """The Gluon path of the KB's varlen attention kernel compiles for sm_90 on this machine in each of its forms:
 TMA copies per page into a ring of shared-memory slots, two warpgroup MMAs a chunk, Q kept in shared memory; with
 OVERLAP the next chunk's Q K^T in flight during the softmax; with BT_AHEAD a chunk's block ids read one chunk
-early; bf16 and fp16; the persistent form (one chunk stream over a program's work items)."""
+early; bf16 and fp16; a head split into two power-of-two parts (72 as 64 + 16, 192 as 128 + 64); the persistent form
+(one chunk stream over a program's work items)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ for dtype, overlap, ahead in ((torch.bfloat16, 0, 0), (torch.bfloat16, 1, 0), (t
     g.launch(q, k, k, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=3, OVERLAP=overlap,
              BT_AHEAD=ahead)
     print(dict(compiled)["_paged_attention_gluon_kernel"])
+for heads, kv_heads, dim in ((16, 16, 72), (16, 2, 192)):  # a head split into two parts
+    qs = torch.randn(seqs * length, heads, dim, dtype=torch.bfloat16)
+    ks = torch.randn(blocks, page, kv_heads, dim, dtype=torch.bfloat16)
+    compiled.clear()
+    g.launch(qs, ks, ks, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=2, SPLIT=1, MAXNREG=128)
+    print(dict(compiled)["_paged_attention_gluon_kernel"])
 for warps, maxnreg in ((4, 0), (8, 128)):  # the persistent form
     compiled.clear()
     g.launch(q, k, k, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=2, num_warps=warps,
@@ -39,6 +46,7 @@ for warps, maxnreg in ((4, 0), (8, 128)):  # the persistent form
 def test_gluon_paged_attention_compiles_for_hopper() -> None:
     run = run_compile_script(_COMPILE, str(REPO / "scripts"))
     lines = [int(n) for n in run.stdout.split()]
-    assert len(lines) == 6 and min(lines) > 500, run.stdout
+    assert len(lines) == 8 and min(lines) > 500, run.stdout
     assert len(set(lines[:3])) == 3, run.stdout  # OVERLAP and BT_AHEAD: each its own loop
-    assert lines[4] != lines[0], run.stdout  # the persistent form is its own kernel
+    assert lines[4] > lines[0] and lines[5] > lines[0], run.stdout  # the split head's second rings and MMAs
+    assert lines[6] != lines[0], run.stdout  # the persistent form is its own kernel

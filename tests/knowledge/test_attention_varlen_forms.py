@@ -372,3 +372,27 @@ def test_gluon_path_takes_only_the_layouts_it_copies(modules: tuple[ModuleType, 
     assert not case(block_table=torch.zeros(3, 2, dtype=torch.int32).t())
     q = torch.empty(10, 16, 128, dtype=torch.bfloat16)
     assert not kernel._gluon_fits(q, q, q, torch.zeros(2, 3, dtype=torch.int32), 4, 128, tiles)  # CPU tensors
+
+
+def test_gluon_split_head_takes_heads_of_two_power_of_two_parts(modules: tuple[ModuleType, ModuleType]) -> None:
+    """GLUON_SPLIT (with SPLIT_HEAD) lets the Gluon path take a head that is not a power of two as two parts of
+    16-128 MMA columns, whose cache rows are 16-byte multiples; never with the persistent or OVERLAP forms."""
+    kernel, _ = modules
+    split = dict(kernel.TUNABLES, GLUON=1, GLUON_BLOCK_N=32, GLUON_WARPS=4, GLUON_SPLIT=1, SPLIT_HEAD=1)
+    parts = kernel._gluon_head_parts
+    assert parts(72, split) == (64, 16) and parts(80, split) == (64, 16) and parts(96, split) == (64, 32)
+    assert parts(192, split) == (128, 64) and parts(40, split) == (32, 16)
+    assert parts(128, split) == (128, 0) and parts(256, split) == (256, 0) and parts(512, split) == (0, 0)
+    assert parts(24, split) == (0, 0)                                   # 16 + 16 is no narrower than 32
+    assert parts(320, split) == (0, 0)                                  # a first part of 256: no MMA of that width
+    assert parts(72, dict(split, GLUON_SPLIT=0)) == (0, 0) and parts(72, dict(split, SPLIT_HEAD=0)) == (0, 0)
+    assert parts(72, dict(split, GLUON_PERSIST=3)) == (0, 0) and parts(72, dict(split, GLUON_OVERLAP=1)) == (0, 0)
+
+    def fits(dim: int, kv_heads: int = 4, tiles: dict = split) -> bool:
+        q = torch.empty(10, 4 * kv_heads, dim, dtype=torch.bfloat16)
+        k = torch.empty(6, 16, kv_heads, dim, dtype=torch.bfloat16)
+        return kernel._gluon_layout_fits(q, k, k, torch.zeros(2, 3, dtype=torch.int32), 4, dim, tiles)
+
+    assert fits(72) and fits(80, 1) and fits(192) and fits(36)
+    assert not fits(36, 1)                                              # rows of 72 bytes: no TMA descriptor
+    assert not fits(72, tiles=dict(split, GLUON_SPLIT=0))

@@ -74,6 +74,12 @@ paged workloads: 1.08-1.16x on the batches of 256-token sequences (130 x 256, 10
 Gluon kernel as a persistent grid of that many programs an SM, one chunk stream over each program's work items;
 H100, do_bench: 1.05-1.21x on six batched workloads, 0.62-0.69x on two whose items are few and uneven (static
 assignment: one 2018-token sequence, 32 / 8 heads), no better than the register cap, and with it spills.
+GLUON_SPLIT (off until measured) sends a head that is not a power of two to the Gluon kernel as SPLIT_HEAD's two
+parts (72 and 80 as 64 + 16, 96 as 64 + 32, 192 as 128 + 64): second K and V rings and a second Q tile of the
+narrow part, whose TMA boxes start at the head's column 64 (128) and run past the head into the next one's
+columns, or past the row's end as zeros; Q's columns there are zero, so they add nothing to Q K^T, and the matching
+output columns are computed and never stored. Compiled for sm_90 (Triton 3.6 and 3.7): 118 registers at heads 72
+and 80 (4 warps, 32-key chunks, 2 stages; the power-of-two forms' code is unchanged).
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -88,7 +94,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
             "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0,
             "TMA_TAIL": 0, "GLUON": 1, "GLUON_BLOCK_N": 32, "GLUON_STAGES": 2, "GLUON_WARPS": 4,
-            "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0, "GLUON_PERSIST": 0, "GLUON_MAXNREG": 128}
+            "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0, "GLUON_PERSIST": 0, "GLUON_MAXNREG": 128, "GLUON_SPLIT": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -112,6 +118,7 @@ SEARCH_SPACE = {
     "GLUON_BT_AHEAD": [0, 1],
     "GLUON_PERSIST": [0, 2, 3, 4],
     "GLUON_MAXNREG": [0, 128],
+    "GLUON_SPLIT": [0, 1],
 }
 
 INERT = {  # AUTO picks these itself
@@ -119,7 +126,7 @@ INERT = {  # AUTO picks these itself
     "KV_AHEAD": {"AUTO": [1]}, "MAXNREG": {"AUTO": [1]}, "num_warps": {"AUTO": [1]},
     "num_stages": {"AUTO": [1]}, "WARP_SPECIALIZE": {"TMA": [0]}, "TMA_TAIL": {"TMA": [0]},
     "GLUON_BLOCK_N": {"GLUON": [0]}, "GLUON_WARPS": {"GLUON": [0]}, "GLUON_PERSIST": {"GLUON": [0]},
-    "GLUON_MAXNREG": {"GLUON": [0]},
+    "GLUON_MAXNREG": {"GLUON": [0]}, "GLUON_SPLIT": {"GLUON": [0], "SPLIT_HEAD": [0]},
     # the persistent form has its own 2-slot stream (no OVERLAP, no block ids read ahead)
     "GLUON_STAGES": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
     "GLUON_OVERLAP": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
@@ -468,6 +475,13 @@ if HAS_GLUON:
         """The register layout of a warpgroup MMA's [rows, cols] result (rows split over the warps)."""
         return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, cols, 16])
 
+    @gluon.constexpr_function
+    def _rows_layout(cols, num_warps):
+        """A blocked register layout for [rows, cols] tiles of 16-bit values: 16-byte runs of a row a thread, as
+        many threads across a row as it has runs (at most 8)."""
+        across = max(1, min(8, cols // 8))
+        return gl.BlockedLayout([1, 8], [32 // across, across], [num_warps, 1], [1, 0])
+
     @gluon.jit
     def _as_accumulator(acc):
         if _MMA_INIT:
@@ -505,12 +519,17 @@ if HAS_GLUON:
         return gl.load(bt_ptr + b * s_bt + gl.where(keys < kv_len, keys, 0) // PAGE)
 
     @gluon.jit
-    def _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, chunk, slot,
-                     BLOCK_N: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr, num_warps: gl.constexpr):
+    def _issue_chunk(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, blocks, kv_len,
+                     kv_col, chunk, slot, BLOCK_N: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr,
+                     HEAD: gl.constexpr, HEAD2: gl.constexpr, num_warps: gl.constexpr):
         """TMA copies of chunk `chunk`'s K and V rows (blocks: its boxes' block ids) into ring slot `slot`, one box
-        at a time, so the slot always receives the bytes its barrier expects."""
+        at a time, so the slot always receives the bytes its barrier expects; with HEAD2 also the head's second
+        part (columns HEAD.. of the head) into the second rings."""
         bar = bars.index(slot)
-        mbarrier.expect(bar, 2 * (BLOCK_N // BOX) * k_desc.block_type.nbytes)
+        if HEAD2 > 0:
+            mbarrier.expect(bar, 2 * (BLOCK_N // BOX) * (k_desc.block_type.nbytes + k2_desc.block_type.nbytes))
+        else:
+            mbarrier.expect(bar, 2 * (BLOCK_N // BOX) * k_desc.block_type.nbytes)
         box_of = gl.arange(0, BLOCK_N // BOX, layout=gl.BlockedLayout([1], [32], [num_warps], [0]))
         for j in gl.static_range(BLOCK_N // BOX):
             key = chunk * BLOCK_N + j * BOX
@@ -519,26 +538,32 @@ if HAS_GLUON:
             row = block * PAGE + key % PAGE
             tma.async_copy_global_to_shared(k_desc, [row, kv_col], bar, k_ring.index(slot).slice(j * BOX, BOX))
             tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_ring.index(slot).slice(j * BOX, BOX))
+            if HEAD2 > 0:
+                tma.async_copy_global_to_shared(k2_desc, [row, kv_col + HEAD], bar,
+                                                k2_ring.index(slot).slice(j * BOX, BOX))
+                tma.async_copy_global_to_shared(v2_desc, [row, kv_col + HEAD], bar,
+                                                v2_ring.index(slot).slice(j * BOX, BOX))
 
     @gluon.jit
-    def _refill(k_desc, v_desc, k_ring, v_ring, bars, blocks, bt_ptr, b, s_bt, kv_len, kv_col, ahead, n_chunks,
-                STAGES: gl.constexpr, BLOCK_N: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr,
-                BT_AHEAD: gl.constexpr, num_warps: gl.constexpr):
+    def _refill(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, blocks, bt_ptr, b, s_bt,
+                kv_len, kv_col, ahead, n_chunks, STAGES: gl.constexpr, BLOCK_N: gl.constexpr, BOX: gl.constexpr,
+                PAGE: gl.constexpr, HEAD: gl.constexpr, HEAD2: gl.constexpr, BT_AHEAD: gl.constexpr,
+                num_warps: gl.constexpr):
         """The copies of chunk `ahead` (when the sequence has it) into its ring slot; returns the block ids the next
         refill starts from (with BT_AHEAD those of chunk ahead + 1, read now; otherwise read at the refill)."""
         if not BT_AHEAD:
             blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead, BLOCK_N, BOX, PAGE, num_warps)
         if ahead < n_chunks:
-            _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, ahead, ahead % STAGES,
-                         BLOCK_N, BOX, PAGE, num_warps)
+            _issue_chunk(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, blocks, kv_len,
+                         kv_col, ahead, ahead % STAGES, BLOCK_N, BOX, PAGE, HEAD, HEAD2, num_warps)
         if BT_AHEAD:
             blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead + 1, BLOCK_N, BOX, PAGE, num_warps)
         return blocks
 
     @gluon.jit
-    def _zero_rows_from(tile, first, BLOCK_N: gl.constexpr, num_warps: gl.constexpr):
-        """Rows first.. of a [BLOCK_N, HEAD] shared tile set to zero (then fenced for the MMA that reads it)."""
-        layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
+    def _zero_rows_from(tile, first, BLOCK_N: gl.constexpr, WIDTH: gl.constexpr, num_warps: gl.constexpr):
+        """Rows first.. of a [BLOCK_N, WIDTH] shared tile set to zero (then fenced for the MMA that reads it)."""
+        layout: gl.constexpr = _rows_layout(WIDTH, num_warps)
         values = tile.load(layout)
         rows = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, layout))
         tile.store(gl.where((rows < first)[:, None], values, gl.zeros_like(values)))
@@ -565,17 +590,23 @@ if HAS_GLUON:
         """The accumulator rescaled by alpha, then P V of a chunk issued (not waited for); a chunk the sequence
         ends in has V's rows past the end zeroed first."""
         if (chunk + 1) * BLOCK_N > kv_len:
-            _zero_rows_from(v_tile, kv_len - chunk * BLOCK_N, BLOCK_N, num_warps)
+            _zero_rows_from(v_tile, kv_len - chunk * BLOCK_N, BLOCK_N, v_tile.shape[1], num_warps)
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
         return warpgroup_mma(gl.convert_layout(p.to(v_tile.dtype), p_layout), v_tile, acc, is_async=True)
 
     @gluon.jit
     def _paged_attention_gluon_kernel(
-            q_ptr, out_ptr, k_desc, v_desc, bt_ptr, cu_ptr, cu_k_ptr, used_ptr, prefix_ptr, map_ptr,
-            batch, group, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h,
-            Q_LAYOUT: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD: gl.constexpr,
-            BOX: gl.constexpr, PAGE: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-            USED: gl.constexpr, OVERLAP: gl.constexpr, BT_AHEAD: gl.constexpr, num_warps: gl.constexpr):
+            q_ptr, out_ptr, k_desc, v_desc, k2_desc, v2_desc, bt_ptr, cu_ptr, cu_k_ptr, used_ptr, prefix_ptr,
+            map_ptr, batch, group, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h,
+            Q_LAYOUT: gl.constexpr, Q2_LAYOUT: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+            HEAD: gl.constexpr, HEAD2: gl.constexpr, DIM: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr,
+            STAGES: gl.constexpr, CAUSAL: gl.constexpr, USED: gl.constexpr, OVERLAP: gl.constexpr,
+            BT_AHEAD: gl.constexpr, num_warps: gl.constexpr):
+        """One query tile of one KV head. HEAD2 > 0 (a head of DIM = HEAD + up to HEAD2 columns, HEAD and HEAD2
+        powers of two): the head's columns HEAD.. are a second part with its own rings, Q tile, Q K^T step and
+        accumulator, so the MMAs run HEAD + HEAD2 wide instead of the next power of two; the second part's
+        columns past DIM read the next head's values (or zeros past the last) and are never stored, their Q
+        columns zero. Without OVERLAP only."""
         pid = gl.program_id(0)
         kv_head = gl.program_id(1)
         if pid < gl.load(prefix_ptr + batch):  # surplus programs of the grid's bound store nothing
@@ -583,18 +614,26 @@ if HAS_GLUON:
                                                                     used_ptr, tile_tokens, CAUSAL, USED)
             shift = kv_len - q_len  # causal, bottom-right aligned: query i sees keys j <= i + shift
             n_chunks = (n_end + BLOCK_N - 1) // BLOCK_N
-            kv_col = kv_head * HEAD
+            kv_col = kv_head * DIM
 
             k_ring = gl.allocate_shared_memory(k_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], k_desc.layout)
             v_ring = gl.allocate_shared_memory(v_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], v_desc.layout)
+            if HEAD2 > 0:
+                k2_ring = gl.allocate_shared_memory(k2_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD2],
+                                                    k2_desc.layout)
+                v2_ring = gl.allocate_shared_memory(v2_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD2],
+                                                    v2_desc.layout)
+            else:  # never read: the copies and MMAs of the second part are not compiled
+                k2_ring = k_ring
+                v2_ring = v_ring
             bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
             for ring_slot in gl.static_range(STAGES):
                 mbarrier.init(bars.index(ring_slot), count=1)
             for first in gl.static_range(STAGES - 1):  # the first chunks in flight before Q is read
                 if first < n_chunks:
                     blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, first, BLOCK_N, BOX, PAGE, num_warps)
-                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_col, first, first,
-                                 BLOCK_N, BOX, PAGE, num_warps)
+                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, blocks,
+                                 kv_len, kv_col, first, first, BLOCK_N, BOX, PAGE, HEAD, HEAD2, num_warps)
             # the block ids of the first chunk the loop copies (with BT_AHEAD; otherwise read in the loop)
             blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, STAGES - 1, BLOCK_N, BOX, PAGE, num_warps)
 
@@ -607,6 +646,16 @@ if HAS_GLUON:
             q_rows = (q_start + tokens).to(gl.int64) * sq_t + (kv_head * group + rows % group) * sq_h
             q = gl.load(q_ptr + q_rows[:, None] + cols[None, :], mask=rows_ok[:, None], other=0.0)
             q_smem = gl.allocate_shared_memory(q.dtype, [BLOCK_M, HEAD], Q_LAYOUT, q)
+            if HEAD2 > 0:  # the second part's columns past the head read as zeros
+                q2_layout: gl.constexpr = _rows_layout(HEAD2, num_warps)
+                rows2 = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q2_layout))
+                cols2 = HEAD + gl.arange(0, HEAD2, layout=gl.SliceLayout(0, q2_layout))
+                tokens2 = m_start + rows2 // group
+                rows2_ok = (rows2 < tile_tokens * group) & (tokens2 < q_len)
+                q2_rows = (q_start + tokens2).to(gl.int64) * sq_t + (kv_head * group + rows2 % group) * sq_h
+                q2 = gl.load(q_ptr + q2_rows[:, None] + cols2[None, :], mask=rows2_ok[:, None] & (cols2 < DIM)[None, :],
+                             other=0.0)
+                q2_smem = gl.allocate_shared_memory(q2.dtype, [BLOCK_M, HEAD2], Q2_LAYOUT, q2)
             fence_async_shared()
 
             s_layout: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
@@ -618,6 +667,10 @@ if HAS_GLUON:
             m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
             l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
             acc = gl.zeros([BLOCK_M, HEAD], gl.float32, layout=o_layout)
+            if HEAD2 > 0:
+                o2_layout: gl.constexpr = _mma_layout(HEAD2, num_warps)
+                p2_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o2_layout, k_width=2)
+                acc2 = gl.zeros([BLOCK_M, HEAD2], gl.float32, layout=o2_layout)
             s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
             if OVERLAP:  # chunk i+1's Q K^T in flight while chunk i's softmax runs (STAGES >= 3)
                 mbarrier.wait(bars.index(0), 0, pred=n_chunks > 0)
@@ -634,8 +687,10 @@ if HAS_GLUON:
                     if num_warps > 4:
                         _cta_sync()
                     ahead = chunk + STAGES - 1  # into chunk i-1's slot, whose P V just completed
-                    blocks = _refill(k_desc, v_desc, k_ring, v_ring, bars, blocks, bt_ptr, b, s_bt, kv_len, kv_col,
-                                     ahead, n_chunks, STAGES, BLOCK_N, BOX, PAGE, BT_AHEAD, num_warps)
+                    gl.static_assert(HEAD2 == 0, "OVERLAP has no split-head form")
+                    blocks = _refill(k_desc, v_desc, k_ring, v_ring, k_desc, v_desc, k_ring, v_ring, bars, blocks,
+                                     bt_ptr, b, s_bt, kv_len, kv_col, ahead, n_chunks, STAGES, BLOCK_N, BOX, PAGE,
+                                     HEAD, 0, BT_AHEAD, num_warps)
                     p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale,
                                                          m_i, l_i, CAUSAL)
                     acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, o_layout,
@@ -647,18 +702,26 @@ if HAS_GLUON:
                     ahead = chunk + STAGES - 1  # into the slot the previous chunk freed (its MMAs were waited for)
                     if num_warps > 4:  # by every warpgroup: the other one may still be reading that slot
                         _cta_sync()
-                    blocks = _refill(k_desc, v_desc, k_ring, v_ring, bars, blocks, bt_ptr, b, s_bt, kv_len, kv_col,
-                                     ahead, n_chunks, STAGES, BLOCK_N, BOX, PAGE, BT_AHEAD, num_warps)
+                    blocks = _refill(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, blocks,
+                                     bt_ptr, b, s_bt, kv_len, kv_col, ahead, n_chunks, STAGES, BLOCK_N, BOX, PAGE,
+                                     HEAD, HEAD2, BT_AHEAD, num_warps)
                     slot = chunk % STAGES
                     mbarrier.wait(bars.index(slot), (chunk // STAGES) & 1)
                     s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False,
                                       is_async=True)
+                    if HEAD2 > 0:  # the second part's Q K^T accumulates onto the first's
+                        s = warpgroup_mma(q2_smem, k2_ring.index(slot).permute((1, 0)), s, is_async=True)
                     s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
                     p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale,
                                                          m_i, l_i, CAUSAL)
                     acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, o_layout,
                                     p_layout, num_warps)
-                    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+                    if HEAD2 > 0:
+                        acc2 = _issue_pv(acc2, p, alpha, v2_ring.index(slot), chunk, kv_len, BLOCK_N, o2_layout,
+                                         p2_layout, num_warps)
+                        acc, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2))
+                    else:
+                        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             for ring_slot in gl.static_range(STAGES):
                 mbarrier.invalidate(bars.index(ring_slot))
 
@@ -667,6 +730,12 @@ if HAS_GLUON:
             o = gl.convert_layout((acc / l_o[:, None]).to(q.dtype), q_layout)
             o_off = (q_start + tokens).to(gl.int64) * so_t + (kv_head * group + rows % group) * so_h
             gl.store(out_ptr + o_off[:, None] + cols[None, :], o, mask=rows_ok[:, None])
+            if HEAD2 > 0:
+                l_o2 = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o2_layout))
+                o2 = gl.convert_layout((acc2 / l_o2[:, None]).to(q.dtype), q2_layout)
+                o2_off = (q_start + tokens2).to(gl.int64) * so_t + (kv_head * group + rows2 % group) * so_h
+                gl.store(out_ptr + o2_off[:, None] + cols2[None, :], o2,
+                         mask=rows2_ok[:, None] & (cols2 < DIM)[None, :])
 
     @gluon.jit
     def _work_item(item, n_items, kv_heads, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr, used_ptr, tile_tokens,
@@ -717,8 +786,8 @@ if HAS_GLUON:
             USED)
         if pid < n_items:
             blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, 0, BLOCK_N, BOX, PAGE, num_warps)
-            _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_head * HEAD, 0, 0, BLOCK_N, BOX,
-                         PAGE, num_warps)
+            _issue_chunk(k_desc, v_desc, k_ring, v_ring, k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len,
+                         kv_head * HEAD, 0, 0, BLOCK_N, BOX, PAGE, HEAD, 0, num_warps)
         g = pid * 0  # chunks consumed so far: ring slot g % 2, barrier phase (g // 2) & 1
         for item in range(pid, n_items, step):
             nxt = item + step
@@ -743,12 +812,13 @@ if HAS_GLUON:
                 # the stream's next chunk into the slot the previous one freed: this item's, or the next item's first
                 if chunk + 1 < n_chunks:
                     blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, chunk + 1, BLOCK_N, BOX, PAGE, num_warps)
-                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, kv_len, kv_head * HEAD, chunk + 1,
-                                 (g + 1) % STAGES, BLOCK_N, BOX, PAGE, num_warps)
+                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, k_desc, v_desc, k_ring, v_ring, bars, blocks,
+                                 kv_len, kv_head * HEAD, chunk + 1, (g + 1) % STAGES, BLOCK_N, BOX, PAGE, HEAD, 0,
+                                 num_warps)
                 elif nxt < n_items:
                     blocks = _chunk_blocks(bt_ptr, nb, s_bt, nkv_len, 0, BLOCK_N, BOX, PAGE, num_warps)
-                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, bars, blocks, nkv_len, n_head * HEAD, 0,
-                                 (g + 1) % STAGES, BLOCK_N, BOX, PAGE, num_warps)
+                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, k_desc, v_desc, k_ring, v_ring, bars, blocks,
+                                 nkv_len, n_head * HEAD, 0, (g + 1) % STAGES, BLOCK_N, BOX, PAGE, HEAD, 0, num_warps)
                 slot = g % STAGES
                 mbarrier.wait(bars.index(slot), (g // STAGES) & 1)
                 s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
@@ -889,13 +959,29 @@ def _gluon_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) ->
     return _gluon_layout_fits(q, k, v, block_table, group, head_dim, tiles) and _properties(q.device).major == 9
 
 
+def _gluon_head_parts(head_dim: int, tiles: dict) -> tuple[int, int]:
+    """(HEAD, HEAD2) of the Gluon kernel: a power-of-two head whole (HEAD2 0); with GLUON_SPLIT (and SPLIT_HEAD)
+    another head as `_head_parts` splits it, where both parts are MMA widths of 16-128 and no persistent or
+    OVERLAP form is asked for (they have no second part); (0, 0) where the kernel does not take the head."""
+    if head_dim == _next_pow2(head_dim):
+        return (head_dim, 0) if 16 <= head_dim <= 256 else (0, 0)
+    if not (tiles.get("GLUON_SPLIT", 0) and tiles.get("SPLIT_HEAD", 0)) or tiles.get("GLUON_PERSIST", 0) \
+            or tiles.get("GLUON_OVERLAP", 0):
+        return 0, 0
+    main, rest = _head_parts(head_dim, True)
+    return (main, rest) if rest and 16 <= rest and main <= 128 else (0, 0)
+
+
 def _gluon_layout_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) -> bool:
-    """16-bit values, a power-of-two head of 16-256, a GQA group within a tile's rows (16 per warp), and a packed
-    paged cache whose pages are whole boxes of a chunk (a power of two below it, or a multiple of it) at 16-byte
-    aligned addresses, with a block table of unit column stride."""
+    """16-bit values, a head `_gluon_head_parts` takes (a power of two of 16-256; with GLUON_SPLIT a head split
+    into two power-of-two parts), a GQA group within a tile's rows (16 per warp), and a packed paged cache whose
+    pages are whole boxes of a chunk (a power of two below it, or a multiple of it) at 16-byte aligned addresses
+    and rows, with a block table of unit column stride."""
     if q.dtype not in (torch.bfloat16, torch.float16) or k.dtype != q.dtype or v.dtype != q.dtype:
         return False
-    if head_dim != _next_pow2(head_dim) or not 16 <= head_dim <= 256 or q.stride(-1) != 1:
+    if not _gluon_head_parts(head_dim, tiles)[0] or q.stride(-1) != 1:
+        return False
+    if (k.shape[2] * head_dim * k.element_size()) % 16:  # a TMA descriptor's rows: 16-byte multiples
         return False
     block_n, warps = tiles.get("GLUON_BLOCK_N", 32), tiles.get("GLUON_WARPS", 4)
     page = k.shape[1]
@@ -924,9 +1010,15 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
     page = k.shape[1]
     box = min(page, block_n)
     dtype = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
-    q_layout, kv_layout = _shared_layout(block_m, dim, dtype), _shared_layout(box, dim, dtype)
+    head, head2 = _gluon_head_parts(dim, tiles)
+    q_layout, kv_layout = _shared_layout(block_m, head, dtype), _shared_layout(box, head, dtype)
     k_desc, v_desc = (GluonTensorDescriptor(t.view(-1, kv_heads * dim), [t.shape[0] * page, kv_heads * dim],
-                                            [kv_heads * dim, 1], [box, dim], kv_layout) for t in (k, v))
+                                            [kv_heads * dim, 1], [box, head], kv_layout) for t in (k, v))
+    q2_layout, k2_desc, v2_desc = q_layout, None, None  # never read without a split (None: no kernel parameter)
+    if head2:
+        q2_layout, kv2_layout = _shared_layout(block_m, head2, dtype), _shared_layout(box, head2, dtype)
+        k2_desc, v2_desc = (GluonTensorDescriptor(t.view(-1, kv_heads * dim), [t.shape[0] * page, kv_heads * dim],
+                                                  [kv_heads * dim, 1], [box, head2], kv2_layout) for t in (k, v))
     tile_tokens = block_m // group
     prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
     grid = (_cdiv(total, tile_tokens) + batch, kv_heads)
@@ -934,7 +1026,7 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
     _tile_prefix_map_kernel[(batch,)](cu_seqlens, prefix, tile_map, tile_tokens, CHUNK=1024, MAP_CHUNK=256,
                                       num_warps=4)
     persist = tiles.get("GLUON_PERSIST", 0)
-    regs = _register_cap(tiles.get("GLUON_MAXNREG", 0), dim)
+    regs = _register_cap(tiles.get("GLUON_MAXNREG", 0), head + head2)
     if persist:  # programs: GLUON_PERSIST an SM, or GLUON_PROGRAMS (a test's way to make every program loop)
         programs = tiles.get("GLUON_PROGRAMS") or min(grid[0] * kv_heads, persist * _sm_count(q.device))
         _paged_attention_gluon_persistent_kernel[(programs,)](
@@ -946,12 +1038,13 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
             CAUSAL=bool(causal), USED=seqused_k is not None, num_warps=warps, **regs)
         return out
     _paged_attention_gluon_kernel[grid](
-        q, out, k_desc, v_desc, block_table, cu_seqlens, cu_k,
+        q, out, k_desc, v_desc, k2_desc, v2_desc, block_table, cu_seqlens, cu_k,
         seqused_k if seqused_k is not None else cu_k, prefix, tile_map,
         batch, group, tile_tokens, softmax_scale * LOG2E, block_table.stride(0), q.stride(0), q.stride(1),
         out.stride(0), out.stride(1),
-        Q_LAYOUT=q_layout, BLOCK_M=block_m, BLOCK_N=block_n,
-        HEAD=dim, BOX=box, PAGE=page, STAGES=stages, CAUSAL=bool(causal), USED=seqused_k is not None,
+        Q_LAYOUT=q_layout, Q2_LAYOUT=q2_layout, BLOCK_M=block_m, BLOCK_N=block_n,
+        HEAD=head, HEAD2=head2, DIM=dim, BOX=box, PAGE=page, STAGES=stages, CAUSAL=bool(causal),
+        USED=seqused_k is not None,
         OVERLAP=overlap, BT_AHEAD=bool(tiles.get("GLUON_BT_AHEAD", 0)), num_warps=warps, **regs)
     return out
 
