@@ -5,7 +5,9 @@ the kernel's AUTO, on workload shapes; --compile-only compiles every configurati
 BLOCK_N keys a chunk (BLOCK_N / page copies), STAGES ring slots, num_warps 4 or 8 (one or two warpgroups of 64
 packed GQA rows), OVERLAP (3+ stages: the next chunk's Q K^T issued before this chunk's softmax), BT_AHEAD (a
 chunk's block ids read one chunk before its copies are issued), PERSIST (programs an SM of the persistent form:
-one chunk stream over a program's work items; 0 off), MAXNREG (a register cap a thread; 0 the compiler's count).
+one chunk stream over a program's work items; 0 off), MAXNREG (a register cap a thread; 0 the compiler's count),
+SPLIT (GLUON_SPLIT: a head that is not a power of two as two power-of-two parts; such a shape takes only SPLIT 1
+configurations without OVERLAP or PERSIST, which have no split form).
 
 A shape is `SEQSxLEN:HEADS/KV_HEADS:HEAD_DIM:pagedN` as in scripts/varlen_configs_device.py.
 
@@ -32,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 GRID = {"BLOCK_N": [32, 64], "STAGES": [2, 3, 4], "num_warps": [4, 8], "OVERLAP": [0, 1], "BT_AHEAD": [0],
-        "PERSIST": [0], "MAXNREG": [0]}
+        "PERSIST": [0], "MAXNREG": [0], "SPLIT": [0]}
 
 
 def _kb_kernel():
@@ -127,8 +129,12 @@ def main() -> int:
         scale = dim ** -0.5
         table, used = extra["block_table"], extra["seqused_k"]
         print(f"\n### {text} ({device})\n")
+        shape_configs = configs
+        if dim & (dim - 1):  # only the split form takes this head
+            shape_configs = [dict(c, SPLIT=1) for c in configs if not c["OVERLAP"] and not c["PERSIST"]]
+            shape_configs = [dict(t) for t in dict.fromkeys(tuple(c.items()) for c in shape_configs)]
         if compiled is not None:
-            for config in configs:
+            for config in shape_configs:
                 compiled.clear()
                 launch(q, k, v, cu, used, table, heads, kv_heads, scale, kb=kb, **config)
                 name = "_paged_attention_gluon_persistent_kernel" if config["PERSIST"] else \
@@ -152,7 +158,7 @@ def main() -> int:
         rows.append(("KB AUTO (its Gluon path)", triton.testing.do_bench(lambda: model(q, k, v, cu, **extra),
                                                                           rep=args.rep), err))
         worst = max(worst, err)
-        for config in configs:
+        for config in shape_configs:
             def call(config=config):
                 return launch(q, k, v, cu, used, table, heads, kv_heads, scale, kb=kb, **config)
             try:

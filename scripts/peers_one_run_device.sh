@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# On a GPU machine: every peer table in one run each — the library comparison (`aka bench libraries`: Liger-Kernel
+# where installed, torch.matmul, torch._scaled_mm, SDPA), then one `aka bench run` over the whole suite with the
+# eager, torch.compile and max-autotune peers, operators in order of weight (the report is checkpointed after every
+# shape, so a run cut short keeps what it measured, the heaviest operators first). Such a run outlasts a device
+# command (about 15 s an operator for the candidate's worker and 15-25 s for the peers' on an H200): start it with
+# scripts/detached_device.sh and wait for it over several calls:
+#   bash scripts/detached_device.sh start /tmp/peers 560 scripts/peers_one_run_device.sh CANDIDATES /tmp/peers
+#   bash scripts/detached_device.sh wait /tmp/peers 560      # the next calls, until JOB-DONE
+# Env: SUITE (default the shipped problems/), WHEELS (a folder of wheels to install first, e.g. .whl with
+# liger-kernel), BENCH_ARGS (extra `bench run` arguments), AKA_HOME, AKA_BWRAP as for any run.
+set -u
+cands="${1:?candidate directory}" out="${2:?results directory}"
+suite="${SUITE:-problems}"
+mkdir -p "$out"
+if [ -n "${WHEELS:-}" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    "$WHEELS"/*.whl > "$out/pip.txt" 2>&1 && export PYTHONPATH="${PYTHONPATH:-.}:/tmp/site"
+fi
+export PYTHONPATH="${PYTHONPATH:-.}" PYTHONUNBUFFERED=1
+{ nvidia-smi -L; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } \
+  > "$out/device.txt" 2>&1
+cat "$out/device.txt" >> "$out/progress.txt"
+ops=$(python3 - "$suite" <<'PY'
+import json, sys
+from pathlib import Path
+rows = []
+for p in Path(sys.argv[1]).glob("*/problem.json"):
+    rows.append((-float(json.loads(p.read_text()).get("importance", 0) or 0), p.parent.name))
+print(",".join(name for _, name in sorted(rows)))
+PY
+)
+t0=$(date +%s); echo "libraries start $(date -u +%H:%M:%S)" >> "$out/progress.txt"
+timeout -s INT 300 python3 -m aka_tui bench libraries "$cands" --suite "$suite" --shapes all --sandbox none \
+  --out "$out" --name libraries > "$out/libraries.txt" 2>&1
+echo "libraries rc=$? $(( $(date +%s) - t0 )) s" >> "$out/progress.txt"
+t0=$(date +%s); echo "suite start $(date -u +%H:%M:%S): $ops" >> "$out/progress.txt"
+order=()
+[ -n "$ops" ] && order=(--ops "$ops")  # a suite without problem.json weights (Atrex-Bench's layout): its own order
+# shellcheck disable=SC2086
+timeout -s INT 3000 python3 -m aka_tui bench run --suite "$suite" --candidates "$cands" "${order[@]}" \
+  --compare-eager --compare-compile --compare-compile-max-autotune --cases 1 --shape-timeout 200 \
+  --precompile-workers 14 ${BENCH_ARGS:-} --out "$out" --name peers > "$out/peers.txt" 2>&1
+echo "suite rc=$? $(( $(date +%s) - t0 )) s" >> "$out/progress.txt"
+grep -E "S_agg|pass rates|correct-and-real" "$out/peers.txt" | head -5 >> "$out/progress.txt"
