@@ -51,7 +51,8 @@ def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale,
     kb = kb or _kb_kernel()
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": BLOCK_N, "GLUON_STAGES": STAGES, "GLUON_WARPS": num_warps,
              "GLUON_OVERLAP": OVERLAP, "GLUON_BT_AHEAD": BT_AHEAD, "GLUON_PERSIST": PERSIST,
-             "GLUON_PROGRAMS": PROGRAMS, "GLUON_MAXNREG": MAXNREG, "GLUON_SPLIT": SPLIT, "SPLIT_HEAD": SPLIT}
+             "GLUON_PROGRAMS": PROGRAMS, "GLUON_MAXNREG": MAXNREG, "GLUON_SPLIT": SPLIT, "SPLIT_HEAD": SPLIT,
+             "GLUON_SPLIT_BLOCK_N": BLOCK_N}
     group = num_heads // num_kv_heads
     if q.is_cuda:  # the compile-only check on the CPU has no device to ask
         assert kb._gluon_fits(q, k_cache, v_cache, table, group, q.shape[-1], tiles), "the Gluon path refuses it"

@@ -100,7 +100,8 @@ def test_gluon_split_head_matches_the_reference(modules: tuple[ModuleType, Modul
     out_guard = torch.full((q.shape[0], heads, dim), 7.0, dtype=q.dtype, device="cuda")
     kb = kernel._kb_kernel()
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": stages, "GLUON_WARPS": warps,
-             "GLUON_BT_AHEAD": ahead, "GLUON_SPLIT": 1, "SPLIT_HEAD": 1, "GLUON_MAXNREG": 128}
+             "GLUON_BT_AHEAD": ahead, "GLUON_SPLIT": 1, "SPLIT_HEAD": 1, "GLUON_MAXNREG": 128,
+             "GLUON_SPLIT_BLOCK_N": block_n}
     assert kb._gluon_head_parts(dim, tiles)[1] > 0
     assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
     got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)

@@ -94,7 +94,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
             "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0,
             "TMA_TAIL": 0, "GLUON": 1, "GLUON_BLOCK_N": 32, "GLUON_STAGES": 2, "GLUON_WARPS": 4,
-            "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0, "GLUON_PERSIST": 0, "GLUON_MAXNREG": 128, "GLUON_SPLIT": 0}
+            "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0, "GLUON_PERSIST": 0, "GLUON_MAXNREG": 128, "GLUON_SPLIT": 0,
+            "GLUON_SPLIT_BLOCK_N": 64}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -119,6 +120,7 @@ SEARCH_SPACE = {
     "GLUON_PERSIST": [0, 2, 3, 4],
     "GLUON_MAXNREG": [0, 128],
     "GLUON_SPLIT": [0, 1],
+    "GLUON_SPLIT_BLOCK_N": [32, 64],
 }
 
 INERT = {  # AUTO picks these itself
@@ -127,6 +129,7 @@ INERT = {  # AUTO picks these itself
     "num_stages": {"AUTO": [1]}, "WARP_SPECIALIZE": {"TMA": [0]}, "TMA_TAIL": {"TMA": [0]},
     "GLUON_BLOCK_N": {"GLUON": [0]}, "GLUON_WARPS": {"GLUON": [0]}, "GLUON_PERSIST": {"GLUON": [0]},
     "GLUON_MAXNREG": {"GLUON": [0]}, "GLUON_SPLIT": {"GLUON": [0], "SPLIT_HEAD": [0]},
+    "GLUON_SPLIT_BLOCK_N": {"GLUON": [0], "SPLIT_HEAD": [0], "GLUON_SPLIT": [0]},
     # the persistent form has its own 2-slot stream (no OVERLAP, no block ids read ahead)
     "GLUON_STAGES": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
     "GLUON_OVERLAP": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
@@ -972,6 +975,16 @@ def _gluon_head_parts(head_dim: int, tiles: dict) -> tuple[int, int]:
     return (main, rest) if rest and 16 <= rest and main <= 128 else (0, 0)
 
 
+def _gluon_block_n(head_dim: int, tiles: dict) -> int:
+    """The Gluon kernel's key chunk: GLUON_BLOCK_N, or GLUON_SPLIT_BLOCK_N for a split head of at most 128 MMA
+    columns (H100, do_bench, 2026-12-06: 64-key chunks 1.08-1.13x over 32 on single sequences of 11840-49152
+    tokens at heads 72 and 80; at head 192, 128 + 64 columns, 32-key chunks stay faster)."""
+    head, head2 = _gluon_head_parts(head_dim, tiles)
+    if head2 and head + head2 <= 128:
+        return tiles.get("GLUON_SPLIT_BLOCK_N", 64)
+    return tiles.get("GLUON_BLOCK_N", 32)
+
+
 def _gluon_layout_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) -> bool:
     """16-bit values, a head `_gluon_head_parts` takes (a power of two of 16-256; with GLUON_SPLIT a head split
     into two power-of-two parts), a GQA group within a tile's rows (16 per warp), and a packed paged cache whose
@@ -983,7 +996,7 @@ def _gluon_layout_fits(q, k, v, block_table, group: int, head_dim: int, tiles: d
         return False
     if (k.shape[2] * head_dim * k.element_size()) % 16:  # a TMA descriptor's rows: 16-byte multiples
         return False
-    block_n, warps = tiles.get("GLUON_BLOCK_N", 32), tiles.get("GLUON_WARPS", 4)
+    block_n, warps = _gluon_block_n(head_dim, tiles), tiles.get("GLUON_WARPS", 4)
     page = k.shape[1]
     box = min(page, block_n)
     if group > 16 * warps or page < 8 or page % box or block_n % box or block_table.stride(-1) != 1:
@@ -1003,7 +1016,7 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
     total, _, dim = q.shape
     batch = cu_seqlens.shape[0] - 1
     kv_heads = k.shape[2]
-    block_n, warps = tiles.get("GLUON_BLOCK_N", 32), tiles.get("GLUON_WARPS", 4)
+    block_n, warps = _gluon_block_n(dim, tiles), tiles.get("GLUON_WARPS", 4)
     overlap = bool(tiles.get("GLUON_OVERLAP", 0))
     stages = max(tiles.get("GLUON_STAGES", 2), 3 if overlap else 2)
     block_m = 16 * warps
