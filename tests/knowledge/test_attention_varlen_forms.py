@@ -396,3 +396,12 @@ def test_gluon_split_head_takes_heads_of_two_power_of_two_parts(modules: tuple[M
     assert fits(72) and fits(80, 1) and fits(192) and fits(36)
     assert not fits(36, 1)                                              # rows of 72 bytes: no TMA descriptor
     assert not fits(72, tiles=dict(split, GLUON_SPLIT=0))
+    # a split of at most 128 MMA columns runs GLUON_SPLIT_BLOCK_N-key chunks; wider ones and whole heads GLUON_BLOCK_N
+    chunk = kernel._gluon_block_n
+    assert chunk(72, dict(split, GLUON_SPLIT_BLOCK_N=64)) == 64 and chunk(96, dict(split, GLUON_SPLIT_BLOCK_N=64)) == 64
+    assert chunk(192, dict(split, GLUON_SPLIT_BLOCK_N=64)) == 32 and chunk(128, dict(split, GLUON_SPLIT_BLOCK_N=64)) == 32
+    # ... and the page rule checks that chunk: 96-slot pages hold whole 32-key boxes, not 64-key ones
+    q, k = torch.empty(10, 16, 72, dtype=torch.bfloat16), torch.empty(6, 96, 4, 72, dtype=torch.bfloat16)
+    table = torch.zeros(2, 3, dtype=torch.int32)
+    assert kernel._gluon_layout_fits(q, k, k, table, 4, 72, dict(split, GLUON_SPLIT_BLOCK_N=32))
+    assert not kernel._gluon_layout_fits(q, k, k, table, 4, 72, dict(split, GLUON_SPLIT_BLOCK_N=64))
