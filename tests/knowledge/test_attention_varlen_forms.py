@@ -354,7 +354,7 @@ def test_gluon_path_takes_only_the_layouts_it_copies(modules: tuple[ModuleType, 
     """The Gluon path's layout rule: 16-bit values, power-of-two heads of 16-256, groups within the tile's rows,
     pages that are whole boxes of a chunk, packed caches; never a CPU tensor."""
     kernel, _ = modules
-    tiles = dict(kernel.TUNABLES, GLUON=1, GLUON_BLOCK_N=32, GLUON_WARPS=4)
+    tiles = dict(kernel.TUNABLES, GLUON=1, GLUON_BLOCK_N=32, GLUON_WARPS=4, GLUON_SPLIT=0)
 
     def case(page: int = 16, dim: int = 128, group: int = 4, dtype: torch.dtype = torch.bfloat16, **edit):
         q = torch.empty(10, 4 * group, dim, dtype=dtype)
