@@ -78,8 +78,11 @@ GLUON_SPLIT (off until measured) sends a head that is not a power of two to the 
 parts (72 and 80 as 64 + 16, 96 as 64 + 32, 192 as 128 + 64): second K and V rings and a second Q tile of the
 narrow part, whose TMA boxes start at the head's column 64 (128) and run past the head into the next one's
 columns, or past the row's end as zeros; Q's columns there are zero, so they add nothing to Q K^T, and the matching
-output columns are computed and never stored. Compiled for sm_90 (Triton 3.6 and 3.7): 118 registers at heads 72
-and 80 (4 warps, 32-key chunks, 2 stages; the power-of-two forms' code is unchanged).
+output columns are computed and never stored; the power-of-two forms' code is unchanged. GLUON_SPLIT_BLOCK_N keys a
+chunk of a split of at most 128 MMA columns (72 and 80 at 4 warps and the register cap: 128 registers, no spills).
+H100, do_bench, 2026-12-06, single sequences in 16-slot pages against the Triton kernel's split: 64-key chunks
+1.09x (11840 tokens, head 72), 1.07x (24752, 80), 1.13x (49152, 72), where 32-key chunks were 0.95-1.05x; head 192
+(1688 tokens) 1.39x at 32-key chunks. Off until the evaluator has timed the 64-key rule.
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
