@@ -21,24 +21,18 @@ export PYTHONPATH="${PYTHONPATH:-.}" PYTHONUNBUFFERED=1
 { nvidia-smi -L; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } \
   > "$out/device.txt" 2>&1
 cat "$out/device.txt" >> "$out/progress.txt"
-ops=$(python3 - "$suite" <<'PY'
-import json, sys
-from pathlib import Path
-rows = []
-for p in Path(sys.argv[1]).glob("*/problem.json"):
-    rows.append((-float(json.loads(p.read_text()).get("importance", 0) or 0), p.parent.name))
-print(",".join(name for _, name in sorted(rows)))
-PY
-)
+# the suite's operators by weight, as its loader reads them (problem.json, or an importance file beside the suite)
+ops=$(python3 -c 'import sys
+from aka_tui.bench.problem.lookup import load_suite
+problems = load_suite(sys.argv[1]).problems
+print(",".join(sorted(problems, key=lambda name: -problems[name].importance)))' "$suite")
 t0=$(date +%s); echo "libraries start $(date -u +%H:%M:%S)" >> "$out/progress.txt"
 timeout -s INT 300 python3 -m aka_tui bench libraries "$cands" --suite "$suite" --shapes all --sandbox none \
   --out "$out" --name libraries > "$out/libraries.txt" 2>&1
 echo "libraries rc=$? $(( $(date +%s) - t0 )) s" >> "$out/progress.txt"
 t0=$(date +%s); echo "suite start $(date -u +%H:%M:%S): $ops" >> "$out/progress.txt"
-order=()
-[ -n "$ops" ] && order=(--ops "$ops")  # a suite without problem.json weights (Atrex-Bench's layout): its own order
 # shellcheck disable=SC2086
-timeout -s INT 3000 python3 -m aka_tui bench run --suite "$suite" --candidates "$cands" "${order[@]}" \
+timeout -s INT 3000 python3 -m aka_tui bench run --suite "$suite" --candidates "$cands" --ops "$ops" \
   --compare-eager --compare-compile --compare-compile-max-autotune --cases 1 --shape-timeout 200 \
   --precompile-workers 14 ${BENCH_ARGS:-} --out "$out" --name peers > "$out/peers.txt" 2>&1
 echo "suite rc=$? $(( $(date +%s) - t0 )) s" >> "$out/progress.txt"
