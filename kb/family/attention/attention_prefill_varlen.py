@@ -516,6 +516,16 @@ if HAS_GLUON:
         return b, q_start, q_len, kv_len, m_start, n_end
 
     @gluon.jit
+    def _tile_rows(layout: gl.constexpr, BLOCK_M: gl.constexpr, m_start, group, tile_tokens, q_start, q_len,
+                   kv_head):
+        """A query tile's rows in `layout`'s row slice: (token of q/out as int64, head, whether the row is in the
+        tile and the sequence); rows are (token, head of the KV head's group) pairs."""
+        rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))
+        tokens = m_start + rows // group
+        ok = (rows < tile_tokens * group) & (tokens < q_len)
+        return (q_start + tokens).to(gl.int64), kv_head * group + rows % group, ok
+
+    @gluon.jit
     def _chunk_blocks(bt_ptr, b, s_bt, kv_len, chunk, BLOCK_N: gl.constexpr, BOX: gl.constexpr,
                       PAGE: gl.constexpr, num_warps: gl.constexpr):
         """The block ids of chunk `chunk`'s BLOCK_N / BOX boxes (a box never spans two blocks); a box past the
@@ -645,22 +655,18 @@ if HAS_GLUON:
 
             # Q: rows are (token, head of the KV head's group) pairs, loaded by pointers, kept in shared memory
             q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
-            rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q_layout))
             cols = gl.arange(0, HEAD, layout=gl.SliceLayout(0, q_layout))
-            tokens = m_start + rows // group
-            rows_ok = (rows < tile_tokens * group) & (tokens < q_len)
-            q_rows = (q_start + tokens).to(gl.int64) * sq_t + (kv_head * group + rows % group) * sq_h
-            q = gl.load(q_ptr + q_rows[:, None] + cols[None, :], mask=rows_ok[:, None], other=0.0)
+            token, head, rows_ok = _tile_rows(q_layout, BLOCK_M, m_start, group, tile_tokens, q_start, q_len, kv_head)
+            q = gl.load(q_ptr + (token * sq_t + head * sq_h)[:, None] + cols[None, :], mask=rows_ok[:, None], other=0.0)
             q_smem = gl.allocate_shared_memory(q.dtype, [BLOCK_M, HEAD], Q_LAYOUT, q)
             if HEAD2 > 0:  # the second part's columns past the head read as zeros
                 q2_layout: gl.constexpr = _rows_layout(HEAD2, num_warps)
-                rows2 = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q2_layout))
                 cols2 = HEAD + gl.arange(0, HEAD2, layout=gl.SliceLayout(0, q2_layout))
-                tokens2 = m_start + rows2 // group
-                rows2_ok = (rows2 < tile_tokens * group) & (tokens2 < q_len)
-                q2_rows = (q_start + tokens2).to(gl.int64) * sq_t + (kv_head * group + rows2 % group) * sq_h
-                q2 = gl.load(q_ptr + q2_rows[:, None] + cols2[None, :], mask=rows2_ok[:, None] & (cols2 < DIM)[None, :],
-                             other=0.0)
+                token2, head2, rows2_ok = _tile_rows(q2_layout, BLOCK_M, m_start, group, tile_tokens, q_start, q_len,
+                                                     kv_head)
+                cols2_ok = (cols2 < DIM)[None, :]
+                q2 = gl.load(q_ptr + (token2 * sq_t + head2 * sq_h)[:, None] + cols2[None, :],
+                             mask=rows2_ok[:, None] & cols2_ok, other=0.0)
                 q2_smem = gl.allocate_shared_memory(q2.dtype, [BLOCK_M, HEAD2], Q2_LAYOUT, q2)
             fence_async_shared()
 
@@ -734,14 +740,12 @@ if HAS_GLUON:
             l_o = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
             # through Q's blocked layout (16-byte runs of a row a thread) rather than the MMA's 4-byte pairs
             o = gl.convert_layout((acc / l_o[:, None]).to(q.dtype), q_layout)
-            o_off = (q_start + tokens).to(gl.int64) * so_t + (kv_head * group + rows % group) * so_h
-            gl.store(out_ptr + o_off[:, None] + cols[None, :], o, mask=rows_ok[:, None])
+            gl.store(out_ptr + (token * so_t + head * so_h)[:, None] + cols[None, :], o, mask=rows_ok[:, None])
             if HEAD2 > 0:
                 l_o2 = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o2_layout))
                 o2 = gl.convert_layout((acc2 / l_o2[:, None]).to(q.dtype), q2_layout)
-                o2_off = (q_start + tokens2).to(gl.int64) * so_t + (kv_head * group + rows2 % group) * so_h
-                gl.store(out_ptr + o2_off[:, None] + cols2[None, :], o2,
-                         mask=rows2_ok[:, None] & (cols2 < DIM)[None, :])
+                gl.store(out_ptr + (token2 * so_t + head2 * so_h)[:, None] + cols2[None, :], o2,
+                         mask=rows2_ok[:, None] & cols2_ok)
 
     @gluon.jit
     def _work_item(item, n_items, kv_heads, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr, used_ptr, tile_tokens,
@@ -781,7 +785,6 @@ if HAS_GLUON:
         s_layout: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
         o_layout: gl.constexpr = _mma_layout(HEAD, num_warps)
         p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-        rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, q_layout))
         cols = gl.arange(0, HEAD, layout=gl.SliceLayout(0, q_layout))
         s_rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
         s_cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -797,10 +800,8 @@ if HAS_GLUON:
         g = pid * 0  # chunks consumed so far: ring slot g % 2, barrier phase (g // 2) & 1
         for item in range(pid, n_items, step):
             nxt = item + step
-            tokens = m_start + rows // group
-            rows_ok = (rows < tile_tokens * group) & (tokens < q_len)
-            q_rows = (q_start + tokens).to(gl.int64) * sq_t + (kv_head * group + rows % group) * sq_h
-            q = gl.load(q_ptr + q_rows[:, None] + cols[None, :], mask=rows_ok[:, None], other=0.0)
+            token, head, rows_ok = _tile_rows(q_layout, BLOCK_M, m_start, group, tile_tokens, q_start, q_len, kv_head)
+            q = gl.load(q_ptr + (token * sq_t + head * sq_h)[:, None] + cols[None, :], mask=rows_ok[:, None], other=0.0)
             nb, n_head, nq_start, nq_len, nkv_len, nm_start, nn_chunks = _work_item(
                 nxt, n_items, kv_heads, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr, used_ptr, tile_tokens, BLOCK_N,
                 CAUSAL, USED)
@@ -842,8 +843,7 @@ if HAS_GLUON:
             q_smem.store((acc / l_o[:, None]).to(q.dtype))
             _cta_sync()
             o = q_smem.load(q_layout)
-            o_off = (q_start + tokens).to(gl.int64) * so_t + (kv_head * group + rows % group) * so_h
-            gl.store(out_ptr + o_off[:, None] + cols[None, :], o, mask=rows_ok[:, None])
+            gl.store(out_ptr + (token * so_t + head * so_h)[:, None] + cols[None, :], o, mask=rows_ok[:, None])
             b, kv_head, q_start, q_len, kv_len, m_start, n_chunks = nb, n_head, nq_start, nq_len, nkv_len, nm_start, \
                 nn_chunks
         for ring_slot in gl.static_range(STAGES):
