@@ -7,7 +7,9 @@ packed GQA rows), OVERLAP (3+ stages: the next chunk's Q K^T issued before this 
 chunk's block ids read one chunk before its copies are issued), PERSIST (programs an SM of the persistent form:
 one chunk stream over a program's work items; 0 off), MAXNREG (a register cap a thread; 0 the compiler's count),
 SPLIT (GLUON_SPLIT: a head that is not a power of two as two power-of-two parts; such a shape takes only SPLIT 1
-configurations without OVERLAP or PERSIST, which have no split form).
+configurations without OVERLAP or PERSIST, which have no split form), FULL (GLUON_FULL: chunks every row sees
+whole skip the masks) and LAZY (GLUON_LAZY: the accumulator rescaled only when a running max grows by more than
+a factor 256); the persistent form has neither.
 
 A shape is `SEQSxLEN:HEADS/KV_HEADS:HEAD_DIM:pagedN` as in scripts/varlen_configs_device.py.
 
@@ -34,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 GRID = {"BLOCK_N": [32, 64], "STAGES": [2, 3, 4], "num_warps": [4, 8], "OVERLAP": [0, 1], "BT_AHEAD": [0],
-        "PERSIST": [0], "MAXNREG": [0], "SPLIT": [0]}
+        "PERSIST": [0], "MAXNREG": [0], "SPLIT": [0], "FULL": [0], "LAZY": [0]}
 
 
 def _kb_kernel():
@@ -44,7 +46,8 @@ def _kb_kernel():
 
 
 def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale, causal=True, BLOCK_N=64,
-           STAGES=3, num_warps=4, OVERLAP=0, BT_AHEAD=0, PERSIST=0, PROGRAMS=0, MAXNREG=0, SPLIT=0, kb=None):
+           STAGES=3, num_warps=4, OVERLAP=0, BT_AHEAD=0, PERSIST=0, PROGRAMS=0, MAXNREG=0, SPLIT=0, FULL=0, LAZY=0,
+           kb=None):
     """out [tokens, heads, head] of causal (bottom-right) GQA attention over a paged 16-bit cache
     [blocks, page, kv_heads, head] through the KB kernel's Gluon path with these tunables (no AUTO); PROGRAMS
     fixes the persistent form's grid (0: PERSIST programs an SM)."""
@@ -52,7 +55,7 @@ def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale,
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": BLOCK_N, "GLUON_STAGES": STAGES, "GLUON_WARPS": num_warps,
              "GLUON_OVERLAP": OVERLAP, "GLUON_BT_AHEAD": BT_AHEAD, "GLUON_PERSIST": PERSIST,
              "GLUON_PROGRAMS": PROGRAMS, "GLUON_MAXNREG": MAXNREG, "GLUON_SPLIT": SPLIT, "SPLIT_HEAD": SPLIT,
-             "GLUON_SPLIT_BLOCK_N": BLOCK_N}
+             "GLUON_SPLIT_BLOCK_N": BLOCK_N, "GLUON_FULL": FULL, "GLUON_LAZY": LAZY}
     group = num_heads // num_kv_heads
     if q.is_cuda:  # the compile-only check on the CPU has no device to ask
         assert kb._gluon_fits(q, k_cache, v_cache, table, group, q.shape[-1], tiles), "the Gluon path refuses it"
@@ -116,7 +119,8 @@ def main() -> int:
     configs = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
     configs = [c for c in configs if c["STAGES"] >= (3 if c["OVERLAP"] else 2)]  # OVERLAP needs a third slot
     # the persistent form has its own 2-slot stream: one configuration per (BLOCK_N, warps, PERSIST)
-    configs = [c for c in configs if not c["PERSIST"] or (c["STAGES"], c["OVERLAP"], c["BT_AHEAD"]) == (2, 0, 0)]
+    configs = [c for c in configs if not c["PERSIST"] or (c["STAGES"], c["OVERLAP"], c["BT_AHEAD"], c["FULL"], c["LAZY"])
+               == (2, 0, 0, 0, 0)]
     worst = 0.0
     table_rows: dict[str, list[dict]] = {}
     for text in args.shapes:

@@ -33,8 +33,11 @@ def modules() -> tuple[ModuleType, ModuleType]:
             import_file(REPO / "problems/attention_prefill_varlen/reference.py", "varlen_reference_gluon"))
 
 
-def _case(heads: int, kv_heads: int, dim: int, page: int, dtype: torch.dtype = torch.bfloat16):
-    """Uneven query and key lengths over a shuffled paged cache whose unused slots hold NaN."""
+def _case(heads: int, kv_heads: int, dim: int, page: int, dtype: torch.dtype = torch.bfloat16,
+          growing: bool = False):
+    """Uneven query and key lengths over a shuffled paged cache whose unused slots hold NaN; `growing` scales
+    each key by 1 + position / 32, so a row's largest score keeps growing along the keys (by far more than a
+    factor 256 between the first chunk and the last)."""
     torch.manual_seed(0)
     q_lens, k_lens = [256, 1, 37, 100, 5], [256, 300, 37, 163, 129]
     cu = torch.tensor([0] + torch.tensor(q_lens).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
@@ -47,6 +50,8 @@ def _case(heads: int, kv_heads: int, dim: int, page: int, dtype: torch.dtype = t
         for key in range(0, length, 1):
             block, slot = int(table[seq, key // page]), key % page
             k[block, slot], v[block, slot] = torch.randn(2, kv_heads, dim, device="cuda")
+            if growing:
+                k[block, slot] *= 1 + key / 32
     q = torch.randn(int(cu[-1]), heads, dim, dtype=dtype, device="cuda")
     used = torch.tensor(k_lens, dtype=torch.int32, device="cuda")
     return q, k, v, cu, used, table
@@ -104,6 +109,37 @@ def test_gluon_split_head_matches_the_reference(modules: tuple[ModuleType, Modul
              "GLUON_SPLIT_BLOCK_N": block_n}
     assert kb._gluon_head_parts(dim, tiles)[1] > 0
     assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
+    got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, warps, overlap, full, lazy, growing", [
+    (16, 4, 128, 16, 32, 2, 4, 0, 1, 1, False),   # AUTO's tiles for 16-slot pages
+    (16, 4, 128, 16, 32, 2, 4, 0, 1, 1, True),    # rescales long after the first chunk
+    (16, 4, 128, 16, 32, 2, 4, 0, 0, 1, True),    # LAZY alone
+    (10, 1, 128, 16, 64, 3, 8, 0, 1, 1, True),    # two warpgroups: the growth test spans both
+    (16, 4, 128, 16, 64, 3, 4, 1, 1, 1, True),    # OVERLAP
+    (8, 2, 256, 16, 16, 4, 4, 0, 1, 0, False),    # FULL alone, one page a chunk
+    (8, 8, 64, 128, 64, 4, 4, 0, 1, 1, True),     # pages larger than a chunk
+    (16, 16, 72, 16, 64, 2, 4, 0, 1, 1, True),    # a split head (64 + 16): both accumulators rescaled
+])
+def test_gluon_unmasked_chunks_and_lazy_rescale_match_the_reference(
+        modules: tuple[ModuleType, ModuleType], heads: int, kv_heads: int, dim: int, page: int, block_n: int,
+        stages: int, warps: int, overlap: int, full: int, lazy: int, growing: bool) -> None:
+    """GLUON_FULL (chunks every row sees whole skip the masks) and GLUON_LAZY (the accumulator rescaled only when
+    a running max grows by more than a factor 256): the same result as the reference, also where the scores keep
+    growing along the keys, so rescales happen long after the first chunk."""
+    kernel, reference = modules
+    q, k, v, cu, used, table = _case(heads, kv_heads, dim, page, growing=growing)
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
+    kb = kernel._kb_kernel()
+    split = int(dim & (dim - 1) != 0)
+    tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": stages, "GLUON_WARPS": warps,
+             "GLUON_OVERLAP": overlap, "GLUON_SPLIT": split, "SPLIT_HEAD": split, "GLUON_SPLIT_BLOCK_N": block_n,
+             "GLUON_MAXNREG": 128, "GLUON_FULL": full, "GLUON_LAZY": lazy}
+    assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
+    out_guard = torch.full((q.shape[0], heads, dim), 7.0, dtype=q.dtype, device="cuda")
     got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)
     assert not got.isnan().any()
     torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)

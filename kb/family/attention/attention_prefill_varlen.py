@@ -83,6 +83,15 @@ chunk of a split of at most 128 MMA columns (72 and 80 at 4 warps and the regist
 H100, do_bench, 2026-12-06, single sequences in 16-slot pages against the Triton kernel's split: 64-key chunks
 1.09x (11840 tokens, head 72), 1.07x (24752, 80), 1.13x (49152, 72), where 32-key chunks were 0.95-1.05x; head 192
 (1688 tokens) 1.39x at 32-key chunks. Off until the evaluator has timed the 64-key rule.
+GLUON_FULL and GLUON_LAZY cut the Gluon kernel's non-MMA instructions a chunk, which its SASS showed to be the
+limit (sm_90, ptxas, a 64-row tile of 32-key chunks at head 128: ~477 instructions a warp a chunk against 256
+tensor-core cycles; with 4 programs an SM each SM sub-partition issues ~1900 for ~1000 cycles of MMA). FULL: the
+chunks every row of the tile sees whole (below the sequence's end and the tile's first row's last key) skip the
+two key masks and the select, and the scale folds into the exponent's FMA (the masked softmax's ~15 instructions
+an element down to ~5). LAZY: the running max moves only when some row's grows by more than 2**8 (checked over the
+tile), so the accumulator's rescale (HEAD / BLOCK_N multiplies an element of P; 64 a thread a chunk at head 128)
+runs only then; P stays below 256 and the sum and accumulator share the stale max, so the result is the same.
+Together: ~280 instructions a warp a chunk on the unmasked chunks. Off until the GPU has timed them.
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -98,7 +107,7 @@ TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 
             "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0,
             "TMA_TAIL": 0, "GLUON": 1, "GLUON_BLOCK_N": 32, "GLUON_STAGES": 2, "GLUON_WARPS": 4,
             "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0, "GLUON_PERSIST": 0, "GLUON_MAXNREG": 128, "GLUON_SPLIT": 0,
-            "GLUON_SPLIT_BLOCK_N": 64}
+            "GLUON_SPLIT_BLOCK_N": 64, "GLUON_FULL": 0, "GLUON_LAZY": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -124,6 +133,8 @@ SEARCH_SPACE = {
     "GLUON_MAXNREG": [0, 128],
     "GLUON_SPLIT": [0, 1],
     "GLUON_SPLIT_BLOCK_N": [32, 64],
+    "GLUON_FULL": [0, 1],
+    "GLUON_LAZY": [0, 1],
 }
 
 INERT = {  # AUTO picks these itself
@@ -133,10 +144,13 @@ INERT = {  # AUTO picks these itself
     "GLUON_BLOCK_N": {"GLUON": [0]}, "GLUON_WARPS": {"GLUON": [0]}, "GLUON_PERSIST": {"GLUON": [0]},
     "GLUON_MAXNREG": {"GLUON": [0]}, "GLUON_SPLIT": {"GLUON": [0], "SPLIT_HEAD": [0]},
     "GLUON_SPLIT_BLOCK_N": {"GLUON": [0], "SPLIT_HEAD": [0], "GLUON_SPLIT": [0]},
-    # the persistent form has its own 2-slot stream (no OVERLAP, no block ids read ahead)
+    # the persistent form has its own 2-slot stream (no OVERLAP, no block ids read ahead, every chunk masked and
+    # rescaled)
     "GLUON_STAGES": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
     "GLUON_OVERLAP": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
     "GLUON_BT_AHEAD": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
+    "GLUON_FULL": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
+    "GLUON_LAZY": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
 }
 
 LOG2E = 1.4426950408889634
@@ -475,6 +489,7 @@ if HAS_GLUON:
     # newer Gluon gives an asynchronous MMA's result its own type, which a loop-carried accumulator must have
     _MMA_INIT = gl.constexpr(hasattr(hopper, "warpgroup_mma_init"))
     _mma_init = getattr(hopper, "warpgroup_mma_init", None)
+    LAZY_GROWTH = gl.constexpr(8.0)  # log2 units: P below 256 between two rescales of GLUON_LAZY
 
     @gluon.constexpr_function
     def _mma_layout(cols, num_warps):
@@ -586,28 +601,71 @@ if HAS_GLUON:
         fence_async_shared()
 
     @gluon.jit
-    def _online_softmax(s, keys, last_key, kv_len, qk_scale, m_i, l_i, CAUSAL: gl.constexpr):
-        """One chunk of the online softmax: P (unnormalised), the rescale of what came before, and the running
-        (max, sum) after keys `keys` whose scores are s; a key past the sequence, or past a row's last key when
-        causal, is out."""
-        visible = (keys < kv_len)[None, :]
-        if CAUSAL:
-            visible = visible & (keys[None, :] <= last_key[:, None])
-        s = gl.where(visible, s * qk_scale, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s, axis=1))
+    def _online_softmax(s, keys, last_key, kv_len, qk_scale, m_i, l_i, CAUSAL: gl.constexpr,
+                        MASKED: gl.constexpr = True, LAZY: gl.constexpr = False):
+        """One chunk of the online softmax: P (unnormalised), the factor alpha that rescales what came before,
+        the running (max, sum) after keys `keys` whose scores are s, and whether alpha must be applied. MASKED: a
+        key past the sequence, or past a row's last key when causal, is out; without it every key of the chunk
+        counts for every row, and the scale folds into the exponent (one FMA an element). LAZY: the running max
+        moves only when some row's grows by more than LAZY_GROWTH (log2 units, over the whole tile), so most
+        chunks leave the accumulator as it is; P stays below 2**LAZY_GROWTH and the sum and accumulator use the
+        same stale max, so the result is the same."""
+        if MASKED:
+            visible = (keys < kv_len)[None, :]
+            if CAUSAL:
+                visible = visible & (keys[None, :] <= last_key[:, None])
+            s = gl.where(visible, s * qk_scale, float("-inf"))
+            m_new = gl.maximum(m_i, gl.max(s, axis=1))
+        else:
+            m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+        rescale = kv_len >= 0  # true (a runtime scalar, as LAZY's is); read only with LAZY
+        if LAZY:
+            grown = gl.max((m_new > m_i + LAZY_GROWTH).to(gl.int32), axis=0) > 0
+            m_new = gl.where(grown, m_new, m_i)
+            rescale = grown
         m_base = gl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet stays at zero weight
         alpha = gl.exp2(m_i - m_base)
-        p = gl.exp2(s - m_base[:, None])
-        return p, alpha, m_new, l_i * alpha + gl.sum(p, axis=1)
+        if MASKED:
+            p = gl.exp2(s - m_base[:, None])
+        else:
+            p = gl.exp2(s * qk_scale - m_base[:, None])
+        return p, alpha, m_new, l_i * alpha + gl.sum(p, axis=1), rescale
 
     @gluon.jit
-    def _issue_pv(acc, p, alpha, v_tile, chunk, kv_len, BLOCK_N: gl.constexpr, o_layout: gl.constexpr,
-                  p_layout: gl.constexpr, num_warps: gl.constexpr):
-        """The accumulator rescaled by alpha, then P V of a chunk issued (not waited for); a chunk the sequence
-        ends in has V's rows past the end zeroed first."""
+    def _chunk_softmax(s, chunk, n_full, cols, last_key, kv_len, qk_scale, m_i, l_i, BLOCK_N: gl.constexpr,
+                       CAUSAL: gl.constexpr, FULL: gl.constexpr, LAZY: gl.constexpr):
+        """`_online_softmax` of chunk `chunk`; with FULL the chunks below n_full (every key visible to every row
+        of the tile) skip the masks."""
+        keys = chunk * BLOCK_N + cols
+        if FULL:
+            if chunk < n_full:
+                p, alpha, m_i, l_i, rescale = _online_softmax(s, keys, last_key, kv_len, qk_scale, m_i, l_i, CAUSAL,
+                                                              False, LAZY)
+            else:
+                p, alpha, m_i, l_i, rescale = _online_softmax(s, keys, last_key, kv_len, qk_scale, m_i, l_i, CAUSAL,
+                                                              True, LAZY)
+        else:
+            p, alpha, m_i, l_i, rescale = _online_softmax(s, keys, last_key, kv_len, qk_scale, m_i, l_i, CAUSAL,
+                                                          True, LAZY)
+        return p, alpha, m_i, l_i, rescale
+
+    @gluon.jit
+    def _rescaled(acc, alpha, rescale, o_layout: gl.constexpr, LAZY: gl.constexpr):
+        """The accumulator times alpha (row by row); with LAZY only when `_online_softmax` says so."""
+        if LAZY:
+            if rescale:
+                acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        else:
+            acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        return acc
+
+    @gluon.jit
+    def _issue_pv(acc, p, v_tile, chunk, kv_len, BLOCK_N: gl.constexpr, p_layout: gl.constexpr,
+                  num_warps: gl.constexpr):
+        """P V of a chunk onto the (rescaled) accumulator, issued (not waited for); a chunk the sequence ends in
+        has V's rows past the end zeroed first."""
         if (chunk + 1) * BLOCK_N > kv_len:
             _zero_rows_from(v_tile, kv_len - chunk * BLOCK_N, BLOCK_N, v_tile.shape[1], num_warps)
-        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
         return warpgroup_mma(gl.convert_layout(p.to(v_tile.dtype), p_layout), v_tile, acc, is_async=True)
 
     @gluon.jit
@@ -617,8 +675,8 @@ if HAS_GLUON:
             Q_LAYOUT: gl.constexpr, Q2_LAYOUT: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
             HEAD: gl.constexpr, HEAD2: gl.constexpr, DIM: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr,
             STAGES: gl.constexpr, CAUSAL: gl.constexpr, USED: gl.constexpr, OVERLAP: gl.constexpr,
-            BT_AHEAD: gl.constexpr, num_warps: gl.constexpr):
-        """One query tile of one KV head. HEAD2 > 0 (a head of DIM = HEAD + up to HEAD2 columns, HEAD and HEAD2
+            BT_AHEAD: gl.constexpr, FULL: gl.constexpr, LAZY: gl.constexpr, num_warps: gl.constexpr):
+        """One query tile of one KV head (FULL and LAZY: `_chunk_softmax`, `_online_softmax`). HEAD2 > 0 (a head of DIM = HEAD + up to HEAD2 columns, HEAD and HEAD2
         powers of two): the head's columns HEAD.. are a second part with its own rings, Q tile, Q K^T step and
         accumulator, so the MMAs run HEAD + HEAD2 wide instead of the next power of two; the second part's
         columns past DIM read the next head's values (or zeros past the last) and are never stored, their Q
@@ -630,6 +688,11 @@ if HAS_GLUON:
                                                                     used_ptr, tile_tokens, CAUSAL, USED)
             shift = kv_len - q_len  # causal, bottom-right aligned: query i sees keys j <= i + shift
             n_chunks = (n_end + BLOCK_N - 1) // BLOCK_N
+            # chunks every row of the tile sees whole: keys below the sequence's end and the first row's last key
+            if CAUSAL:
+                n_full = gl.minimum(kv_len, m_start + shift + 1) // BLOCK_N
+            else:
+                n_full = kv_len // BLOCK_N
             kv_col = kv_head * DIM
 
             k_ring = gl.allocate_shared_memory(k_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], k_desc.layout)
@@ -703,10 +766,10 @@ if HAS_GLUON:
                     blocks = _refill(k_desc, v_desc, k_ring, v_ring, k_desc, v_desc, k_ring, v_ring, bars, blocks,
                                      bt_ptr, b, s_bt, kv_len, kv_col, ahead, n_chunks, STAGES, BLOCK_N, BOX, PAGE,
                                      HEAD, 0, BT_AHEAD, num_warps)
-                    p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale,
-                                                         m_i, l_i, CAUSAL)
-                    acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, o_layout,
-                                    p_layout, num_warps)
+                    p, alpha, m_i, l_i, rescale = _chunk_softmax(s, chunk, n_full, s_cols, s_last, kv_len, qk_scale,
+                                                                 m_i, l_i, BLOCK_N, CAUSAL, FULL, LAZY)
+                    acc = _rescaled(acc, alpha, rescale, o_layout, LAZY)
+                    acc = _issue_pv(acc, p, v_ring.index(slot), chunk, kv_len, BLOCK_N, p_layout, num_warps)
                     s_cur = s_next
                 acc, s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(acc, s_cur))
             else:
@@ -724,13 +787,13 @@ if HAS_GLUON:
                     if HEAD2 > 0:  # the second part's Q K^T accumulates onto the first's
                         s = warpgroup_mma(q2_smem, k2_ring.index(slot).permute((1, 0)), s, is_async=True)
                     s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
-                    p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale,
-                                                         m_i, l_i, CAUSAL)
-                    acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, o_layout,
-                                    p_layout, num_warps)
+                    p, alpha, m_i, l_i, rescale = _chunk_softmax(s, chunk, n_full, s_cols, s_last, kv_len, qk_scale,
+                                                                 m_i, l_i, BLOCK_N, CAUSAL, FULL, LAZY)
+                    acc = _rescaled(acc, alpha, rescale, o_layout, LAZY)
+                    acc = _issue_pv(acc, p, v_ring.index(slot), chunk, kv_len, BLOCK_N, p_layout, num_warps)
                     if HEAD2 > 0:
-                        acc2 = _issue_pv(acc2, p, alpha, v2_ring.index(slot), chunk, kv_len, BLOCK_N, o2_layout,
-                                         p2_layout, num_warps)
+                        acc2 = _rescaled(acc2, alpha, rescale, o2_layout, LAZY)
+                        acc2 = _issue_pv(acc2, p, v2_ring.index(slot), chunk, kv_len, BLOCK_N, p2_layout, num_warps)
                         acc, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2))
                     else:
                         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
@@ -830,10 +893,10 @@ if HAS_GLUON:
                 mbarrier.wait(bars.index(slot), (g // STAGES) & 1)
                 s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
-                p, alpha, m_i, l_i = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale, m_i,
-                                                     l_i, CAUSAL)
-                acc = _issue_pv(acc, p, alpha, v_ring.index(slot), chunk, kv_len, BLOCK_N, o_layout, p_layout,
-                                num_warps)
+                p, alpha, m_i, l_i, rescale = _online_softmax(s, chunk * BLOCK_N + s_cols, s_last, kv_len, qk_scale,
+                                                              m_i, l_i, CAUSAL)
+                acc = _rescaled(acc, alpha, rescale, o_layout, False)
+                acc = _issue_pv(acc, p, v_ring.index(slot), chunk, kv_len, BLOCK_N, p_layout, num_warps)
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
                 g += 1
             l_o = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
@@ -1061,7 +1124,8 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
         Q_LAYOUT=q_layout, Q2_LAYOUT=q2_layout, BLOCK_M=block_m, BLOCK_N=block_n,
         HEAD=head, HEAD2=head2, DIM=dim, BOX=box, PAGE=page, STAGES=stages, CAUSAL=bool(causal),
         USED=seqused_k is not None,
-        OVERLAP=overlap, BT_AHEAD=bool(tiles.get("GLUON_BT_AHEAD", 0)), num_warps=warps, **regs)
+        OVERLAP=overlap, BT_AHEAD=bool(tiles.get("GLUON_BT_AHEAD", 0)), FULL=bool(tiles.get("GLUON_FULL", 0)),
+        LAZY=bool(tiles.get("GLUON_LAZY", 0)), num_warps=warps, **regs)
     return out
 
 
