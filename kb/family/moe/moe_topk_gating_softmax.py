@@ -48,8 +48,7 @@ def _moe_topk_gating_softmax_kernel(logits_ptr, w_ptr, ids_ptr, n_tokens, n_expe
             hit = (cand == best[:, None]) & col_ok[None, :]
             idx = tl.min(tl.where(hit, cols[None, :], BLOCK_E), axis=1)     # lowest id among equal logits
             picked = cols[None, :] == idx[:, None]
-            lj = tl.sum(tl.where(picked, x, 0.0), axis=1)
-            pj = tl.exp(lj - row_max) / denom
+            pj = tl.exp(best - row_max) / denom  # the picked logit is `best` itself (cand == x where not masked)
             cand = tl.where(picked, float("-inf"), cand)
             out_w = tl.where(kcols[None, :] == j, pj[:, None], out_w)
             out_id = tl.where(kcols[None, :] == j, idx[:, None], out_id)
