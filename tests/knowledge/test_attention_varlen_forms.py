@@ -288,6 +288,33 @@ def test_split_head_matches_the_reference(modules: tuple[ModuleType, ModuleType]
 
 
 
+@pytest.mark.parametrize("dim, tma, kv_ahead, causal", [(32, 1, 0, True), (32, 1, 0, False), (D, 0, 0, True),
+                                                        (D, 0, 1, False), (D, 0, 2, True), (40, 0, 0, False),
+                                                        (40, 0, 1, True)])
+def test_lazy_rescale_matches_the_reference(modules: tuple[ModuleType, ModuleType], dim: int, tma: int,
+                                            kv_ahead: int, causal: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LAZY (the running max, and the accumulators' rescale, move only when a row's max grows by more than 2**8)
+    on every unmasked-chunk path: TMA, V beside K, the look-ahead, V after the softmax, a split head (40). The
+    keys of the second 16-key chunk score ~6.5 (natural units, ~9.4 in log2) above the first chunk's, so the max
+    moves there by more than 2**8 while the first chunk still weighs ~0.1%: a sum or accumulator (either part of
+    a split head) left unrescaled there is off by more than the tolerance."""
+    kernel, reference = modules
+    monkeypatch.setitem(kernel.TUNABLES, "LAZY", 1)
+    monkeypatch.setitem(kernel.TUNABLES, "TMA", tma)
+    monkeypatch.setitem(kernel.TUNABLES, "KV_AHEAD", kv_ahead)
+    monkeypatch.setitem(kernel.TUNABLES, "SPLIT_HEAD", 1)
+    torch.manual_seed(3)
+    q_lens, k_lens = [3, 40, 17], [35, 40, 17]
+    cu_q, cu_k = _offsets(q_lens), _offsets(k_lens)
+    q = torch.randn(int(cu_q[-1]), H, dim) * 0.3
+    k, v = torch.randn(int(cu_k[-1]), KVH, dim) * 0.3, torch.randn(int(cu_k[-1]), KVH, dim)
+    position = torch.cat([torch.arange(n) for n in k_lens])
+    q[:, :, -1] = 1.0  # the last column (in a split head's second part) carries the jump
+    k[:, :, -1] = torch.where((position >= 16) & (position < 32), 6.5 * dim ** 0.5, 0.0)[:, None]
+    want = reference.Model(H, KVH, dim, causal=causal)(q, k, v, cu_q, cu_seqlens_k=cu_k)
+    got = kernel.Model(H, KVH, dim, causal=causal)(q, k, v, cu_q, cu_seqlens_k=cu_k)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
 # The launcher's kernels compiled for sm_90 with Triton's NVIDIA backend, which needs no GPU
 # (bench/evaluator/target_compile.py), in a process without the interpreter: the interpreter runs code the
 # compiler rejects (e.g. a function whose constexpr branches return different types). Prints the PTX lines of

@@ -92,6 +92,8 @@ an element down to ~5). LAZY: the running max moves only when some row's grows b
 tile), so the accumulator's rescale (HEAD / BLOCK_N multiplies an element of P; 64 a thread a chunk at head 128)
 runs only then; P stays below 256 and the sum and accumulator share the stale max, so the result is the same.
 Together: ~280 instructions a warp a chunk on the unmasked chunks. Off until the GPU has timed them.
+LAZY is the same lazy rescale in the Triton kernel's unmasked chunks (TMA, KV_AHEAD 1 and 2, and V loaded after
+the softmax; the masked chunks rescale as before, from whatever max they find). Off until the GPU has timed it.
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -107,7 +109,7 @@ TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 
             "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0,
             "TMA_TAIL": 0, "GLUON": 1, "GLUON_BLOCK_N": 32, "GLUON_STAGES": 2, "GLUON_WARPS": 4,
             "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0, "GLUON_PERSIST": 0, "GLUON_MAXNREG": 128, "GLUON_SPLIT": 0,
-            "GLUON_SPLIT_BLOCK_N": 64, "GLUON_FULL": 0, "GLUON_LAZY": 0}
+            "GLUON_SPLIT_BLOCK_N": 64, "GLUON_FULL": 0, "GLUON_LAZY": 0, "LAZY": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -135,6 +137,7 @@ SEARCH_SPACE = {
     "GLUON_SPLIT_BLOCK_N": [32, 64],
     "GLUON_FULL": [0, 1],
     "GLUON_LAZY": [0, 1],
+    "LAZY": [0, 1],
 }
 
 INERT = {  # AUTO picks these itself
@@ -255,15 +258,48 @@ def _pv(acc, acc2, alpha, p, vv, vv2, SPLIT: tl.constexpr):
 
 
 @triton.jit
-def _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q2, kt2, vv2, acc2, SPLIT: tl.constexpr):
+def _lazy_softmax(s, m_i, l_i, acc, acc2, qk_scale, SPLIT: tl.constexpr):
+    """An unmasked chunk's P (scores s, unscaled) against a running max that moves only when some row's grows by
+    more than 2**8; (P, max, sum, acc, acc2) with the sum and accumulators rescaled when it moved."""
+    m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)
+    if tl.max((m_new > m_i + 8.0).to(tl.int32), axis=0) > 0:
+        alpha = tl.exp2(m_i - m_new)
+        l_i = l_i * alpha
+        acc = acc * alpha[:, None]
+        if SPLIT:
+            acc2 = acc2 * alpha[:, None]
+        m_i = m_new
+    p = tl.exp2(s * qk_scale - m_i[:, None])
+    return p, m_i, l_i + tl.sum(p, axis=1), acc, acc2
+
+
+@triton.jit
+def _pv_onto(acc, acc2, p, vv, vv2, SPLIT: tl.constexpr):
+    """P V of a chunk added onto the accumulators as they are (and the head's second part with SPLIT)."""
+    acc = tl.dot(p.to(vv.dtype), vv, acc, input_precision="ieee")
+    if SPLIT:
+        acc2 = tl.dot(p.to(vv2.dtype), vv2, acc2, input_precision="ieee")
+    return acc, acc2
+
+
+@triton.jit
+def _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q2, kt2, vv2, acc2, SPLIT: tl.constexpr,
+                  LAZY: tl.constexpr = False):
     """One unmasked key chunk of the online softmax: (m, l, acc, acc2) after K chunk kt [D, N] and V chunk
-    vv [N, D] (and the head's second part kt2, vv2 with SPLIT)."""
-    s = _scores(q, kt, q2, kt2, SPLIT) * qk_scale
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
-    alpha = tl.exp2(m_i - m_new)
-    p = tl.exp2(s - m_new[:, None])
-    l_i = l_i * alpha + tl.sum(p, axis=1)
-    acc, acc2 = _pv(acc, acc2, alpha, p, vv, vv2, SPLIT)
+    vv [N, D] (and the head's second part kt2, vv2 with SPLIT). LAZY: the running max moves, and the
+    accumulators are rescaled, only when some row's max grows by more than 2**8 (P stays below 256; the sum and
+    the accumulators share the stale max, so the result is the same)."""
+    if LAZY:
+        p, m_new, l_i, acc, acc2 = _lazy_softmax(_scores(q, kt, q2, kt2, SPLIT), m_i, l_i, acc, acc2, qk_scale,
+                                                 SPLIT)
+        acc, acc2 = _pv_onto(acc, acc2, p, vv, vv2, SPLIT)
+    else:
+        s = _scores(q, kt, q2, kt2, SPLIT) * qk_scale
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc, acc2 = _pv(acc, acc2, alpha, p, vv, vv2, SPLIT)
     return m_new, l_i, acc, acc2
 
 
@@ -277,7 +313,7 @@ def _attention_prefill_varlen_kernel(
     SEARCH: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, USED: tl.constexpr, UNIT: tl.constexpr,
     TILE_MAP: tl.constexpr, PACK_GQA: tl.constexpr, KV_AHEAD: tl.constexpr,
     k_desc=None, v_desc=None, TMA: tl.constexpr = False, WS: tl.constexpr = False, BT_AHEAD: tl.constexpr = False,
-    TMA_TAIL: tl.constexpr = False,
+    TMA_TAIL: tl.constexpr = False, LAZY: tl.constexpr = False,
 ):
     # strides arrive divided by UNIT (see _stride_unit); multiplying by the constant proves their divisibility
     sq_t, sq_h, so_t, so_h = sq_t * UNIT, sq_h * UNIT, so_t * UNIT, so_h * UNIT
@@ -369,7 +405,7 @@ def _attention_prefill_varlen_kernel(
             kk = k_desc.load([row, kv_head * BLOCK_D])
             vv = v_desc.load([row, kv_head * BLOCK_D])
             kt = tl.trans(kk)
-            m_i, l_i, acc, acc2 = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q, kt, vv, acc2, False)
+            m_i, l_i, acc, acc2 = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q, kt, vv, acc2, False, LAZY)
     elif KV_AHEAD == 2:  # the next chunk's K and V are loaded before this chunk's dots (registers, no stages)
         ok0 = offs_n0 < n_full
         k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, offs_n0, ok0, sk_b, sk_t, sv_b, sv_t, PAGED)
@@ -381,7 +417,7 @@ def _attention_prefill_varlen_kernel(
             k_rows, v_rows = _kv_rows(bt_ptr, b, s_bt, page, k_start, nxt, nxt_ok, sk_b, sk_t, sv_b, sv_t, PAGED)
             kt_next = tl.load(k_base + k_rows[None, :], mask=d_ok[:, None] & nxt_ok[None, :], other=0.0)
             vv_next = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & nxt_ok[:, None], other=0.0)
-            m_i, l_i, acc, acc2 = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q, kt, vv, acc2, False)
+            m_i, l_i, acc, acc2 = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q, kt, vv, acc2, False, LAZY)
             kt = kt_next
             vv = vv_next
     else:
@@ -397,7 +433,14 @@ def _attention_prefill_varlen_kernel(
             if KV_AHEAD:  # V in flight with K, before the first dot
                 vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
                 vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :], vv, SPLIT)
-                m_i, l_i, acc, acc2 = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q2, kt2, vv2, acc2, SPLIT)
+                m_i, l_i, acc, acc2 = _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q2, kt2, vv2, acc2, SPLIT,
+                                                    LAZY)
+            elif LAZY:
+                p, m_i, l_i, acc, acc2 = _lazy_softmax(_scores(q, kt, q2, kt2, SPLIT), m_i, l_i, acc, acc2,
+                                                       qk_scale, SPLIT)
+                vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
+                vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :], vv, SPLIT)
+                acc, acc2 = _pv_onto(acc, acc2, p, vv, vv2, SPLIT)
             else:
                 s = _scores(q, kt, q2, kt2, SPLIT) * qk_scale
                 m_new = tl.maximum(m_i, tl.max(s, axis=1))
@@ -1187,6 +1230,7 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
         CAUSAL=bool(causal), PAGED=paged, USED=seqused_k is not None, UNIT=u, TILE_MAP=tile_map, PACK_GQA=pack,
         KV_AHEAD=tiles.get("KV_AHEAD", 0), **descriptors,
         BT_AHEAD=paged and bool(tiles.get("BT_AHEAD", 0)) and tiles.get("KV_AHEAD", 0) != 2 and not descriptors,
+        LAZY=bool(tiles.get("LAZY", 0)),
         num_warps=tiles["num_warps"], **_register_cap(tiles.get("MAXNREG", 0), block_d + block_d2),
         num_stages=_cap_stages(tiles["num_stages"], 2 * bn * (block_d + block_d2) * q.element_size(),
                                bm * (block_d + block_d2) * q.element_size()),
