@@ -258,6 +258,16 @@ def _pv(acc, acc2, alpha, p, vv, vv2, SPLIT: tl.constexpr):
 
 
 @triton.jit
+def _eager_softmax(s, m_i, l_i):
+    """A chunk's P (scores s, scaled, masked where needed) against the running max moved to the chunk's; (P, the
+    factor alpha that rescales what came before, max, sum)."""
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    alpha = tl.exp2(m_i - m_new)
+    p = tl.exp2(s - m_new[:, None])
+    return p, alpha, m_new, l_i * alpha + tl.sum(p, axis=1)
+
+
+@triton.jit
 def _lazy_softmax(s, m_i, l_i, acc, acc2, qk_scale, SPLIT: tl.constexpr):
     """An unmasked chunk's P (scores s, unscaled) against a running max that moves only when some row's grows by
     more than 2**8; (P, max, sum, acc, acc2) with the sum and accumulators rescaled when it moved."""
@@ -294,11 +304,7 @@ def _softmax_step(q, kt, vv, m_i, l_i, acc, qk_scale, q2, kt2, vv2, acc2, SPLIT:
                                                  SPLIT)
         acc, acc2 = _pv_onto(acc, acc2, p, vv, vv2, SPLIT)
     else:
-        s = _scores(q, kt, q2, kt2, SPLIT) * qk_scale
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
+        p, alpha, m_new, l_i = _eager_softmax(_scores(q, kt, q2, kt2, SPLIT) * qk_scale, m_i, l_i)
         acc, acc2 = _pv(acc, acc2, alpha, p, vv, vv2, SPLIT)
     return m_new, l_i, acc, acc2
 
@@ -442,11 +448,7 @@ def _attention_prefill_varlen_kernel(
                 vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :], vv, SPLIT)
                 acc, acc2 = _pv_onto(acc, acc2, p, vv, vv2, SPLIT)
             else:
-                s = _scores(q, kt, q2, kt2, SPLIT) * qk_scale
-                m_new = tl.maximum(m_i, tl.max(s, axis=1))
-                alpha = tl.exp2(m_i - m_new)
-                p = tl.exp2(s - m_new[:, None])
-                l_i = l_i * alpha + tl.sum(p, axis=1)
+                p, alpha, m_new, l_i = _eager_softmax(_scores(q, kt, q2, kt2, SPLIT) * qk_scale, m_i, l_i)
                 vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :], other=0.0)
                 vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :], vv, SPLIT)
                 acc, acc2 = _pv(acc, acc2, alpha, p, vv, vv2, SPLIT)
@@ -480,11 +482,7 @@ def _attention_prefill_varlen_kernel(
         vis = n_ok[None, :]
         if CAUSAL:
             vis = vis & (offs_n[None, :] <= offs_m[:, None] + shift)
-        s = tl.where(vis, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
+        p, alpha, m_new, l_i = _eager_softmax(tl.where(vis, s, float("-inf")), m_i, l_i)
         if not KV_AHEAD and not TMA_TAIL:
             vv = tl.load(v_base + v_rows[:, None], mask=d_ok[None, :] & n_ok[:, None], other=0.0)
             vv2 = _load_part(v_base2 + v_rows[:, None], d2_ok[None, :] & n_ok[:, None], vv, SPLIT)
