@@ -83,15 +83,16 @@ chunk of a split of at most 128 MMA columns (72 and 80 at 4 warps and the regist
 H100, do_bench, 2026-12-06, single sequences in 16-slot pages against the Triton kernel's split: 64-key chunks
 1.09x (11840 tokens, head 72), 1.07x (24752, 80), 1.13x (49152, 72), where 32-key chunks were 0.95-1.05x; head 192
 (1688 tokens) 1.39x at 32-key chunks. Off until the evaluator has timed the 64-key rule.
-GLUON_FULL and GLUON_LAZY cut the Gluon kernel's non-MMA instructions a chunk, which its SASS showed to be the
-limit (sm_90, ptxas, a 64-row tile of 32-key chunks at head 128: ~477 instructions a warp a chunk against 256
-tensor-core cycles; with 4 programs an SM each SM sub-partition issues ~1900 for ~1000 cycles of MMA). FULL: the
+GLUON_FULL and GLUON_LAZY cut the Gluon kernel's non-MMA instructions a chunk, which its SASS suggests bound it
+(Triton 3.6, ptxas sm_90a, AUTO's Gluon tiles: 64 rows, 32-key chunks, head 128, 128 registers): ~400 instructions
+a warp a chunk (~140 of them the copies' issue, ~255 the softmax and P V's issue) against 256 tensor-core cycles a
+chunk; with 4 programs an SM each SM sub-partition issues ~1600 instructions for ~1000 cycles of MMA. FULL: the
 chunks every row of the tile sees whole (below the sequence's end and the tile's first row's last key) skip the
-two key masks and the select, and the scale folds into the exponent's FMA (the masked softmax's ~15 instructions
-an element down to ~5). LAZY: the running max moves only when some row's grows by more than 2**8 (checked over the
-tile), so the accumulator's rescale (HEAD / BLOCK_N multiplies an element of P; 64 a thread a chunk at head 128)
-runs only then; P stays below 256 and the sum and accumulator share the stale max, so the result is the same.
-Together: ~280 instructions a warp a chunk on the unmasked chunks. Off until the GPU has timed them.
+two key masks and their selects, and the scale folds into the exponent's FMA. LAZY: the running max moves only
+when some row's grows by more than 2**8 (checked over the tile), so the accumulator's rescale (HEAD / BLOCK_N
+multiplies an element of P: 64 a thread a chunk at head 128) runs only then; P stays below 256 and the sum and
+accumulator share the stale max, so the result is the same. Together the softmax and P V's issue take ~150
+instructions a warp on an unmasked chunk, ~290 in all. Off until the GPU has timed them.
 LAZY is the same lazy rescale in the Triton kernel's unmasked chunks (TMA, KV_AHEAD 1 and 2, and V loaded after
 the softmax; the masked chunks rescale as before, from whatever max they find). Off until the GPU has timed it.
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
