@@ -74,7 +74,7 @@ paged workloads: 1.08-1.16x on the batches of 256-token sequences (130 x 256, 10
 Gluon kernel as a persistent grid of that many programs an SM, one chunk stream over each program's work items;
 H100, do_bench: 1.05-1.21x on six batched workloads, 0.62-0.69x on two whose items are few and uneven (static
 assignment: one 2018-token sequence, 32 / 8 heads), no better than the register cap, and with it spills.
-GLUON_SPLIT (off until measured) sends a head that is not a power of two to the Gluon kernel as SPLIT_HEAD's two
+GLUON_SPLIT (on) sends a head that is not a power of two to the Gluon kernel as SPLIT_HEAD's two
 parts (72 and 80 as 64 + 16, 96 as 64 + 32, 192 as 128 + 64): second K and V rings and a second Q tile of the
 narrow part, whose TMA boxes start at the head's column 64 (128) and run past the head into the next one's
 columns, or past the row's end as zeros; Q's columns there are zero, so they add nothing to Q K^T, and the matching
@@ -82,7 +82,9 @@ output columns are computed and never stored; the power-of-two forms' code is un
 chunk of a split of at most 128 MMA columns (72 and 80 at 4 warps and the register cap: 128 registers, no spills).
 H100, do_bench, 2026-12-06, single sequences in 16-slot pages against the Triton kernel's split: 64-key chunks
 1.09x (11840 tokens, head 72), 1.07x (24752, 80), 1.13x (49152, 72), where 32-key chunks were 0.95-1.05x; head 192
-(1688 tokens) 1.39x at 32-key chunks. Off until the evaluator has timed the 64-key rule.
+(1688 tokens) 1.39x at 32-key chunks. On since the evaluator timed the 64-key rule with GLUON_FULL (H100, 2026-12-06,
+the 25 published paged workloads): 1.25x (11840 tokens, head 72), 1.29x (24752, 80), 1.30x (49152, 72), 1.39x
+(1688, 192).
 GLUON_FULL and GLUON_LAZY cut the Gluon kernel's non-MMA instructions a chunk, which its SASS suggests bound it
 (Triton 3.6, ptxas sm_90a, AUTO's Gluon tiles: 64 rows, 32-key chunks, head 128, 128 registers): ~400 instructions
 a warp a chunk (~140 of them the copies' issue, ~255 the softmax and P V's issue) against 256 tensor-core cycles a
@@ -92,9 +94,18 @@ two key masks and their selects, and the scale folds into the exponent's FMA. LA
 when some row's grows by more than 2**8 (checked over the tile), so the accumulator's rescale (HEAD / BLOCK_N
 multiplies an element of P: 64 a thread a chunk at head 128) runs only then; P stays below 256 and the sum and
 accumulator share the stale max, so the result is the same. Together the softmax and P V's issue take ~150
-instructions a warp on an unmasked chunk, ~290 in all. Off until the GPU has timed them.
+instructions a warp on an unmasked chunk, ~290 in all. H100, 2026-12-06: FULL is on — do_bench, AUTO's Gluon tiles,
+16-slot pages: 1882 x 256 tokens (16 / 4 heads) 2.444 -> 2.344 ms, one 6294-token sequence (32 / 4) 0.907 ->
+0.813, one 11840-token sequence split (head 72) 1.761 -> 1.579; the evaluator over the 25 published workloads,
+with GLUON_SPLIT: S_op 0.341 -> 0.359 (H100 roofline), 1.00-1.05x on the 256-token batches, 1.12x and 1.08x on the
+6294- and 2018-token sequences; slower only on two calls of ~10 us (16 and 145 tokens: 3-4%). LAZY is off: slower wherever
+timed (2.444 -> 2.549, 0.907 -> 0.928, 1.761 -> 1.891 ms alone; beside FULL 1.5-4% slower than FULL alone): the
+tile-wide growth test (a reduction across the warps, two barriers a chunk) costs more than the multiplies it
+saves, so the instruction count alone does not bound this loop.
 LAZY is the same lazy rescale in the Triton kernel's unmasked chunks (TMA, KV_AHEAD 1 and 2, and V loaded after
-the softmax; the masked chunks rescale as before, from whatever max they find). Off until the GPU has timed it.
+the softmax; the masked chunks rescale as before, from whatever max they find). Off: H100, the evaluator, our
+suite's contiguous varlen workloads (TMA, 128-row tiles): slower on all five, S_op 0.374 -> 0.339 (2.181 ->
+2.557 ms on one 16384-token sequence).
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -109,8 +120,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 0, "KV_AHEAD": 0, "MAXNREG": 0,
             "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0,
             "TMA_TAIL": 0, "GLUON": 1, "GLUON_BLOCK_N": 32, "GLUON_STAGES": 2, "GLUON_WARPS": 4,
-            "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0, "GLUON_PERSIST": 0, "GLUON_MAXNREG": 128, "GLUON_SPLIT": 0,
-            "GLUON_SPLIT_BLOCK_N": 64, "GLUON_FULL": 0, "GLUON_LAZY": 0, "LAZY": 0}
+            "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0, "GLUON_PERSIST": 0, "GLUON_MAXNREG": 128, "GLUON_SPLIT": 1,
+            "GLUON_SPLIT_BLOCK_N": 64, "GLUON_FULL": 1, "GLUON_LAZY": 0, "LAZY": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
