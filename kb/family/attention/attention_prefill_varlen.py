@@ -170,6 +170,7 @@ INERT = {  # AUTO picks these itself
 
 LOG2E = 1.4426950408889634
 SHORT_TOKENS = 1024  # mean query tokens per sequence up to which AUTO picks the short-sequence tiles
+LAZY_GROWTH = tl.constexpr(8.0)  # log2 units a running max may grow before LAZY / GLUON_LAZY rescale (P < 256)
 
 
 def _cap_stages(requested: int, stage_bytes: int, fixed_bytes: int = 0, budget: int = 160 * 1024) -> int:
@@ -284,7 +285,7 @@ def _lazy_softmax(s, m_i, l_i, acc, acc2, qk_scale, SPLIT: tl.constexpr):
     """An unmasked chunk's P (scores s, unscaled) against a running max that moves only when some row's grows by
     more than 2**8; (P, max, sum, acc, acc2) with the sum and accumulators rescaled when it moved."""
     m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)
-    if tl.max((m_new > m_i + 8.0).to(tl.int32), axis=0) > 0:
+    if tl.max((m_new > m_i + LAZY_GROWTH).to(tl.int32), axis=0) > 0:
         alpha = tl.exp2(m_i - m_new)
         l_i = l_i * alpha
         acc = acc * alpha[:, None]
@@ -542,7 +543,6 @@ if HAS_GLUON:
     # newer Gluon gives an asynchronous MMA's result its own type, which a loop-carried accumulator must have
     _MMA_INIT = gl.constexpr(hasattr(hopper, "warpgroup_mma_init"))
     _mma_init = getattr(hopper, "warpgroup_mma_init", None)
-    LAZY_GROWTH = gl.constexpr(8.0)  # log2 units: P below 256 between two rescales of GLUON_LAZY
 
     @gluon.constexpr_function
     def _mma_layout(cols, num_warps):
