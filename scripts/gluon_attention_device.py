@@ -9,7 +9,9 @@ one chunk stream over a program's work items; 0 off), MAXNREG (a register cap a 
 SPLIT (GLUON_SPLIT: a head that is not a power of two as two power-of-two parts; such a shape takes only SPLIT 1
 configurations without OVERLAP or PERSIST, which have no split form), FULL (GLUON_FULL: chunks every row sees
 whole skip the masks) and LAZY (GLUON_LAZY: the accumulator rescaled only when a running max grows by more than
-a factor 256); the persistent form has neither.
+a factor 256); the persistent form has neither. WS (GLUON_WS: one warp issues the copies while the kernel's
+warps attend; no OVERLAP, LAZY or split-head form) and PARTS (GLUON_PART_CHUNKS: a tile's keys split into parts of
+that many chunks, one program each, merged by a second kernel; 0 off; no OVERLAP, WS or persistent form).
 
 A shape is `SEQSxLEN:HEADS/KV_HEADS:HEAD_DIM:pagedN` as in scripts/varlen_configs_device.py.
 
@@ -36,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 GRID = {"BLOCK_N": [32, 64], "STAGES": [2, 3, 4], "num_warps": [4, 8], "OVERLAP": [0, 1], "BT_AHEAD": [0],
-        "PERSIST": [0], "MAXNREG": [0], "SPLIT": [0], "FULL": [0], "LAZY": [0]}
+        "PERSIST": [0], "MAXNREG": [0], "SPLIT": [0], "FULL": [0], "LAZY": [0], "WS": [0], "PARTS": [0]}
 
 
 def _kb_kernel():
@@ -47,7 +49,7 @@ def _kb_kernel():
 
 def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale, causal=True, BLOCK_N=64,
            STAGES=3, num_warps=4, OVERLAP=0, BT_AHEAD=0, PERSIST=0, PROGRAMS=0, MAXNREG=0, SPLIT=0, FULL=0, LAZY=0,
-           kb=None):
+           WS=0, PARTS=0, kb=None):
     """out [tokens, heads, head] of causal (bottom-right) GQA attention over a paged 16-bit cache
     [blocks, page, kv_heads, head] through the KB kernel's Gluon path with these tunables (no AUTO); PROGRAMS
     fixes the persistent form's grid (0: PERSIST programs an SM)."""
@@ -55,7 +57,8 @@ def launch(q, k_cache, v_cache, cu, used, table, num_heads, num_kv_heads, scale,
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": BLOCK_N, "GLUON_STAGES": STAGES, "GLUON_WARPS": num_warps,
              "GLUON_OVERLAP": OVERLAP, "GLUON_BT_AHEAD": BT_AHEAD, "GLUON_PERSIST": PERSIST,
              "GLUON_PROGRAMS": PROGRAMS, "GLUON_MAXNREG": MAXNREG, "GLUON_SPLIT": SPLIT, "SPLIT_HEAD": SPLIT,
-             "GLUON_SPLIT_BLOCK_N": BLOCK_N, "GLUON_FULL": FULL, "GLUON_LAZY": LAZY}
+             "GLUON_SPLIT_BLOCK_N": BLOCK_N, "GLUON_FULL": FULL, "GLUON_LAZY": LAZY,
+             "GLUON_WS": WS, "GLUON_PART_CHUNKS": PARTS}
     group = num_heads // num_kv_heads
     if q.is_cuda:  # the compile-only check on the CPU has no device to ask
         assert kb._gluon_fits(q, k_cache, v_cache, table, group, q.shape[-1], tiles), "the Gluon path refuses it"

@@ -145,6 +145,62 @@ def test_gluon_unmasked_chunks_and_lazy_rescale_match_the_reference(
     torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, full, maxnreg", [
+    (16, 4, 128, 16, 32, 2, 1, 128),   # AUTO's Gluon tiles for 16-slot pages
+    (16, 4, 128, 16, 32, 4, 1, 128),   # a deeper ring: the copy warp runs further ahead
+    (16, 4, 128, 16, 32, 3, 0, 96),    # every chunk masked; a ring depth that does not divide the chunks
+    (8, 2, 256, 16, 16, 4, 1, 0),      # one page a chunk, head 256
+    (8, 8, 64, 128, 64, 2, 1, 0),      # pages larger than a chunk
+    (10, 1, 128, 16, 64, 2, 1, 128),   # a GQA group that does not divide the tile's rows
+])
+def test_warp_specialized_gluon_attention_matches_the_reference(
+        modules: tuple[ModuleType, ModuleType], heads: int, kv_heads: int, dim: int, page: int, block_n: int,
+        stages: int, full: int, maxnreg: int) -> None:
+    """GLUON_WS (one warp issues the copies, the kernel's warps attend; the ring's slots handed back and forth
+    through two barriers each): the reference's result on uneven sequences over a stale (NaN) shuffled cache,
+    with scores that grow along the keys, every output element written."""
+    kernel, reference = modules
+    q, k, v, cu, used, table = _case(heads, kv_heads, dim, page, growing=True)
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
+    kb = kernel._kb_kernel()
+    tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": stages, "GLUON_WARPS": 4,
+             "GLUON_MAXNREG": maxnreg, "GLUON_FULL": full, "GLUON_WS": 1}
+    assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
+    out_guard = torch.full((q.shape[0], heads, dim), 7.0, dtype=q.dtype, device="cuda")
+    got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, part_chunks, full, lazy", [
+    (16, 2, 128, 16, 32, 2, 2, 1, 0),    # a 300-key row in five parts of 64 keys
+    (16, 2, 128, 16, 32, 3, 4, 0, 1),    # every chunk masked, the lazy rescale, a deeper ring
+    (16, 16, 72, 16, 64, 2, 1, 1, 1),    # a split head (64 + 16): both accumulators parked; one chunk a part
+    (8, 2, 256, 16, 16, 4, 3, 1, 0),     # head 256, one page a chunk, parts that do not divide the chunks
+    (8, 8, 64, 128, 64, 2, 2, 1, 0),     # pages larger than a chunk
+])
+def test_gluon_attention_in_key_parts_matches_the_reference(
+        modules: tuple[ModuleType, ModuleType], heads: int, kv_heads: int, dim: int, page: int, block_n: int,
+        stages: int, part_chunks: int, full: int, lazy: int) -> None:
+    """GLUON_PART_CHUNKS: tiles of more chunks than a part run as several programs whose partial accumulators and
+    row (max, sum) a second kernel merges; tiles of one part write their output directly. The reference's result
+    on uneven sequences (a 1-token decode row with 300 keys, a 37-token one with 37) over a stale shuffled cache,
+    with scores that grow along the keys, every output element written."""
+    kernel, reference = modules
+    q, k, v, cu, used, table = _case(heads, kv_heads, dim, page, growing=True)
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
+    kb = kernel._kb_kernel()
+    split = int(dim & (dim - 1) != 0)
+    tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": stages, "GLUON_WARPS": 4, "GLUON_MAXNREG": 128,
+             "GLUON_SPLIT": split, "SPLIT_HEAD": split, "GLUON_SPLIT_BLOCK_N": block_n, "GLUON_FULL": full,
+             "GLUON_LAZY": lazy, "GLUON_PART_CHUNKS": part_chunks}
+    assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
+    out_guard = torch.full((q.shape[0], heads, dim), 7.0, dtype=q.dtype, device="cuda")
+    got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
 def test_auto_sends_a_split_head_to_gluon_when_asked(modules: tuple[ModuleType, ModuleType],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The KB Model under AUTO: a head of 80 over 16-slot pages goes to the Gluon kernel with GLUON_SPLIT and to

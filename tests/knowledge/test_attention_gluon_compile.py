@@ -3,7 +3,9 @@ TMA copies per page into a ring of shared-memory slots, two warpgroup MMAs a chu
 OVERLAP the next chunk's Q K^T in flight during the softmax; with BT_AHEAD a chunk's block ids read one chunk
 early; bf16 and fp16; a head split into two power-of-two parts (72 as 64 + 16, 192 as 128 + 64); the persistent form
 (one chunk stream over a program's work items); FULL (unmasked chunks without masks) and LAZY (the accumulator
-rescaled only when a running max grows by more than a factor 256), plain, with OVERLAP and with a split head."""
+rescaled only when a running max grows by more than a factor 256), plain, with OVERLAP and with a split head;
+keys in parts merged by a second kernel (plain and with a split head); WS (one warp issues the copies while the
+kernel's warps attend) at two ring depths."""
 
 from __future__ import annotations
 
@@ -49,16 +51,34 @@ for full, lazy, overlap, split in ((1, 0, 0, 0), (0, 1, 0, 0), (1, 1, 0, 0), (1,
     g.launch(qf, kf, kf, cu, used, table, h, kvh, d ** -0.5, BLOCK_N=32, STAGES=3, OVERLAP=overlap, SPLIT=split,
              MAXNREG=128, FULL=full, LAZY=lazy)
     print(dict(compiled)["_paged_attention_gluon_kernel"])
+for split in (0, 1):  # keys in parts, merged by a second kernel
+    h, kvh, d = (16, 16, 72) if split else (8, 2, 64)
+    qp = torch.randn(seqs * length, h, d, dtype=torch.bfloat16)
+    kp = torch.randn(blocks, page, kvh, d, dtype=torch.bfloat16)
+    compiled.clear()
+    g.launch(qp, kp, kp, cu, used, table, h, kvh, d ** -0.5, BLOCK_N=32, STAGES=2, SPLIT=split, MAXNREG=128,
+             FULL=1, PARTS=2)
+    print(dict(compiled)["_paged_attention_gluon_kernel"], dict(compiled).get("_parts_combine_kernel", 0))
+for stages in (2, 4):  # warp-specialised: a copy warp and the attending warps
+    compiled.clear()
+    g.launch(q, k, k, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=stages, MAXNREG=128,
+             FULL=1, WS=1)
+    print(dict(compiled)["_paged_attention_gluon_kernel"])
 """
 
 
 def test_gluon_paged_attention_compiles_for_hopper() -> None:
     run = run_compile_script(_COMPILE, str(REPO / "scripts"))
     lines = [int(n) for n in run.stdout.split()]
-    assert len(lines) == 13 and min(lines) > 500, run.stdout
+    assert len(lines) == 19 and min(lines) > 100, run.stdout
     assert len(set(lines[:3])) == 3, run.stdout  # OVERLAP and BT_AHEAD: each its own loop
     assert lines[4] > lines[0] and lines[5] > lines[0], run.stdout  # the split head's second rings and MMAs
     assert lines[6] != lines[0], run.stdout  # the persistent form is its own kernel
     full, lazy, both = lines[8:11]
     assert len({full, lazy, both, lines[0]}) == 4, run.stdout  # each its own code
     assert both > full and both > lazy, run.stdout  # the growth test and the skipped rescale, beside both softmaxes
+    parts, combine, parts_split, combine_split = lines[13:17]
+    assert not {parts, parts_split} & set(lines[:13]), run.stdout  # the parts' stores: their own code
+    assert combine > 100 and combine_split > 100, run.stdout  # the merging kernel compiled too
+    ws2, ws4 = lines[17:19]
+    assert ws2 != ws4 and not {ws2, ws4} & set(lines[:13]), run.stdout  # its own code, and its own at each ring depth

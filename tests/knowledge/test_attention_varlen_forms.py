@@ -432,3 +432,59 @@ def test_gluon_split_head_takes_heads_of_two_power_of_two_parts(modules: tuple[M
     table = torch.zeros(2, 3, dtype=torch.int32)
     assert kernel._gluon_layout_fits(q, k, k, table, 4, 72, dict(split, GLUON_SPLIT_BLOCK_N=32))
     assert not kernel._gluon_layout_fits(q, k, k, table, 4, 72, dict(split, GLUON_SPLIT_BLOCK_N=64))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_key_parts_merge_into_the_attention(modules: tuple[ModuleType, ModuleType], causal: bool) -> None:
+    """The second kernel of the Gluon path's split keys (GLUON_PART_CHUNKS): each key part's row (max, sum) and
+    unnormalised accumulator, written here in float64 as the Gluon kernel writes them (log2 units), merge into the
+    attention; rows of tiles of one part (written by the Gluon kernel itself) are left as they are. Tiles found
+    through the same tile map, bottom-right causal, a decode row with many keys and a sequence that ends mid-tile."""
+    kernel, _ = modules
+    group, block_m, block_n, part_chunks = H // KVH, 16, 4, 2
+    tile_tokens = block_m // group
+    q_lens, k_lens = [1, 9, 20, 3], [30, 9, 20, 7]  # the last: two chunks, one part
+    torch.manual_seed(0)
+    cu = _offsets(q_lens)
+    total = int(cu[-1])
+    q = torch.randn(total, H, D, dtype=torch.float64)
+    keys = [torch.randn(n, KVH, D, dtype=torch.float64) for n in k_lens]
+    values = [torch.randn(n, KVH, D, dtype=torch.float64) for n in k_lens]
+    scale = D ** -0.5 * kernel.LOG2E
+    grid0 = (total + tile_tokens - 1) // tile_tokens + len(q_lens)
+    prefix = torch.empty(len(q_lens) + 1, dtype=torch.int32)
+    tile_map = torch.zeros(grid0, dtype=torch.int32)
+    kernel._tile_prefix_map_kernel[(len(q_lens),)](cu, prefix, tile_map, tile_tokens, CHUNK=1024, MAP_CHUNK=256)
+    n_parts = (max(k_lens) + block_n * part_chunks - 1) // (block_n * part_chunks)
+    part_acc = torch.full((n_parts, total, H, D), float("nan"), dtype=torch.float32)
+    part_m = torch.full((n_parts, total, H), float("nan"), dtype=torch.float32)
+    part_l = torch.full((n_parts, total, H), float("nan"), dtype=torch.float32)
+    want = torch.full((total, H, D), 7.0, dtype=torch.float64)  # rows of one-part tiles keep the guard
+    for b, (q_len, kv_len) in enumerate(zip(q_lens, k_lens)):
+        n_tiles = (q_len + tile_tokens - 1) // tile_tokens
+        for t in range(n_tiles):  # the Gluon kernel's tile t of the sequence runs its rows from m_start
+            m_start = (n_tiles - 1 - t) * tile_tokens
+            n_end = min(kv_len, m_start + tile_tokens + kv_len - q_len) if causal else kv_len
+            n_chunks = (n_end + block_n - 1) // block_n
+            if n_chunks <= part_chunks:
+                continue
+            for i in range(m_start, min(m_start + tile_tokens, q_len)):
+                token = int(cu[b]) + i
+                last = i + kv_len - q_len if causal else kv_len - 1
+                for h in range(H):
+                    s = keys[b][:, h // group] @ q[token, h] * scale
+                    s[last + 1:] = float("-inf")
+                    want[token, h] = torch.softmax(s * 0.6931471805599453, 0) @ values[b][:, h // group]
+                    for p in range(-(-n_chunks // part_chunks)):
+                        part = s[p * part_chunks * block_n: min((p + 1) * part_chunks * block_n, n_end)]
+                        m = part.max()
+                        w = torch.exp2(part - (0.0 if m == float("-inf") else m))
+                        part_m[p, token, h], part_l[p, token, h] = m, w.sum()
+                        part_acc[p, token, h] = w @ values[b][p * part_chunks * block_n:][: len(w), h // group]
+    out = torch.full((total, H, D), 7.0, dtype=torch.float32)
+    kernel._parts_combine_kernel[(grid0, KVH)](
+        out, part_acc, part_m, part_l, cu, cu, torch.tensor(k_lens, dtype=torch.int32), prefix, tile_map,
+        len(q_lens), group, tile_tokens, H, total * H, out.stride(0), out.stride(1), BLOCK_M=block_m, BLOCK_D=32,
+        DIM=D, BLOCK_N=block_n, PART_CHUNKS=part_chunks, CAUSAL=causal, USED=True)
+    assert (want == 7.0).any() and (want != 7.0).any()  # both kinds of tile occur
+    torch.testing.assert_close(out, want.float(), atol=1e-5, rtol=1e-5)

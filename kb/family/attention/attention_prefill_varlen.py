@@ -106,6 +106,19 @@ LAZY is the same lazy rescale in the Triton kernel's unmasked chunks (TMA, KV_AH
 the softmax; the masked chunks rescale as before, from whatever max they find). Off: H100, the evaluator, our
 suite's contiguous varlen workloads (TMA, 128-row tiles): slower on all five, S_op 0.374 -> 0.339 (2.181 ->
 2.557 ms on one 16384-token sequence).
+GLUON_WS (off, not yet timed) warp-specialises the Gluon kernel: one warp reads the block ids and issues every
+chunk's copies, waiting on a second barrier a slot for the attending warps to hand the slot back after its P V,
+so the attending warps' loop has no copy issue and none of the CTA barriers Triton places before each copy
+(ptxas, Triton 3.6: the copy warp's stream has none; the attending warps keep ~3 barriers of their own 4 warps
+a chunk). Its cost is occupancy: Triton pads the copy warp to a warpgroup and raises the attending warps'
+registers (setmaxnreg), so a 4-warp program launches 256 threads, and the register cap must be 94 or more
+(ptxas refuses 80): 2 programs an SM at GLUON_MAXNREG 128 instead of 4. Power-of-two heads, no OVERLAP or LAZY.
+GLUON_PART_CHUNKS (off, not yet timed; 0 or chunks a part) splits a tile's keys into parts, one program each
+(grid axis 2), for grids of few programs whose time is the longest tile's chain of chunks (one sequence of ~1000
+tokens gives ~300 programs, and its last tile runs ~36 chunks one after another): a tile of more than one part
+writes each part's unnormalised fp32 accumulator and row (max, sum) to part buffers [parts, tokens, heads, head],
+and `_parts_combine_kernel` merges them, out = sum_p 2^(m_p - M) acc_p / sum_p 2^(m_p - M) l_p; a tile of one
+part writes its output as before. The number of parts is bounded from the block table's width (no device read).
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -121,7 +134,8 @@ TUNABLES = {"AUTO": 1, "BLOCK_M": 64, "BLOCK_N": 64, "TILE_MAP": 0, "PACK_GQA": 
             "num_warps": 4, "num_stages": 2, "TMA": 1, "WARP_SPECIALIZE": 0, "SPLIT_HEAD": 1, "BT_AHEAD": 0,
             "TMA_TAIL": 0, "GLUON": 1, "GLUON_BLOCK_N": 32, "GLUON_STAGES": 2, "GLUON_WARPS": 4,
             "GLUON_OVERLAP": 0, "GLUON_BT_AHEAD": 0, "GLUON_PERSIST": 0, "GLUON_MAXNREG": 128, "GLUON_SPLIT": 1,
-            "GLUON_SPLIT_BLOCK_N": 64, "GLUON_FULL": 1, "GLUON_LAZY": 0, "LAZY": 0}
+            "GLUON_SPLIT_BLOCK_N": 64, "GLUON_FULL": 1, "GLUON_LAZY": 0, "LAZY": 0, "GLUON_WS": 0,
+            "GLUON_PART_CHUNKS": 0}
 SEARCH_SPACE = {
     "AUTO": [0, 1],
     "TILE_MAP": [0, 1],
@@ -150,6 +164,8 @@ SEARCH_SPACE = {
     "GLUON_FULL": [0, 1],
     "GLUON_LAZY": [0, 1],
     "LAZY": [0, 1],
+    "GLUON_WS": [0, 1],
+    "GLUON_PART_CHUNKS": [0, 4, 8, 16],
 }
 
 INERT = {  # AUTO picks these itself
@@ -166,6 +182,8 @@ INERT = {  # AUTO picks these itself
     "GLUON_BT_AHEAD": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
     "GLUON_FULL": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
     "GLUON_LAZY": {"GLUON": [0], "GLUON_PERSIST": [2, 3, 4]},
+    "GLUON_WS": {"GLUON": [0]},
+    "GLUON_PART_CHUNKS": {"GLUON": [0]},
 }
 
 LOG2E = 1.4426950408889634
@@ -511,6 +529,59 @@ def _attention_prefill_varlen_kernel(
                  mask=m_ok[:, None] & d2_ok[None, :])
 
 
+@triton.jit
+def _parts_combine_kernel(out_ptr, part_acc_ptr, part_m_ptr, part_l_ptr, cu_ptr, cu_k_ptr, used_ptr, prefix_ptr,
+                          map_ptr, batch, group, tile_tokens, n_heads, part_stride, so_t, so_h,
+                          BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, DIM: tl.constexpr, BLOCK_N: tl.constexpr,
+                          PART_CHUNKS: tl.constexpr, CAUSAL: tl.constexpr, USED: tl.constexpr):
+    """The output of every query tile whose keys the Gluon kernel split into parts (more than PART_CHUNKS chunks):
+    with each part's unnormalised accumulator acc_p and row (max m_p, in log2 units, and sum l_p),
+    out = sum_p 2^(m_p - M) acc_p / sum_p 2^(m_p - M) l_p, M the largest m_p (a row that saw no key stays zero).
+    Grid and tile lookup as the Gluon kernel's (the same tile map), so each program finds its tile's parts."""
+    pid = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    if pid < tl.load(prefix_ptr + batch):
+        b = tl.load(map_ptr + pid)
+        first_tile = tl.load(prefix_ptr + b)
+        n_tiles = tl.load(prefix_ptr + b + 1) - first_tile
+        q_start = tl.load(cu_ptr + b)
+        q_len = tl.load(cu_ptr + b + 1) - q_start
+        if USED:
+            kv_len = tl.load(used_ptr + b)
+        else:
+            kv_len = tl.load(cu_k_ptr + b + 1) - tl.load(cu_k_ptr + b)
+        m_start = (n_tiles - 1 - (pid - first_tile)) * tile_tokens
+        if CAUSAL:
+            n_end = tl.minimum(kv_len, m_start + tile_tokens + kv_len - q_len)
+        else:
+            n_end = kv_len
+        n_chunks = (n_end + BLOCK_N - 1) // BLOCK_N
+        if n_chunks > PART_CHUNKS:
+            rows = tl.arange(0, BLOCK_M)
+            tokens = m_start + rows // group
+            ok = (rows < tile_tokens * group) & (tokens < q_len)
+            token = (q_start + tokens).to(tl.int64)
+            head = kv_head * group + rows % group
+            row = token * n_heads + head
+            m_max = tl.full([BLOCK_M], float("-inf"), tl.float32)
+            for part in range(0, (n_chunks + PART_CHUNKS - 1) // PART_CHUNKS):
+                at = row + part * part_stride  # row is int64; part * part_stride < elements / DIM
+                m_max = tl.maximum(m_max, tl.load(part_m_ptr + at, mask=ok, other=float("-inf")))
+            m_base = tl.where(m_max == float("-inf"), 0.0, m_max)
+            cols = tl.arange(0, BLOCK_D)
+            mask = ok[:, None] & (cols < DIM)[None, :]
+            acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+            l_sum = tl.zeros([BLOCK_M], tl.float32)
+            for part in range(0, (n_chunks + PART_CHUNKS - 1) // PART_CHUNKS):
+                at = row + part * part_stride  # row is int64; part * part_stride < elements / DIM
+                w = tl.exp2(tl.load(part_m_ptr + at, mask=ok, other=float("-inf")) - m_base)
+                l_sum += w * tl.load(part_l_ptr + at, mask=ok, other=0.0)
+                acc += w[:, None] * tl.load(part_acc_ptr + at[:, None] * DIM + cols[None, :], mask=mask, other=0.0)
+            out = acc / tl.where(l_sum == 0.0, 1.0, l_sum)[:, None]
+            tl.store(out_ptr + (token * so_t + head * so_h)[:, None] + cols[None, :],
+                     out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
 # ---- Hopper: paged caches through per-page TMA copies (Gluon) ----------------------------------------------------
 # A chunk of BLOCK_N keys spans BLOCK_N / page blocks of a paged cache. Triton's pipeliner streams a chunk only when
 # one TMA box holds it (a block), so pages smaller than a chunk fall back to gathers; the kernel below, written in
@@ -630,16 +701,17 @@ if HAS_GLUON:
 
     @gluon.jit
     def _refill(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, blocks, bt_ptr, b, s_bt,
-                kv_len, kv_col, ahead, n_chunks, STAGES: gl.constexpr, BLOCK_N: gl.constexpr, BOX: gl.constexpr,
-                PAGE: gl.constexpr, HEAD: gl.constexpr, HEAD2: gl.constexpr, BT_AHEAD: gl.constexpr,
-                num_warps: gl.constexpr):
-        """The copies of chunk `ahead` (when the sequence has it) into its ring slot; returns the block ids the next
-        refill starts from (with BT_AHEAD those of chunk ahead + 1, read now; otherwise read at the refill)."""
+                kv_len, kv_col, ahead, first, n_chunks, STAGES: gl.constexpr, BLOCK_N: gl.constexpr,
+                BOX: gl.constexpr, PAGE: gl.constexpr, HEAD: gl.constexpr, HEAD2: gl.constexpr,
+                BT_AHEAD: gl.constexpr, num_warps: gl.constexpr):
+        """The copies of chunk `ahead` (when it is below n_chunks) into its ring slot, counted from chunk `first`
+        (the program's first); returns the block ids the next refill starts from (with BT_AHEAD those of chunk
+        ahead + 1, read now; otherwise read at the refill)."""
         if not BT_AHEAD:
             blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead, BLOCK_N, BOX, PAGE, num_warps)
         if ahead < n_chunks:
             _issue_chunk(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, blocks, kv_len,
-                         kv_col, ahead, ahead % STAGES, BLOCK_N, BOX, PAGE, HEAD, HEAD2, num_warps)
+                         kv_col, ahead, (ahead - first) % STAGES, BLOCK_N, BOX, PAGE, HEAD, HEAD2, num_warps)
         if BT_AHEAD:
             blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, ahead + 1, BLOCK_N, BOX, PAGE, num_warps)
         return blocks
@@ -722,18 +794,65 @@ if HAS_GLUON:
         return warpgroup_mma(gl.convert_layout(p.to(v_tile.dtype), p_layout), v_tile, acc, is_async=True)
 
     @gluon.jit
+    def _ws_copies(k_desc, v_desc, k_ring, v_ring, ready, empty, bt_ptr, b, s_bt, kv_len, kv_col, n_chunks,
+                   STAGES: gl.constexpr, BLOCK_N: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr,
+                   HEAD: gl.constexpr):
+        """WS's copy partition (one warp): each chunk's block ids, then its copies into its ring slot once the
+        attention partition has released the slot (`empty`; a fresh barrier passes the first round's wait)."""
+        for chunk in range(n_chunks):
+            slot = chunk % STAGES
+            blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, chunk, BLOCK_N, BOX, PAGE, 1)
+            mbarrier.wait(empty.index(slot), ((chunk // STAGES) & 1) ^ 1)
+            _issue_chunk(k_desc, v_desc, k_ring, v_ring, k_desc, v_desc, k_ring, v_ring, ready, blocks, kv_len,
+                         kv_col, chunk, slot, BLOCK_N, BOX, PAGE, HEAD, 0, 1)
+
+    @gluon.jit
+    def _ws_attend(q_smem, k_ring, v_ring, ready, empty, n_chunks, n_full, s_last, kv_len, qk_scale,
+                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD: gl.constexpr, STAGES: gl.constexpr,
+                   CAUSAL: gl.constexpr, FULL: gl.constexpr, num_warps: gl.constexpr):
+        """WS's attention partition (the kernel's warps): per chunk, wait for its copies, Q K^T, the online
+        softmax, P V, then release the slot to the copy partition; returns (accumulator, row sums)."""
+        s_layout: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
+        o_layout: gl.constexpr = _mma_layout(HEAD, num_warps)
+        p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+        s_cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+        l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
+        acc = gl.zeros([BLOCK_M, HEAD], gl.float32, layout=o_layout)
+        s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
+        for chunk in range(n_chunks):
+            slot = chunk % STAGES
+            mbarrier.wait(ready.index(slot), (chunk // STAGES) & 1)
+            s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+            p, alpha, m_i, l_i, rescale = _chunk_softmax(s, chunk, n_full, s_cols, s_last, kv_len, qk_scale, m_i,
+                                                         l_i, BLOCK_N, CAUSAL, FULL, False)
+            acc = _rescaled(acc, alpha, rescale, o_layout, False)
+            acc = _issue_pv(acc, p, v_ring.index(slot), chunk, kv_len, BLOCK_N, p_layout, num_warps)
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            _cta_sync()  # every warp's MMAs have read the slot before it is handed back
+            mbarrier.arrive(empty.index(slot), count=1)
+        return acc, l_i
+
+    @gluon.jit
     def _paged_attention_gluon_kernel(
             q_ptr, out_ptr, k_desc, v_desc, k2_desc, v2_desc, bt_ptr, cu_ptr, cu_k_ptr, used_ptr, prefix_ptr,
             map_ptr, batch, group, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h,
             Q_LAYOUT: gl.constexpr, Q2_LAYOUT: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
             HEAD: gl.constexpr, HEAD2: gl.constexpr, DIM: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr,
             STAGES: gl.constexpr, CAUSAL: gl.constexpr, USED: gl.constexpr, OVERLAP: gl.constexpr,
-            BT_AHEAD: gl.constexpr, FULL: gl.constexpr, LAZY: gl.constexpr, num_warps: gl.constexpr):
+            BT_AHEAD: gl.constexpr, FULL: gl.constexpr, LAZY: gl.constexpr, WS: gl.constexpr,
+            WS_REGS: gl.constexpr, part_acc_ptr=None, part_m_ptr=None, part_l_ptr=None, part_stride=0,
+            n_heads=0, PART_CHUNKS: gl.constexpr = 0, num_warps: gl.constexpr = 4):
         """One query tile of one KV head (FULL and LAZY: `_chunk_softmax`, `_online_softmax`). HEAD2 > 0 (a head of DIM = HEAD + up to HEAD2 columns, HEAD and HEAD2
         powers of two): the head's columns HEAD.. are a second part with its own rings, Q tile, Q K^T step and
         accumulator, so the MMAs run HEAD + HEAD2 wide instead of the next power of two; the second part's
         columns past DIM read the next head's values (or zeros past the last) and are never stored, their Q
-        columns zero. Without OVERLAP only."""
+        columns zero. Without OVERLAP only.
+        PART_CHUNKS > 0 (split keys; not with OVERLAP or WS): grid axis 2 is a part of the tile's keys,
+        PART_CHUNKS chunks each; a tile of more than one part writes each part's unnormalised accumulator and row
+        (max, sum) to the part buffers and `_parts_combine_kernel` merges them; a tile of one part writes its
+        output as before."""
         pid = gl.program_id(0)
         kv_head = gl.program_id(1)
         if pid < gl.load(prefix_ptr + batch):  # surplus programs of the grid's bound store nothing
@@ -741,127 +860,199 @@ if HAS_GLUON:
                                                                     used_ptr, tile_tokens, CAUSAL, USED)
             shift = kv_len - q_len  # causal, bottom-right aligned: query i sees keys j <= i + shift
             n_chunks = (n_end + BLOCK_N - 1) // BLOCK_N
-            # chunks every row of the tile sees whole: keys below the sequence's end and the first row's last key
-            if CAUSAL:
-                n_full = gl.minimum(kv_len, m_start + shift + 1) // BLOCK_N
+            if PART_CHUNKS > 0:  # this program's chunks [c0, c1)
+                gl.static_assert(not OVERLAP and not WS, "split keys have no OVERLAP or WS form")
+                c0 = gl.program_id(2) * PART_CHUNKS
+                if (c0 == 0) | (c0 < n_chunks):
+                    _paged_attention_tile(
+                        q_ptr, out_ptr, k_desc, v_desc, k2_desc, v2_desc, bt_ptr, b, q_start, q_len, kv_len,
+                        m_start, n_chunks, c0, gl.minimum(n_chunks, c0 + PART_CHUNKS), kv_head, group, tile_tokens,
+                        qk_scale, s_bt, sq_t, sq_h, so_t, so_h, part_acc_ptr, part_m_ptr, part_l_ptr, part_stride,
+                        n_heads, Q_LAYOUT, Q2_LAYOUT, BLOCK_M, BLOCK_N, HEAD, HEAD2, DIM, BOX, PAGE, STAGES, CAUSAL,
+                        OVERLAP, BT_AHEAD, FULL, LAZY, WS, WS_REGS, PART_CHUNKS, num_warps)
             else:
-                n_full = kv_len // BLOCK_N
-            kv_col = kv_head * DIM
+                _paged_attention_tile(
+                    q_ptr, out_ptr, k_desc, v_desc, k2_desc, v2_desc, bt_ptr, b, q_start, q_len, kv_len, m_start,
+                    n_chunks, 0, n_chunks, kv_head, group, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h,
+                    part_acc_ptr, part_m_ptr, part_l_ptr, part_stride, n_heads, Q_LAYOUT, Q2_LAYOUT, BLOCK_M,
+                    BLOCK_N, HEAD, HEAD2, DIM, BOX, PAGE, STAGES, CAUSAL, OVERLAP, BT_AHEAD, FULL, LAZY, WS, WS_REGS,
+                    PART_CHUNKS, num_warps)
 
-            k_ring = gl.allocate_shared_memory(k_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], k_desc.layout)
-            v_ring = gl.allocate_shared_memory(v_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], v_desc.layout)
-            if HEAD2 > 0:
-                k2_ring = gl.allocate_shared_memory(k2_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD2],
-                                                    k2_desc.layout)
-                v2_ring = gl.allocate_shared_memory(v2_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD2],
-                                                    v2_desc.layout)
-            else:  # never read: the copies and MMAs of the second part are not compiled
-                k2_ring = k_ring
-                v2_ring = v_ring
-            bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    @gluon.jit
+    def _paged_attention_tile(
+            q_ptr, out_ptr, k_desc, v_desc, k2_desc, v2_desc, bt_ptr, b, q_start, q_len, kv_len, m_start, n_chunks,
+            c0, c1, kv_head, group, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h, part_acc_ptr, part_m_ptr,
+            part_l_ptr, part_stride, n_heads, Q_LAYOUT: gl.constexpr, Q2_LAYOUT: gl.constexpr,
+            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD: gl.constexpr, HEAD2: gl.constexpr,
+            DIM: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+            OVERLAP: gl.constexpr, BT_AHEAD: gl.constexpr, FULL: gl.constexpr, LAZY: gl.constexpr,
+            WS: gl.constexpr, WS_REGS: gl.constexpr, PART_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
+        """`_paged_attention_gluon_kernel`'s work on one query tile, chunks c0..c1 of its n_chunks."""
+        shift = kv_len - q_len
+        # chunks every row of the tile sees whole: keys below the sequence's end and the first row's last key
+        if CAUSAL:
+            n_full = gl.minimum(kv_len, m_start + shift + 1) // BLOCK_N
+        else:
+            n_full = kv_len // BLOCK_N
+        kv_col = kv_head * DIM
+
+        k_ring = gl.allocate_shared_memory(k_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], k_desc.layout)
+        v_ring = gl.allocate_shared_memory(v_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD], v_desc.layout)
+        if HEAD2 > 0:
+            k2_ring = gl.allocate_shared_memory(k2_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD2],
+                                                k2_desc.layout)
+            v2_ring = gl.allocate_shared_memory(v2_desc.block_type.element_ty, [STAGES, BLOCK_N, HEAD2],
+                                                v2_desc.layout)
+        else:  # never read: the copies and MMAs of the second part are not compiled
+            k2_ring = k_ring
+            v2_ring = v_ring
+        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for ring_slot in gl.static_range(STAGES):
+            mbarrier.init(bars.index(ring_slot), count=1)
+        if WS:  # the copy partition's "slot free" barriers
+            empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
             for ring_slot in gl.static_range(STAGES):
-                mbarrier.init(bars.index(ring_slot), count=1)
+                mbarrier.init(empty.index(ring_slot), count=1)
+        if not WS:  # (WS: the copy partition issues every chunk)
             for first in gl.static_range(STAGES - 1):  # the first chunks in flight before Q is read
-                if first < n_chunks:
-                    blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, first, BLOCK_N, BOX, PAGE, num_warps)
-                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, blocks,
-                                 kv_len, kv_col, first, first, BLOCK_N, BOX, PAGE, HEAD, HEAD2, num_warps)
+                if c0 + first < c1:
+                    blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, c0 + first, BLOCK_N, BOX, PAGE, num_warps)
+                    _issue_chunk(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars,
+                                 blocks, kv_len, kv_col, c0 + first, first, BLOCK_N, BOX, PAGE, HEAD, HEAD2,
+                                 num_warps)
             # the block ids of the first chunk the loop copies (with BT_AHEAD; otherwise read in the loop)
-            blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, STAGES - 1, BLOCK_N, BOX, PAGE, num_warps)
+            blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, c0 + STAGES - 1, BLOCK_N, BOX, PAGE, num_warps)
 
-            # Q: rows are (token, head of the KV head's group) pairs, loaded by pointers, kept in shared memory
-            q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
-            cols = gl.arange(0, HEAD, layout=gl.SliceLayout(0, q_layout))
-            token, head, rows_ok = _tile_rows(q_layout, BLOCK_M, m_start, group, tile_tokens, q_start, q_len, kv_head)
-            q = gl.load(q_ptr + (token * sq_t + head * sq_h)[:, None] + cols[None, :], mask=rows_ok[:, None], other=0.0)
-            q_smem = gl.allocate_shared_memory(q.dtype, [BLOCK_M, HEAD], Q_LAYOUT, q)
-            if HEAD2 > 0:  # the second part's columns past the head read as zeros
-                q2_layout: gl.constexpr = _rows_layout(HEAD2, num_warps)
-                cols2 = HEAD + gl.arange(0, HEAD2, layout=gl.SliceLayout(0, q2_layout))
-                token2, head2, rows2_ok = _tile_rows(q2_layout, BLOCK_M, m_start, group, tile_tokens, q_start, q_len,
-                                                     kv_head)
-                cols2_ok = (cols2 < DIM)[None, :]
-                q2 = gl.load(q_ptr + (token2 * sq_t + head2 * sq_h)[:, None] + cols2[None, :],
-                             mask=rows2_ok[:, None] & cols2_ok, other=0.0)
-                q2_smem = gl.allocate_shared_memory(q2.dtype, [BLOCK_M, HEAD2], Q2_LAYOUT, q2)
-            fence_async_shared()
+        # Q: rows are (token, head of the KV head's group) pairs, loaded by pointers, kept in shared memory
+        q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
+        cols = gl.arange(0, HEAD, layout=gl.SliceLayout(0, q_layout))
+        token, head, rows_ok = _tile_rows(q_layout, BLOCK_M, m_start, group, tile_tokens, q_start, q_len, kv_head)
+        q = gl.load(q_ptr + (token * sq_t + head * sq_h)[:, None] + cols[None, :], mask=rows_ok[:, None], other=0.0)
+        q_smem = gl.allocate_shared_memory(q.dtype, [BLOCK_M, HEAD], Q_LAYOUT, q)
+        if HEAD2 > 0:  # the second part's columns past the head read as zeros
+            q2_layout: gl.constexpr = _rows_layout(HEAD2, num_warps)
+            cols2 = HEAD + gl.arange(0, HEAD2, layout=gl.SliceLayout(0, q2_layout))
+            token2, head2, rows2_ok = _tile_rows(q2_layout, BLOCK_M, m_start, group, tile_tokens, q_start, q_len,
+                                                 kv_head)
+            cols2_ok = (cols2 < DIM)[None, :]
+            q2 = gl.load(q_ptr + (token2 * sq_t + head2 * sq_h)[:, None] + cols2[None, :],
+                         mask=rows2_ok[:, None] & cols2_ok, other=0.0)
+            q2_smem = gl.allocate_shared_memory(q2.dtype, [BLOCK_M, HEAD2], Q2_LAYOUT, q2)
+        fence_async_shared()
 
-            s_layout: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
-            o_layout: gl.constexpr = _mma_layout(HEAD, num_warps)
-            p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-            s_rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
-            s_cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-            s_last = m_start + s_rows // group + shift  # the last key each row sees (causal)
-            m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
-            l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
-            acc = gl.zeros([BLOCK_M, HEAD], gl.float32, layout=o_layout)
-            if HEAD2 > 0:
-                o2_layout: gl.constexpr = _mma_layout(HEAD2, num_warps)
-                p2_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o2_layout, k_width=2)
-                acc2 = gl.zeros([BLOCK_M, HEAD2], gl.float32, layout=o2_layout)
-            s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
-            if OVERLAP:  # chunk i+1's Q K^T in flight while chunk i's softmax runs (STAGES >= 3)
-                mbarrier.wait(bars.index(0), 0, pred=n_chunks > 0)
-                s_cur = warpgroup_mma(q_smem, k_ring.index(0).permute((1, 0)), s_zero, use_acc=False,
-                                      is_async=True)
-                acc = _as_accumulator(acc)
-                for chunk in range(n_chunks):
-                    slot = chunk % STAGES
-                    nxt = chunk + 1  # past the end: a discarded product of a slot no copy is writing
-                    mbarrier.wait(bars.index(nxt % STAGES), (nxt // STAGES) & 1, pred=nxt < n_chunks)
-                    s_next = warpgroup_mma(q_smem, k_ring.index(nxt % STAGES).permute((1, 0)), s_zero,
-                                           use_acc=False, is_async=True)
-                    s, acc = warpgroup_mma_wait(num_outstanding=1, deps=(s_cur, acc))  # all but chunk i+1's QK^T
-                    if num_warps > 4:
-                        _cta_sync()
-                    ahead = chunk + STAGES - 1  # into chunk i-1's slot, whose P V just completed
-                    gl.static_assert(HEAD2 == 0, "OVERLAP has no split-head form")
-                    blocks = _refill(k_desc, v_desc, k_ring, v_ring, k_desc, v_desc, k_ring, v_ring, bars, blocks,
-                                     bt_ptr, b, s_bt, kv_len, kv_col, ahead, n_chunks, STAGES, BLOCK_N, BOX, PAGE,
-                                     HEAD, 0, BT_AHEAD, num_warps)
-                    p, alpha, m_i, l_i, rescale = _chunk_softmax(s, chunk, n_full, s_cols, s_last, kv_len, qk_scale,
-                                                                 m_i, l_i, BLOCK_N, CAUSAL, FULL, LAZY)
-                    acc = _rescaled(acc, alpha, rescale, o_layout, LAZY)
-                    acc = _issue_pv(acc, p, v_ring.index(slot), chunk, kv_len, BLOCK_N, p_layout, num_warps)
-                    s_cur = s_next
-                acc, s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(acc, s_cur))
-            else:
-                for chunk in range(n_chunks):
-                    ahead = chunk + STAGES - 1  # into the slot the previous chunk freed (its MMAs were waited for)
-                    if num_warps > 4:  # by every warpgroup: the other one may still be reading that slot
-                        _cta_sync()
-                    blocks = _refill(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, blocks,
-                                     bt_ptr, b, s_bt, kv_len, kv_col, ahead, n_chunks, STAGES, BLOCK_N, BOX, PAGE,
-                                     HEAD, HEAD2, BT_AHEAD, num_warps)
-                    slot = chunk % STAGES
-                    mbarrier.wait(bars.index(slot), (chunk // STAGES) & 1)
-                    s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False,
-                                      is_async=True)
-                    if HEAD2 > 0:  # the second part's Q K^T accumulates onto the first's
-                        s = warpgroup_mma(q2_smem, k2_ring.index(slot).permute((1, 0)), s, is_async=True)
-                    s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
-                    p, alpha, m_i, l_i, rescale = _chunk_softmax(s, chunk, n_full, s_cols, s_last, kv_len, qk_scale,
-                                                                 m_i, l_i, BLOCK_N, CAUSAL, FULL, LAZY)
-                    acc = _rescaled(acc, alpha, rescale, o_layout, LAZY)
-                    acc = _issue_pv(acc, p, v_ring.index(slot), chunk, kv_len, BLOCK_N, p_layout, num_warps)
-                    if HEAD2 > 0:
-                        acc2 = _rescaled(acc2, alpha, rescale, o2_layout, LAZY)
-                        acc2 = _issue_pv(acc2, p, v2_ring.index(slot), chunk, kv_len, BLOCK_N, p2_layout, num_warps)
-                        acc, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2))
-                    else:
-                        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        s_layout: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
+        o_layout: gl.constexpr = _mma_layout(HEAD, num_warps)
+        p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+        s_rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+        s_cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        s_last = m_start + s_rows // group + shift  # the last key each row sees (causal)
+        m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+        l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
+        acc = gl.zeros([BLOCK_M, HEAD], gl.float32, layout=o_layout)
+        if HEAD2 > 0:
+            o2_layout: gl.constexpr = _mma_layout(HEAD2, num_warps)
+            p2_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o2_layout, k_width=2)
+            acc2 = gl.zeros([BLOCK_M, HEAD2], gl.float32, layout=o2_layout)
+        s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
+        if WS:
+            gl.static_assert(HEAD2 == 0 and not OVERLAP and not LAZY, "WS has no split-head, OVERLAP or LAZY form")
+            acc, l_i = gl.warp_specialize(
+                [(_ws_attend, (q_smem, k_ring, v_ring, bars, empty, n_chunks, n_full, s_last, kv_len, qk_scale,
+                               BLOCK_M, BLOCK_N, HEAD, STAGES, CAUSAL, FULL, num_warps)),
+                 (_ws_copies, (k_desc, v_desc, k_ring, v_ring, bars, empty, bt_ptr, b, s_bt, kv_len, kv_col,
+                               n_chunks, STAGES, BLOCK_N, BOX, PAGE, HEAD))],
+                [1], [WS_REGS])
             for ring_slot in gl.static_range(STAGES):
-                mbarrier.invalidate(bars.index(ring_slot))
+                mbarrier.invalidate(empty.index(ring_slot))
+        elif OVERLAP:  # chunk i+1's Q K^T in flight while chunk i's softmax runs (STAGES >= 3)
+            mbarrier.wait(bars.index(0), 0, pred=n_chunks > 0)
+            s_cur = warpgroup_mma(q_smem, k_ring.index(0).permute((1, 0)), s_zero, use_acc=False,
+                                  is_async=True)
+            acc = _as_accumulator(acc)
+            for chunk in range(n_chunks):
+                slot = chunk % STAGES
+                nxt = chunk + 1  # past the end: a discarded product of a slot no copy is writing
+                mbarrier.wait(bars.index(nxt % STAGES), (nxt // STAGES) & 1, pred=nxt < n_chunks)
+                s_next = warpgroup_mma(q_smem, k_ring.index(nxt % STAGES).permute((1, 0)), s_zero,
+                                       use_acc=False, is_async=True)
+                s, acc = warpgroup_mma_wait(num_outstanding=1, deps=(s_cur, acc))  # all but chunk i+1's QK^T
+                if num_warps > 4:
+                    _cta_sync()
+                ahead = chunk + STAGES - 1  # into chunk i-1's slot, whose P V just completed
+                gl.static_assert(HEAD2 == 0, "OVERLAP has no split-head form")
+                blocks = _refill(k_desc, v_desc, k_ring, v_ring, k_desc, v_desc, k_ring, v_ring, bars, blocks,
+                                 bt_ptr, b, s_bt, kv_len, kv_col, ahead, 0, n_chunks, STAGES, BLOCK_N, BOX,
+                                 PAGE, HEAD, 0, BT_AHEAD, num_warps)
+                p, alpha, m_i, l_i, rescale = _chunk_softmax(s, chunk, n_full, s_cols, s_last, kv_len, qk_scale,
+                                                             m_i, l_i, BLOCK_N, CAUSAL, FULL, LAZY)
+                acc = _rescaled(acc, alpha, rescale, o_layout, LAZY)
+                acc = _issue_pv(acc, p, v_ring.index(slot), chunk, kv_len, BLOCK_N, p_layout, num_warps)
+                s_cur = s_next
+            acc, s_cur = warpgroup_mma_wait(num_outstanding=0, deps=(acc, s_cur))
+        else:
+            for chunk in range(c0, c1):
+                ahead = chunk + STAGES - 1  # into the slot the previous chunk freed (its MMAs were waited for)
+                if num_warps > 4:  # by every warpgroup: the other one may still be reading that slot
+                    _cta_sync()
+                blocks = _refill(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, blocks,
+                                 bt_ptr, b, s_bt, kv_len, kv_col, ahead, c0, c1, STAGES, BLOCK_N, BOX, PAGE,
+                                 HEAD, HEAD2, BT_AHEAD, num_warps)
+                slot = (chunk - c0) % STAGES
+                mbarrier.wait(bars.index(slot), ((chunk - c0) // STAGES) & 1)
+                s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False,
+                                  is_async=True)
+                if HEAD2 > 0:  # the second part's Q K^T accumulates onto the first's
+                    s = warpgroup_mma(q2_smem, k2_ring.index(slot).permute((1, 0)), s, is_async=True)
+                s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+                p, alpha, m_i, l_i, rescale = _chunk_softmax(s, chunk, n_full, s_cols, s_last, kv_len, qk_scale,
+                                                             m_i, l_i, BLOCK_N, CAUSAL, FULL, LAZY)
+                acc = _rescaled(acc, alpha, rescale, o_layout, LAZY)
+                acc = _issue_pv(acc, p, v_ring.index(slot), chunk, kv_len, BLOCK_N, p_layout, num_warps)
+                if HEAD2 > 0:
+                    acc2 = _rescaled(acc2, alpha, rescale, o2_layout, LAZY)
+                    acc2 = _issue_pv(acc2, p, v2_ring.index(slot), chunk, kv_len, BLOCK_N, p2_layout, num_warps)
+                    acc, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2))
+                else:
+                    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        for ring_slot in gl.static_range(STAGES):
+            mbarrier.invalidate(bars.index(ring_slot))
 
-            l_o = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
-            # through Q's blocked layout (16-byte runs of a row a thread) rather than the MMA's 4-byte pairs
-            o = gl.convert_layout((acc / l_o[:, None]).to(q.dtype), q_layout)
-            gl.store(out_ptr + (token * so_t + head * so_h)[:, None] + cols[None, :], o, mask=rows_ok[:, None])
+        if PART_CHUNKS > 0:
+            if n_chunks > PART_CHUNKS:  # one part of several: unnormalised, with the row (max, sum)
+                at = (c0 // PART_CHUNKS).to(gl.int64) * part_stride  # this part's rows in the part buffers
+                row = at + token * n_heads + head
+                _park_part(part_acc_ptr, acc, row, cols, rows_ok[:, None], DIM, q_layout)
+                ml_layout: gl.constexpr = gl.SliceLayout(1, q_layout)
+                gl.store(part_m_ptr + row, gl.convert_layout(m_i, ml_layout), mask=rows_ok)
+                gl.store(part_l_ptr + row, gl.convert_layout(l_i, ml_layout), mask=rows_ok)
+                if HEAD2 > 0:
+                    _park_part(part_acc_ptr, acc2, at + token2 * n_heads + head2, cols2,
+                               rows2_ok[:, None] & cols2_ok, DIM, q2_layout)
+            else:
+                _store_part(out_ptr, acc, l_i, token, head, cols, rows_ok[:, None], so_t, so_h, o_layout, q_layout)
+                if HEAD2 > 0:
+                    _store_part(out_ptr, acc2, l_i, token2, head2, cols2, rows2_ok[:, None] & cols2_ok, so_t, so_h,
+                                o2_layout, q2_layout)
+        else:
+            _store_part(out_ptr, acc, l_i, token, head, cols, rows_ok[:, None], so_t, so_h, o_layout, q_layout)
             if HEAD2 > 0:
-                l_o2 = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o2_layout))
-                o2 = gl.convert_layout((acc2 / l_o2[:, None]).to(q.dtype), q2_layout)
-                gl.store(out_ptr + (token2 * so_t + head2 * so_h)[:, None] + cols2[None, :], o2,
-                         mask=rows2_ok[:, None] & cols2_ok)
+                _store_part(out_ptr, acc2, l_i, token2, head2, cols2, rows2_ok[:, None] & cols2_ok, so_t, so_h,
+                            o2_layout, q2_layout)
+
+    @gluon.jit
+    def _store_part(out_ptr, acc, l_i, token, head, cols, mask, so_t, so_h, o_layout: gl.constexpr,
+                    layout: gl.constexpr):
+        """Output columns `cols` of a tile: acc / l row by row (a row that saw no key stays zero), stored through
+        `layout` (16-byte runs of a row a thread rather than the MMA's 4-byte pairs)."""
+        l_o = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
+        o = gl.convert_layout((acc / l_o[:, None]).to(out_ptr.dtype.element_ty), layout)
+        gl.store(out_ptr + (token * so_t + head * so_h)[:, None] + cols[None, :], o, mask=mask)
+
+    @gluon.jit
+    def _park_part(part_acc_ptr, acc, row, cols, mask, DIM: gl.constexpr, layout: gl.constexpr):
+        """Columns `cols` of a key part's unnormalised fp32 accumulator, at `row` ([part, token, head]) of the
+        part buffer [parts, tokens, heads, DIM]."""
+        gl.store(part_acc_ptr + row[:, None] * DIM + cols[None, :], gl.convert_layout(acc, layout), mask=mask)
 
     @gluon.jit
     def _work_item(item, n_items, kv_heads, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr, used_ptr, tile_tokens,
@@ -1159,6 +1350,16 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
                                       num_warps=4)
     persist = tiles.get("GLUON_PERSIST", 0)
     regs = _register_cap(tiles.get("GLUON_MAXNREG", 0), head + head2)
+    ws = bool(tiles.get("GLUON_WS", 0)) and not (head2 or overlap or tiles.get("GLUON_LAZY", 0))
+    part_chunks, n_parts, parts = tiles.get("GLUON_PART_CHUNKS", 0), 1, {}
+    if part_chunks and not (overlap or ws or persist):  # split keys: parts of up to part_chunks chunks, at most n_parts a tile
+        n_parts = _cdiv(_cdiv(block_table.shape[1] * page, block_n), part_chunks)  # the table bounds a key length
+    if n_parts > 1:
+        heads = q.shape[1]
+        parts = {"part_acc_ptr": torch.empty((n_parts, total, heads, dim), dtype=torch.float32, device=q.device),
+                 "part_m_ptr": torch.empty((n_parts, total, heads), dtype=torch.float32, device=q.device),
+                 "part_l_ptr": torch.empty((n_parts, total, heads), dtype=torch.float32, device=q.device),
+                 "part_stride": total * heads, "n_heads": heads, "PART_CHUNKS": part_chunks}
     if persist:  # programs: GLUON_PERSIST an SM, or GLUON_PROGRAMS (a test's way to make every program loop)
         programs = tiles.get("GLUON_PROGRAMS") or min(grid[0] * kv_heads, persist * _sm_count(q.device))
         _paged_attention_gluon_persistent_kernel[(programs,)](
@@ -1169,7 +1370,7 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
             Q_LAYOUT=q_layout, BLOCK_M=block_m, BLOCK_N=block_n, HEAD=dim, BOX=box, PAGE=page,
             CAUSAL=bool(causal), USED=seqused_k is not None, num_warps=warps, **regs)
         return out
-    _paged_attention_gluon_kernel[grid](
+    _paged_attention_gluon_kernel[grid + ((n_parts,) if parts else ())](
         q, out, k_desc, v_desc, k2_desc, v2_desc, block_table, cu_seqlens, cu_k,
         seqused_k if seqused_k is not None else cu_k, prefix, tile_map,
         batch, group, tile_tokens, softmax_scale * LOG2E, block_table.stride(0), q.stride(0), q.stride(1),
@@ -1178,7 +1379,14 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
         HEAD=head, HEAD2=head2, DIM=dim, BOX=box, PAGE=page, STAGES=stages, CAUSAL=bool(causal),
         USED=seqused_k is not None,
         OVERLAP=overlap, BT_AHEAD=bool(tiles.get("GLUON_BT_AHEAD", 0)), FULL=bool(tiles.get("GLUON_FULL", 0)),
-        LAZY=bool(tiles.get("GLUON_LAZY", 0)), num_warps=warps, **regs)
+        LAZY=bool(tiles.get("GLUON_LAZY", 0)), WS=ws, WS_REGS=24, num_warps=warps, **parts,
+        **regs)
+    if parts:
+        _parts_combine_kernel[grid](
+            out, parts["part_acc_ptr"], parts["part_m_ptr"], parts["part_l_ptr"], cu_seqlens, cu_k,
+            seqused_k if seqused_k is not None else cu_k, prefix, tile_map, batch, group, tile_tokens, parts["n_heads"],
+            parts["part_stride"], out.stride(0), out.stride(1), BLOCK_M=block_m, BLOCK_D=_next_pow2(dim), DIM=dim,
+            BLOCK_N=block_n, PART_CHUNKS=part_chunks, CAUSAL=bool(causal), USED=seqused_k is not None, num_warps=4)
     return out
 
 
