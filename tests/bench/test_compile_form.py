@@ -112,3 +112,31 @@ def test_the_moe_form_runs_one_matmul_per_expert_where_the_grouped_product_does_
     weights = torch.rand(tokens, top_k, dtype=torch.float64)
     torch.testing.assert_close(form(x, w1, w2, weights, ids), reference(x, w1, w2, weights, ids),
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("causal, paged", [(True, False), (False, False), (True, True), (False, True)])
+def test_the_varlen_attention_form_pads_every_form_the_reference_takes(causal: bool, paged: bool) -> None:
+    """The varlen attention form (every sequence padded into one masked attention call) computes what the
+    reference's per-sequence loop computes, in each form the reference defines: keys of other lengths than the
+    queries (bottom-right causal), key offsets, keys used per sequence, a shuffled paged cache, an empty sequence."""
+    directory = GATED_DELTA.parent / "attention_prefill_varlen"
+    reference = import_file(directory / "reference.py", "varlen_ref_form").Model(6, 2, 8, causal=causal)
+    form = import_file(directory / "compile_form.py", "varlen_form").Model(6, 2, 8, causal=causal)
+    torch.manual_seed(0)
+    q_lens, k_lens = [3, 1, 0, 20, 5], [9, 30, 0, 20, 5]
+    cu_q = torch.tensor([0] + torch.tensor(q_lens).cumsum(0).tolist(), dtype=torch.int32)
+    q = torch.randn(int(cu_q[-1]), 6, 8, dtype=torch.float64)
+    if paged:
+        page, per_seq = 4, 8
+        table = torch.randperm(per_seq * len(k_lens) + 3)[: per_seq * len(k_lens)].view(len(k_lens), -1).int()
+        k = torch.randn(per_seq * len(k_lens) + 3, page, 2, 8, dtype=torch.float64)
+        v = torch.randn_like(k)
+        extra = {"seqused_k": torch.tensor(k_lens, dtype=torch.int32), "block_table": table}
+    else:  # key offsets of their own, and fewer keys used than the offsets give
+        cu_k = torch.tensor([0] + torch.tensor([n + 2 for n in k_lens]).cumsum(0).tolist(), dtype=torch.int32)
+        k = torch.randn(int(cu_k[-1]), 2, 8, dtype=torch.float64)
+        v = torch.randn_like(k)
+        extra = {"cu_seqlens_k": cu_k, "seqused_k": torch.tensor(k_lens, dtype=torch.int32)}
+    want = reference(q, k, v, cu_q, **extra)
+    got = form(q, k, v, cu_q, **extra)
+    torch.testing.assert_close(got, want)
