@@ -1,9 +1,9 @@
 """The reference's semantics in a form torch.compile compiles in bounded time: every sequence padded into one
 batch and one masked attention call, instead of one attention call per sequence.
 
-The reference loops over the sequences in Python; dynamo unrolls that loop into one graph of as many attention
-calls as the batch has sequences, each of its own static size, and with both compile peers in one worker a
-shape of 4-32 sequences ran past the evaluator's 200 s a shape (H100, torch 2.11, 2026-12-06). Here the batch is
+The reference reads the offsets on the host and loops over the sequences in Python, one attention call of its
+own size each; compiling it, both compile peers in one worker ran three of five shapes of 4-32 sequences past the
+evaluator's 200 s a shape (H100, torch 2.11, 2026-12-06; one and two sequences took well under). Here the batch is
 [sequences, longest query, longest key] with a mask that keeps each query's own keys (its sequence's first
 kv_len, and bottom-right causal when asked), so a shape is one graph. Padded queries are computed and dropped;
 the work grows with the batch's unevenness, which is the price of this form, not of the reference. Used only by
