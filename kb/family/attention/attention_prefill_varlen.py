@@ -858,7 +858,6 @@ if HAS_GLUON:
         if pid < gl.load(prefix_ptr + batch):  # surplus programs of the grid's bound store nothing
             b, q_start, q_len, kv_len, m_start, n_end = _query_tile(pid, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr,
                                                                     used_ptr, tile_tokens, CAUSAL, USED)
-            shift = kv_len - q_len  # causal, bottom-right aligned: query i sees keys j <= i + shift
             n_chunks = (n_end + BLOCK_N - 1) // BLOCK_N
             if PART_CHUNKS > 0:  # this program's chunks [c0, c1)
                 gl.static_assert(not OVERLAP and not WS, "split keys have no OVERLAP or WS form")
@@ -888,7 +887,7 @@ if HAS_GLUON:
             OVERLAP: gl.constexpr, BT_AHEAD: gl.constexpr, FULL: gl.constexpr, LAZY: gl.constexpr,
             WS: gl.constexpr, WS_REGS: gl.constexpr, PART_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
         """`_paged_attention_gluon_kernel`'s work on one query tile, chunks c0..c1 of its n_chunks."""
-        shift = kv_len - q_len
+        shift = kv_len - q_len  # causal, bottom-right aligned: query i sees keys j <= i + shift
         # chunks every row of the tile sees whole: keys below the sequence's end and the first row's last key
         if CAUSAL:
             n_full = gl.minimum(kv_len, m_start + shift + 1) // BLOCK_N
