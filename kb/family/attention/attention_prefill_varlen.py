@@ -537,7 +537,9 @@ def _parts_combine_kernel(out_ptr, part_acc_ptr, part_m_ptr, part_l_ptr, cu_ptr,
     """The output of every query tile whose keys the Gluon kernel split into parts (more than PART_CHUNKS chunks):
     with each part's unnormalised accumulator acc_p and row (max m_p, in log2 units, and sum l_p),
     out = sum_p 2^(m_p - M) acc_p / sum_p 2^(m_p - M) l_p, M the largest m_p (a row that saw no key stays zero).
-    Grid and tile lookup as the Gluon kernel's (the same tile map), so each program finds its tile's parts."""
+    Grid and tile lookup as the Gluon kernel's (the same tile map), so each program finds its tile's parts: the
+    lines below restate `_query_tile` in Triton (a Gluon function cannot be called from a Triton kernel, and the
+    CPU interpreter runs this one); keep the two in step."""
     pid = tl.program_id(0)
     kv_head = tl.program_id(1)
     if pid < tl.load(prefix_ptr + batch):
