@@ -14,8 +14,8 @@ from typing import Any
 
 from aka_tui.record.listing import SessionSummary, list_sessions, read_session_summary
 
-__all__ = ["RecordedBest", "Records", "SessionSummary", "list_sessions", "load_records", "read_session_summary",
-           "report_bests"]
+__all__ = ["RecordedBest", "Records", "SessionSummary", "best_per_op", "list_sessions", "load_records",
+           "read_session_summary", "report_bests"]
 
 
 @dataclass
@@ -44,8 +44,12 @@ def _same_suite(data: dict, suite_name: str | None, top_level: bool) -> bool:
 
 def report_bests(directories: list[Path], suite_name: str | None = None) -> dict[str, RecordedBest]:
     """Best S_op per op in `aka bench` JSON reports of the suite `suite_name` (files that are not reports are
-    skipped)."""
-    best: dict[str, RecordedBest] = {}
+    skipped), compared within one hardware as `best_per_op` does."""
+    return best_per_op(_report_records(directories, suite_name))
+
+
+def _report_records(directories: list[Path], suite_name: str | None) -> dict[str, list[RecordedBest]]:
+    records: dict[str, list[RecordedBest]] = {}
     for directory in directories:
         for path in report_files(directory):
             try:
@@ -62,16 +66,25 @@ def report_bests(directories: list[Path], suite_name: str | None = None) -> dict
                     name, s_op, real = str(op["problem"]), float(op["s_op"]), bool(op.get("real"))
                 except (KeyError, TypeError, ValueError):
                     continue
-                _offer(best, name, RecordedBest(s_op, real, hardware, source))
+                records.setdefault(name, []).append(RecordedBest(s_op, real, hardware, source))
+    return records
+
+
+def best_per_op(records: dict[str, list[RecordedBest]]) -> dict[str, RecordedBest]:
+    """The record each op shows. S is relative to a hardware's roofline, so records are compared within one
+    hardware: the one with records for the most ops (the list's column stays comparable), and an op recorded only
+    on others takes its best there. Within a hardware: a real kernel over any fallback (an op is not real when one
+    of its shapes fell back, although its other shapes still add to S_op), then the higher S_op."""
+    ops_on: dict[str, int] = {}
+    for op_records in records.values():
+        for hardware in {r.hardware for r in op_records}:
+            ops_on[hardware] = ops_on.get(hardware, 0) + 1
+    primary = min(ops_on, key=lambda h: (-ops_on[h], h)) if ops_on else None
+    best: dict[str, RecordedBest] = {}
+    for name, op_records in records.items():
+        pool = [r for r in op_records if r.hardware == primary] or op_records
+        best[name] = max(pool, key=lambda r: (r.real, r.s_op))
     return best
-
-
-def _offer(best: dict[str, RecordedBest], name: str, record: RecordedBest) -> None:
-    """Keep the better record: a real kernel over any fallback (an op is not real when one of its shapes fell
-    back, although its other shapes still add to S_op), then the higher S_op."""
-    current = best.get(name)
-    if current is None or (record.real, record.s_op) > (current.real, current.s_op):
-        best[name] = record
 
 
 @dataclass
@@ -89,8 +102,8 @@ def load_records(session_dirs: list[tuple[Path, bool]], report_dirs: list[Path],
                  suite_name: str | None = None) -> Records:
     """Sessions and the suite's reports merged into the best S_op per op."""
     sessions = list_sessions(session_dirs)
-    best = report_bests(report_dirs, suite_name)
+    records = _report_records(report_dirs, suite_name)
     for s in sessions:
         if s.best_s is not None:
-            _offer(best, s.problem, RecordedBest(s.best_s, s.best_real, s.hardware, s.label))
-    return Records(sessions, best)
+            records.setdefault(s.problem, []).append(RecordedBest(s.best_s, s.best_real, s.hardware, s.label))
+    return Records(sessions, best_per_op(records))

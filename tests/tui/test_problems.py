@@ -77,6 +77,28 @@ def test_best_recorded_kernel_prefers_real_over_a_higher_partly_fallback_score(t
     assert (best.s_op, best.real, best.source) == (0.30, True, "b-real.json")
 
 
+def test_best_recorded_kernels_are_compared_within_one_hardware(tmp_path: Any) -> None:
+    """S is relative to a hardware's roofline (an H100's lower bandwidth gives the same kernel a higher S): the
+    list shows each op's best on the hardware with records for the most ops, and an op recorded only elsewhere its
+    best there."""
+    import json
+
+    from aka_tui.tui.records import report_bests
+
+    def report(name: str, hardware: str, scores: dict[str, float]) -> None:
+        data = {"hardware": {"name": hardware},
+                "ops": [{"problem": op, "s_op": s_op, "real": True} for op, s_op in scores.items()]}
+        (tmp_path / name).write_text(json.dumps(data))
+
+    report("h200-suite.json", "h200", {"moe": 0.55, "gemm": 0.70, "rope": 0.58})
+    report("h100-partial.json", "h100_sxm", {"moe": 0.76, "sampling": 0.23})
+    report("h200-older.json", "h200", {"moe": 0.50})
+    best = report_bests([tmp_path])
+    assert (best["moe"].s_op, best["moe"].hardware) == (0.55, "h200")
+    assert (best["sampling"].s_op, best["sampling"].hardware) == (0.23, "h100_sxm")
+    assert best["gemm"].source == "h200-suite.json"
+
+
 def test_reports_in_subdirectories_count_for_their_own_suite_only(tmp_path: Any) -> None:
     """A session's device runs are kept in a subdirectory of the reports; they count, but only for the suite they
     were run on (published operators share names with the shipped suite's); a report that predates recording its
