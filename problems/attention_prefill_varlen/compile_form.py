@@ -34,15 +34,15 @@ class Model(nn.Module):
         cu_k = cu_seqlens_k if cu_seqlens_k is not None else cu_seqlens
         q_lens = (cu_seqlens[1:] - cu_seqlens[:-1]).long()
         kv_lens = (seqused_k if seqused_k is not None else cu_k[1:] - cu_k[:-1]).long()
-        out = torch.zeros_like(q)
-        if q_lens.numel() == 0 or q.shape[0] == 0:
-            return out
+        total = q.shape[0]
+        if q_lens.numel() == 0 or total == 0:
+            return torch.zeros_like(q)
         longest_q, longest_k = int(q_lens.max()), max(int(kv_lens.max()), 1)  # one graph per (longest_q, longest_k)
         i = torch.arange(longest_q, device=q.device)
         j = torch.arange(longest_k, device=q.device)
         q_ok = i[None, :] < q_lens[:, None]  # [B, Lq]
         k_ok = j[None, :] < kv_lens[:, None]  # [B, Lk]
-        q_rows = torch.where(q_ok, cu_seqlens[:-1].long()[:, None] + i[None, :], 0)
+        q_rows = torch.where(q_ok, cu_seqlens[:-1].long()[:, None] + i[None, :], total)  # padding: row `total`
         if block_table is not None:  # key j of sequence b: slot j % page of block block_table[b, j // page]
             page = k.shape[1]
             cols = (j // page).clamp(max=block_table.shape[1] - 1)
@@ -54,9 +54,11 @@ class Model(nn.Module):
         visible = k_ok[:, None, :]  # [B, Lq, Lk]
         if self.causal:  # bottom-right aligned: query i sees keys j <= i + kv_len - q_len
             visible = visible & (j[None, None, :] <= i[None, :, None] + (kv_lens - q_lens)[:, None, None])
-        qs = q[q_rows].to(cdt).transpose(1, 2)  # [B, H, Lq, D]
+        qs = q[q_rows.clamp(max=total - 1)].to(cdt).transpose(1, 2)  # [B, H, Lq, D]
         ks = keys.to(cdt).repeat_interleave(group, dim=2).transpose(1, 2)
         vs = values.to(cdt).repeat_interleave(group, dim=2).transpose(1, 2)
         o = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=visible[:, None], scale=self.softmax_scale)
-        out[q_rows[q_ok]] = o.transpose(1, 2)[q_ok].to(q.dtype)
-        return out
+        # every padded query lands on one spare row past the end (no data-dependent shapes to compile)
+        out = q.new_zeros((total + 1, *q.shape[1:]))
+        out[q_rows] = o.transpose(1, 2).to(q.dtype)
+        return out[:total]
