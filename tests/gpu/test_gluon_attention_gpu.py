@@ -62,6 +62,18 @@ def _reference(reference: ModuleType, heads: int, kv_heads: int, dim: int, q, k,
                                                  block_table=table)
 
 
+def _assert_gluon_matches(kb: ModuleType, tiles: dict, case: tuple, want: torch.Tensor, heads: int, kv_heads: int,
+                          dim: int) -> None:
+    """The Gluon kernel takes the case with these tiles and writes the reference's output into every element of
+    an output that starts as a guard value (7.0), with no NaN from the stale cache slots."""
+    q, k, v, cu, used, table = case
+    assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
+    out_guard = torch.full((q.shape[0], heads, dim), 7.0, dtype=q.dtype, device="cuda")
+    got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
 @pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, warps, overlap, ahead", [
     (16, 4, 128, 16, 64, 3, 4, 0, 0),
     (10, 1, 128, 16, 32, 2, 8, 0, 0),   # a group of 10: 6 tokens (60 rows) of a 64-row warpgroup
@@ -102,16 +114,12 @@ def test_gluon_split_head_matches_the_reference(modules: tuple[ModuleType, Modul
     kernel, reference = modules
     q, k, v, cu, used, table = _case(heads, kv_heads, dim, page)
     want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
-    out_guard = torch.full((q.shape[0], heads, dim), 7.0, dtype=q.dtype, device="cuda")
     kb = kernel._kb_kernel()
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": stages, "GLUON_WARPS": warps,
              "GLUON_BT_AHEAD": ahead, "GLUON_SPLIT": 1, "SPLIT_HEAD": 1, "GLUON_MAXNREG": 128,
              "GLUON_SPLIT_BLOCK_N": block_n}
     assert kb._gluon_head_parts(dim, tiles)[1] > 0
-    assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
-    got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)
-    assert not got.isnan().any()
-    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+    _assert_gluon_matches(kb, tiles, (q, k, v, cu, used, table), want, heads, kv_heads, dim)
 
 
 @pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, warps, overlap, full, lazy, growing", [
@@ -138,11 +146,7 @@ def test_gluon_unmasked_chunks_and_lazy_rescale_match_the_reference(
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": stages, "GLUON_WARPS": warps,
              "GLUON_OVERLAP": overlap, "GLUON_SPLIT": split, "SPLIT_HEAD": split, "GLUON_SPLIT_BLOCK_N": block_n,
              "GLUON_MAXNREG": 128, "GLUON_FULL": full, "GLUON_LAZY": lazy}
-    assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
-    out_guard = torch.full((q.shape[0], heads, dim), 7.0, dtype=q.dtype, device="cuda")
-    got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)
-    assert not got.isnan().any()
-    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+    _assert_gluon_matches(kb, tiles, (q, k, v, cu, used, table), want, heads, kv_heads, dim)
 
 
 @pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, full, maxnreg", [
@@ -165,11 +169,7 @@ def test_warp_specialized_gluon_attention_matches_the_reference(
     kb = kernel._kb_kernel()
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": stages, "GLUON_WARPS": 4,
              "GLUON_MAXNREG": maxnreg, "GLUON_FULL": full, "GLUON_WS": 1}
-    assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
-    out_guard = torch.full((q.shape[0], heads, dim), 7.0, dtype=q.dtype, device="cuda")
-    got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)
-    assert not got.isnan().any()
-    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+    _assert_gluon_matches(kb, tiles, (q, k, v, cu, used, table), want, heads, kv_heads, dim)
 
 
 @pytest.mark.parametrize("heads, kv_heads, dim, page, block_n, stages, part_chunks, full, lazy", [
@@ -194,11 +194,7 @@ def test_gluon_attention_in_key_parts_matches_the_reference(
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": stages, "GLUON_WARPS": 4, "GLUON_MAXNREG": 128,
              "GLUON_SPLIT": split, "SPLIT_HEAD": split, "GLUON_SPLIT_BLOCK_N": block_n, "GLUON_FULL": full,
              "GLUON_LAZY": lazy, "GLUON_PART_CHUNKS": part_chunks}
-    assert kb._gluon_fits(q, k, v, table, heads // kv_heads, dim, tiles)
-    out_guard = torch.full((q.shape[0], heads, dim), 7.0, dtype=q.dtype, device="cuda")
-    got = kb._launch_gluon(q, k, v, out_guard, cu, cu, used, table, heads // kv_heads, dim ** -0.5, True, tiles)
-    assert not got.isnan().any()
-    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+    _assert_gluon_matches(kb, tiles, (q, k, v, cu, used, table), want, heads, kv_heads, dim)
 
 
 def test_auto_sends_a_split_head_to_gluon_when_asked(modules: tuple[ModuleType, ModuleType],

@@ -861,20 +861,19 @@ if HAS_GLUON:
             b, q_start, q_len, kv_len, m_start, n_end = _query_tile(pid, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr,
                                                                     used_ptr, tile_tokens, CAUSAL, USED)
             n_chunks = (n_end + BLOCK_N - 1) // BLOCK_N
-            if PART_CHUNKS > 0:  # this program's chunks [c0, c1)
+            if PART_CHUNKS > 0:  # this program's chunks [c0, c1); a part past the tile's chunks has none
                 gl.static_assert(not OVERLAP and not WS, "split keys have no OVERLAP or WS form")
                 c0 = gl.program_id(2) * PART_CHUNKS
-                if (c0 == 0) | (c0 < n_chunks):
-                    _paged_attention_tile(
-                        q_ptr, out_ptr, k_desc, v_desc, k2_desc, v2_desc, bt_ptr, b, q_start, q_len, kv_len,
-                        m_start, n_chunks, c0, gl.minimum(n_chunks, c0 + PART_CHUNKS), kv_head, group, tile_tokens,
-                        qk_scale, s_bt, sq_t, sq_h, so_t, so_h, part_acc_ptr, part_m_ptr, part_l_ptr, part_stride,
-                        n_heads, Q_LAYOUT, Q2_LAYOUT, BLOCK_M, BLOCK_N, HEAD, HEAD2, DIM, BOX, PAGE, STAGES, CAUSAL,
-                        OVERLAP, BT_AHEAD, FULL, LAZY, WS, WS_REGS, PART_CHUNKS, num_warps)
+                c1 = gl.minimum(n_chunks, c0 + PART_CHUNKS)
+                active = (c0 == 0) | (c0 < n_chunks)
             else:
+                c0 = 0
+                c1 = n_chunks
+                active = True
+            if active:
                 _paged_attention_tile(
                     q_ptr, out_ptr, k_desc, v_desc, k2_desc, v2_desc, bt_ptr, b, q_start, q_len, kv_len, m_start,
-                    n_chunks, 0, n_chunks, kv_head, group, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h,
+                    n_chunks, c0, c1, kv_head, group, tile_tokens, qk_scale, s_bt, sq_t, sq_h, so_t, so_h,
                     part_acc_ptr, part_m_ptr, part_l_ptr, part_stride, n_heads, Q_LAYOUT, Q2_LAYOUT, BLOCK_M,
                     BLOCK_N, HEAD, HEAD2, DIM, BOX, PAGE, STAGES, CAUSAL, OVERLAP, BT_AHEAD, FULL, LAZY, WS, WS_REGS,
                     PART_CHUNKS, num_warps)
