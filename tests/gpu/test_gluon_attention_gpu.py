@@ -197,6 +197,47 @@ def test_gluon_attention_in_key_parts_matches_the_reference(
     _assert_gluon_matches(kb, tiles, (q, k, v, cu, used, table), want, heads, kv_heads, dim)
 
 
+@pytest.mark.parametrize("heads, kv_heads, dim, q_len, k_len, block_n, ws, split", [
+    (16, 2, 128, 300, 333, 32, 0, 0),   # 8 tokens a tile: the last tile partial, 33 keys of earlier context
+    (16, 2, 128, 300, 333, 64, 1, 0),   # the copy warp's form
+    (32, 8, 128, 77, 77, 64, 1, 0),
+    (16, 16, 72, 130, 130, 64, 0, 1),   # a split head
+    (8, 2, 256, 5, 900, 32, 0, 0),      # five decode-like rows over 900 keys, head 256
+    (20, 20, 64, 7, 7, 32, 0, 0),       # a 7-token sequence: one tile
+])
+def test_a_single_sequence_needs_no_tile_prefix_kernel(
+        modules: tuple[ModuleType, ModuleType], monkeypatch: pytest.MonkeyPatch, heads: int, kv_heads: int,
+        dim: int, q_len: int, k_len: int, block_n: int, ws: int, split: int) -> None:
+    """A batch of one sequence: the Gluon kernel counts its own tiles (one launch; the prefix/map kernel is never
+    called) and still matches the reference on a shuffled stale (NaN) cache, every output element written, the
+    surplus programs of the grid's bound storing nothing."""
+    kernel, reference = modules
+    torch.manual_seed(1)
+    page = 16
+    per_seq = -(-k_len // page)
+    table = torch.randperm(per_seq + 5, device="cuda")[:per_seq].view(1, per_seq).int()
+    k = torch.full((per_seq + 5, page, kv_heads, dim), float("nan"), dtype=torch.bfloat16, device="cuda")
+    v = torch.full_like(k, float("nan"))
+    for key in range(k_len):
+        block, slot = int(table[0, key // page]), key % page
+        k[block, slot], v[block, slot] = torch.randn(2, kv_heads, dim, device="cuda")
+    q = torch.randn(q_len, heads, dim, dtype=torch.bfloat16, device="cuda")
+    cu = torch.tensor([0, q_len], dtype=torch.int32, device="cuda")
+    used = torch.tensor([k_len], dtype=torch.int32, device="cuda")
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
+    kb = kernel._kb_kernel()
+
+    class _NoPrefix:
+        def __getitem__(self, grid: object) -> None:
+            raise AssertionError("the tile prefix kernel ran for a single sequence")
+
+    monkeypatch.setattr(kb, "_tile_prefix_map_kernel", _NoPrefix())
+    tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": 2, "GLUON_WARPS": 4, "GLUON_MAXNREG": 128,
+             "GLUON_FULL": 1, "GLUON_WS": ws, "GLUON_SPLIT": split, "SPLIT_HEAD": split,
+             "GLUON_SPLIT_BLOCK_N": block_n}
+    _assert_gluon_matches(kb, tiles, (q, k, v, cu, used, table), want, heads, kv_heads, dim)
+
+
 def test_auto_sends_a_split_head_to_gluon_when_asked(modules: tuple[ModuleType, ModuleType],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The KB Model under AUTO: a head of 80 over 16-slot pages goes to the Gluon kernel with GLUON_SPLIT and to
@@ -272,4 +313,32 @@ def test_auto_sends_small_pages_to_gluon_in_fp16_and_with_key_offsets(
     assert calls == [1]
     want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
     assert not got.isnan().any()
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("q_len, seqs, copy_warp", [(700, 1, 1), (256, 12, 0)])
+def test_auto_takes_the_copy_warp_for_a_long_sequence_only(
+        modules: tuple[ModuleType, ModuleType], monkeypatch: pytest.MonkeyPatch, q_len: int, seqs: int,
+        copy_warp: int) -> None:
+    """Under AUTO the Gluon path takes the copy warp with 64-key chunks for a 700-token sequence and keeps the
+    plain form for a batch of 256-token sequences (816 programs); both match the reference."""
+    kernel, reference = modules
+    kb = kernel._kb_kernel()
+    monkeypatch.setitem(kb.TUNABLES, "GLUON", 1)
+    seen: list[dict] = []
+    launch = kb._launch_gluon
+    monkeypatch.setattr(kb, "_launch_gluon", lambda *a, **kw: seen.append(dict(a[-1])) or launch(*a, **kw))
+    heads, kv_heads, dim, page = 16, 4 if seqs > 1 else 2, 128, 16
+    torch.manual_seed(2)
+    per_seq = -(-q_len // page)
+    table = torch.randperm(per_seq * seqs, device="cuda").view(seqs, per_seq).int()
+    k = torch.randn(per_seq * seqs, page, kv_heads, dim, dtype=torch.bfloat16, device="cuda")
+    v = torch.randn_like(k)
+    q = torch.randn(q_len * seqs, heads, dim, dtype=torch.bfloat16, device="cuda")
+    cu = torch.arange(0, q_len * seqs + 1, q_len, dtype=torch.int32, device="cuda")
+    used = torch.full((seqs,), q_len, dtype=torch.int32, device="cuda")
+    got = kb.Model(heads, kv_heads, dim)(q, k, v, cu, seqused_k=used, block_table=table)
+    assert len(seen) == 1 and seen[0].get("GLUON_WS", 0) == copy_warp
+    assert seen[0]["GLUON_BLOCK_N"] == (64 if copy_warp else kb.TUNABLES["GLUON_BLOCK_N"])
+    want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
     torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)

@@ -5,7 +5,7 @@ early; bf16 and fp16; a head split into two power-of-two parts (72 as 64 + 16, 1
 (one chunk stream over a program's work items); FULL (unmasked chunks without masks) and LAZY (the accumulator
 rescaled only when a running max grows by more than a factor 256), plain, with OVERLAP and with a split head;
 keys in parts merged by a second kernel (plain and with a split head); WS (one warp issues the copies while the
-kernel's warps attend) at two ring depths."""
+kernel's warps attend) at two ring depths; a batch of one sequence, whose tiles the kernel counts itself."""
 
 from __future__ import annotations
 
@@ -64,13 +64,19 @@ for stages in (2, 4):  # warp-specialised: a copy warp and the attending warps
     g.launch(q, k, k, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=stages, MAXNREG=128,
              FULL=1, WS=1)
     print(dict(compiled)["_paged_attention_gluon_kernel"])
+compiled.clear()  # (q, k: the first loop's last, fp16) three sequences: the prefix kernel runs first
+g.launch(q, k, k, cu, used, table, heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=3)
+many = int("_tile_prefix_map_kernel" in dict(compiled))
+compiled.clear()  # a batch of one sequence: the kernel counts its own tiles, no prefix kernel
+g.launch(q[:length], k, k, cu[:2], used[:1], table[:1], heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=3)
+print(dict(compiled)["_paged_attention_gluon_kernel"], many, int("_tile_prefix_map_kernel" in dict(compiled)))
 """
 
 
 def test_gluon_paged_attention_compiles_for_hopper() -> None:
     run = run_compile_script(_COMPILE, str(REPO / "scripts"))
     lines = [int(n) for n in run.stdout.split()]
-    assert len(lines) == 19 and min(lines) > 100, run.stdout
+    assert len(lines) == 22 and min(lines[:20]) > 100, run.stdout
     assert len(set(lines[:3])) == 3, run.stdout  # OVERLAP and BT_AHEAD: each its own loop
     assert lines[4] > lines[0] and lines[5] > lines[0], run.stdout  # the split head's second rings and MMAs
     assert lines[6] != lines[0], run.stdout  # the persistent form is its own kernel
@@ -82,3 +88,6 @@ def test_gluon_paged_attention_compiles_for_hopper() -> None:
     assert combine > 100 and combine_split > 100, run.stdout  # the merging kernel compiled too
     ws2, ws4 = lines[17:19]
     assert ws2 != ws4 and not {ws2, ws4} & set(lines[:13]), run.stdout  # its own code, and its own at each ring depth
+    one_seq, many_prefix, one_seq_prefix = lines[19:22]
+    assert (many_prefix, one_seq_prefix) == (1, 0), run.stdout  # one launch for a single sequence
+    assert one_seq != lines[3], run.stdout  # its tile count from cu_seqlens: its own code

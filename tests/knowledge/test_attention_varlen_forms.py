@@ -144,6 +144,34 @@ def test_auto_tiles_follow_the_workload(modules: tuple[ModuleType, ModuleType],
     torch.testing.assert_close(kernel.Model(H, KVH, D, causal=True)(q, k, v, cu), want, atol=1e-4, rtol=1e-4)
 
 
+def test_auto_takes_the_gluon_copy_warp_for_long_streams_and_spare_sms(modules: tuple[ModuleType, ModuleType]
+                                                                        ) -> None:
+    """AUTO's Gluon form from host sizes: the copy warp with 64-key chunks for sequences of 512 or more tokens on
+    average (each tile's keys a long stream) or a grid that fits 2 programs an SM over sequences of two 64-key
+    chunks or more; the 4-programs-an-SM form for
+    batches of short sequences; nothing for heads the copy warp has no form for, or forms it does not combine with."""
+    kernel, _ = modules
+    base = dict(kernel.TUNABLES)
+    streamed = {"GLUON_WS": 1, "GLUON_BLOCK_N": 64, "GLUON_STAGES": 2}
+
+    def rule(total: int, batch: int, heads: int, kv_heads: int, dim: int, **asked: int) -> dict[str, int]:
+        return kernel._gluon_workload_tiles(total, batch, heads // kv_heads, kv_heads, dim, {**base, **asked}, 132)
+
+    assert rule(1144, 1, 16, 2, 128) == streamed  # a long sequence
+    assert rule(4 * 4096, 4, 32, 8, 128) == streamed  # long sequences, many programs
+    assert rule(145, 1, 40, 8, 128) == streamed  # a short one: 112 programs on 132 SMs
+    assert rule(72, 1, 16, 4, 256) == {}  # 24 programs, but one or two chunks of keys
+    assert rule(16, 1, 16, 1, 128) == {}
+    assert rule(875, 1, 16, 2, 256) == streamed  # head 256
+    assert rule(1882 * 256, 1882, 16, 4, 128) == {}  # 256-token batches: occupancy
+    assert rule(130 * 256, 130, 10, 1, 128) == {}
+    assert rule(300 * 300, 300, 16, 4, 128) == {}
+    assert rule(1144, 1, 16, 16, 72, GLUON_SPLIT=1, SPLIT_HEAD=1) == {}  # a split head
+    assert rule(1144, 1, 16, 2, 128, GLUON_OVERLAP=1) == {}
+    assert rule(1144, 1, 16, 2, 128, GLUON_PERSIST=2) == {}
+    assert rule(1144, 1, 16, 2, 128, GLUON_LAZY=1) == {}
+
+
 def test_auto_makes_the_explicit_tiles_inert() -> None:
     """The tuner spends no evaluation on a tile size while AUTO picks the tiles, and counts such points as one."""
     from aka_tui.knowledge.reference_kernels import kernel_from_source

@@ -106,19 +106,28 @@ LAZY is the same lazy rescale in the Triton kernel's unmasked chunks (TMA, KV_AH
 the softmax; the masked chunks rescale as before, from whatever max they find). Off: H100, the evaluator, our
 suite's contiguous varlen workloads (TMA, 128-row tiles): slower on all five, S_op 0.374 -> 0.339 (2.181 ->
 2.557 ms on one 16384-token sequence).
-GLUON_WS (off, not yet timed) warp-specialises the Gluon kernel: one warp reads the block ids and issues every
-chunk's copies, waiting on a second barrier a slot for the attending warps to hand the slot back after its P V,
-so the attending warps' loop has no copy issue and none of the CTA barriers Triton places before each copy
-(ptxas, Triton 3.6: the copy warp's stream has none; the attending warps keep ~3 barriers of their own 4 warps
-a chunk). Its cost is occupancy: Triton pads the copy warp to a warpgroup and raises the attending warps'
-registers (setmaxnreg), so a 4-warp program launches 256 threads, and the register cap must be 94 or more
-(ptxas refuses 80): 2 programs an SM at GLUON_MAXNREG 128 instead of 4. Power-of-two heads, no OVERLAP or LAZY.
-GLUON_PART_CHUNKS (off, not yet timed; 0 or chunks a part) splits a tile's keys into parts, one program each
-(grid axis 2), for grids of few programs whose time is the longest tile's chain of chunks (one sequence of ~1000
-tokens gives ~300 programs, and its last tile runs ~36 chunks one after another): a tile of more than one part
-writes each part's unnormalised fp32 accumulator and row (max, sum) to part buffers [parts, tokens, heads, head],
-and `_parts_combine_kernel` merges them, out = sum_p 2^(m_p - M) acc_p / sum_p 2^(m_p - M) l_p; a tile of one
-part writes its output as before. The number of parts is bounded from the block table's width (no device read).
+GLUON_WS warp-specialises the Gluon kernel: one warp reads the block ids and issues every chunk's copies, waiting
+on a second barrier a slot for the attending warps to hand the slot back after its P V, so the attending warps'
+loop has no copy issue and none of the CTA barriers Triton places before each copy (ptxas, Triton 3.6: the copy
+warp's stream has none; the attending warps keep ~3 barriers of their own 4 warps a chunk). Its cost is
+occupancy: Triton pads the copy warp to a warpgroup and raises the attending warps' registers (setmaxnreg), so a
+4-warp program launches 256 threads, and the register cap must be 94 or more (ptxas refuses 80): 2 programs an
+SM at GLUON_MAXNREG 128 instead of 4. Power-of-two heads, no OVERLAP or LAZY. Off in the explicit tunables; AUTO
+takes it with 64-key chunks where a tile's keys are a long stream or the grid leaves SMs to spare
+(`_gluon_workload_tiles`; H100, CUDA-graph replays: 1.09-1.58x on single sequences of 145-6294 tokens, 0.76-0.80x
+on batches of 256-token sequences, which keep the 4-programs-an-SM form; through the evaluator on a paged
+published workload of 25 shapes, S_op 0.359 -> 0.372 on the H100's roofline, 1.10-1.47x on its five longest
+single sequences).
+A batch of one sequence launches the Gluon kernel alone: it counts its own query tiles from cu_seqlens instead of
+reading the prefix kernel's (H100, CUDA-graph replays: 1.39-1.47x on 7- and 16-token sequences, 1.2x at 72-145,
+2-5% at 875-2018).
+GLUON_PART_CHUNKS (off; 0 or chunks a part) splits a tile's keys into parts, one program each (grid axis 2), for
+grids of few programs whose time is the longest tile's chain of chunks: a tile of more than one part writes each
+part's unnormalised fp32 accumulator and row (max, sum) to part buffers [parts, tokens, heads, head], and
+`_parts_combine_kernel` merges them, out = sum_p 2^(m_p - M) acc_p / sum_p 2^(m_p - M) l_p; a tile of one part
+writes its output as before. The number of parts is bounded from the block table's width (no device read).
+Measured slower everywhere it was timed (H100: 1.4-2.8x slower on single sequences of 875-2018 tokens at 4-16
+chunks a part): the part buffers' round trip and the second kernel cost more than the shorter chains save.
 AUTO 0 launches the explicit tunables (the search space the tuner walks).
 """
 
@@ -188,6 +197,7 @@ INERT = {  # AUTO picks these itself
 
 LOG2E = 1.4426950408889634
 SHORT_TOKENS = 1024  # mean query tokens per sequence up to which AUTO picks the short-sequence tiles
+STREAM_TOKENS = 512  # mean query tokens per sequence from which AUTO's Gluon path takes the copy warp (GLUON_WS)
 LAZY_GROWTH = tl.constexpr(8.0)  # log2 units a running max may grow before LAZY / GLUON_LAZY rescale (P < 256)
 
 
@@ -637,14 +647,22 @@ if HAS_GLUON:
 
     @gluon.jit
     def _query_tile(tile, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr, used_ptr, tile_tokens, CAUSAL: gl.constexpr,
-                    USED: gl.constexpr):
+                    USED: gl.constexpr, ONE_SEQ: gl.constexpr = False):
         """Query tile `tile` as (sequence, first query row, query length, key length, the tile's first token, the
-        key its chunks end at); a sequence's tiles run from its last (heaviest when causal) to its first."""
-        b = gl.load(map_ptr + tile)
-        first_tile = gl.load(prefix_ptr + b)
-        n_tiles = gl.load(prefix_ptr + b + 1) - first_tile
-        q_start = gl.load(cu_ptr + b)
-        q_len = gl.load(cu_ptr + b + 1) - q_start
+        key its chunks end at); a sequence's tiles run from its last (heaviest when causal) to its first.
+        ONE_SEQ: the batch is one sequence, whose tiles are counted here (no prefix or map is read)."""
+        if ONE_SEQ:
+            b = tile * 0
+            first_tile = tile * 0
+            q_start = gl.load(cu_ptr)
+            q_len = gl.load(cu_ptr + 1) - q_start
+            n_tiles = (q_len + tile_tokens - 1) // tile_tokens
+        else:
+            b = gl.load(map_ptr + tile)
+            first_tile = gl.load(prefix_ptr + b)
+            n_tiles = gl.load(prefix_ptr + b + 1) - first_tile
+            q_start = gl.load(cu_ptr + b)
+            q_len = gl.load(cu_ptr + b + 1) - q_start
         if USED:
             kv_len = gl.load(used_ptr + b)
         else:
@@ -845,7 +863,7 @@ if HAS_GLUON:
             STAGES: gl.constexpr, CAUSAL: gl.constexpr, USED: gl.constexpr, OVERLAP: gl.constexpr,
             BT_AHEAD: gl.constexpr, FULL: gl.constexpr, LAZY: gl.constexpr, WS: gl.constexpr,
             WS_REGS: gl.constexpr, part_acc_ptr=None, part_m_ptr=None, part_l_ptr=None, part_stride=0,
-            n_heads=0, PART_CHUNKS: gl.constexpr = 0, num_warps: gl.constexpr = 4):
+            n_heads=0, PART_CHUNKS: gl.constexpr = 0, ONE_SEQ: gl.constexpr = False, num_warps: gl.constexpr = 4):
         """One query tile of one KV head (FULL and LAZY: `_chunk_softmax`, `_online_softmax`). HEAD2 > 0 (a head of DIM = HEAD + up to HEAD2 columns, HEAD and HEAD2
         powers of two): the head's columns HEAD.. are a second part with its own rings, Q tile, Q K^T step and
         accumulator, so the MMAs run HEAD + HEAD2 wide instead of the next power of two; the second part's
@@ -854,12 +872,18 @@ if HAS_GLUON:
         PART_CHUNKS > 0 (split keys; not with OVERLAP or WS): grid axis 2 is a part of the tile's keys,
         PART_CHUNKS chunks each; a tile of more than one part writes each part's unnormalised accumulator and row
         (max, sum) to the part buffers and `_parts_combine_kernel` merges them; a tile of one part writes its
-        output as before."""
+        output as before.
+        ONE_SEQ (a batch of one sequence): the tiles are counted from cu_seqlens, so no prefix kernel runs first
+        (prefix_ptr and map_ptr are not read)."""
         pid = gl.program_id(0)
         kv_head = gl.program_id(1)
-        if pid < gl.load(prefix_ptr + batch):  # surplus programs of the grid's bound store nothing
+        if ONE_SEQ:
+            n_tiles = (gl.load(cu_ptr + 1) - gl.load(cu_ptr) + tile_tokens - 1) // tile_tokens
+        else:
+            n_tiles = gl.load(prefix_ptr + batch)
+        if pid < n_tiles:  # surplus programs of the grid's bound store nothing
             b, q_start, q_len, kv_len, m_start, n_end = _query_tile(pid, prefix_ptr, map_ptr, cu_ptr, cu_k_ptr,
-                                                                    used_ptr, tile_tokens, CAUSAL, USED)
+                                                                    used_ptr, tile_tokens, CAUSAL, USED, ONE_SEQ)
             n_chunks = (n_end + BLOCK_N - 1) // BLOCK_N
             if PART_CHUNKS > 0:  # this program's chunks [c0, c1); a part past the tile's chunks has none
                 gl.static_assert(not OVERLAP and not WS, "split keys have no OVERLAP or WS form")
@@ -1264,6 +1288,30 @@ def _sm_count(device: torch.device) -> int:
     return _properties(device).multi_processor_count if device.type == "cuda" else 1
 
 
+def _gluon_workload_tiles(total: int, batch: int, group: int, kv_heads: int, head_dim: int, tiles: dict,
+                          sms: int) -> dict[str, int]:
+    """AUTO's changes to the Gluon tunables, from host-known sizes: the copy warp (GLUON_WS) with 64-key chunks
+    where each tile's keys are a long stream (STREAM_TOKENS or more query tokens per sequence on average; causal
+    tiles see up to their sequence's length) or the grid has no more programs than the copy warp's form keeps on
+    the SMs at once (2 an SM: its occupancy cost is then nothing) and sequences of two 64-key chunks or more.
+    Elsewhere ({}) the 4-programs-an-SM form stays. H100, CUDA-graph replays against the explicit form (32-key
+    chunks, no copy warp): single sequences of 875, 1144, 2018, 5926 (head 256) and 6294 tokens 1.56x, 1.58x,
+    1.35x, 1.11x, 1.17x; 145 tokens (112 programs) 1.09x; batches of 4 x 4096, 16 x 1024 and 8 x 600 tokens
+    1.21x, 1.07x, 1.05x; but sequences of 7, 16 and 72 tokens (one or two chunks) 0.79-0.88x, and batches of
+    256-token sequences (130-2056 of them) 0.76-0.80x. Split heads and the OVERLAP, LAZY and persistent forms
+    have no copy-warp form."""
+    if tiles.get("GLUON_OVERLAP", 0) or tiles.get("GLUON_LAZY", 0) or tiles.get("GLUON_PERSIST", 0):
+        return {}
+    if _gluon_head_parts(head_dim, tiles) != (head_dim, 0) or batch <= 0:
+        return {}
+    tile_tokens = max(1, 16 * tiles.get("GLUON_WARPS", 4) // group)
+    programs = (_cdiv(total, tile_tokens) + batch) * kv_heads
+    few = programs <= 2 * sms and total >= 2 * 64 * batch  # and a tile's keys at least two 64-key chunks
+    if total >= STREAM_TOKENS * batch or few:
+        return {"GLUON_WS": 1, "GLUON_BLOCK_N": 64, "GLUON_STAGES": 2}
+    return {}
+
+
 def _gluon_fits(q, k, v, block_table, group: int, head_dim: int, tiles: dict) -> bool:
     """Whether the Gluon kernel takes this call: asked for (GLUON), a Hopper GPU (warpgroup MMAs) and the layouts
     `_gluon_layout_fits` accepts."""
@@ -1343,15 +1391,22 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
         k2_desc, v2_desc = (GluonTensorDescriptor(t.view(-1, kv_heads * dim), [t.shape[0] * page, kv_heads * dim],
                                                   [kv_heads * dim, 1], [box, head2], kv2_layout) for t in (k, v))
     tile_tokens = block_m // group
-    prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
     grid = (_cdiv(total, tile_tokens) + batch, kv_heads)
-    tile_map = torch.empty(grid[0], dtype=torch.int32, device=q.device)
-    _tile_prefix_map_kernel[(batch,)](cu_seqlens, prefix, tile_map, tile_tokens, CHUNK=1024, MAP_CHUNK=256,
-                                      num_warps=4)
     persist = tiles.get("GLUON_PERSIST", 0)
+    part_chunks = tiles.get("GLUON_PART_CHUNKS", 0)
+    # one sequence: the kernel counts its tiles itself, one launch instead of two (the prefix kernel's few
+    # microseconds are much of a short sequence's time); the persistent and split-key forms read the prefix
+    one_seq = batch == 1 and not persist and not part_chunks
+    if one_seq:
+        prefix = tile_map = cu_seqlens  # valid pointers, never read
+    else:
+        prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
+        tile_map = torch.empty(grid[0], dtype=torch.int32, device=q.device)
+        _tile_prefix_map_kernel[(batch,)](cu_seqlens, prefix, tile_map, tile_tokens, CHUNK=1024, MAP_CHUNK=256,
+                                          num_warps=4)
     regs = _register_cap(tiles.get("GLUON_MAXNREG", 0), head + head2)
     ws = bool(tiles.get("GLUON_WS", 0)) and not (head2 or overlap or tiles.get("GLUON_LAZY", 0))
-    part_chunks, n_parts, parts = tiles.get("GLUON_PART_CHUNKS", 0), 1, {}
+    n_parts, parts = 1, {}
     if part_chunks and not (overlap or ws or persist):  # split keys: parts of up to part_chunks chunks, at most n_parts a tile
         n_parts = _cdiv(_cdiv(block_table.shape[1] * page, block_n), part_chunks)  # the table bounds a key length
     if n_parts > 1:
@@ -1379,7 +1434,7 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
         HEAD=head, HEAD2=head2, DIM=dim, BOX=box, PAGE=page, STAGES=stages, CAUSAL=bool(causal),
         USED=seqused_k is not None,
         OVERLAP=overlap, BT_AHEAD=bool(tiles.get("GLUON_BT_AHEAD", 0)), FULL=bool(tiles.get("GLUON_FULL", 0)),
-        LAZY=bool(tiles.get("GLUON_LAZY", 0)), WS=ws, WS_REGS=24, num_warps=warps, **parts,
+        LAZY=bool(tiles.get("GLUON_LAZY", 0)), WS=ws, WS_REGS=24, ONE_SEQ=one_seq, num_warps=warps, **parts,
         **regs)
     if parts:
         _parts_combine_kernel[grid](
@@ -1412,6 +1467,11 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     # per-page copies where the GPU and the shapes allow
     kb_tma = tiles.get("TMA") and head_dim == block_d and not block_d2 and paged and k.shape[1] % bn == 0
     if paged and not kb_tma and _gluon_fits(q, k, v, block_table, group, head_dim, tiles):
+        if TUNABLES.get("AUTO", 0):
+            streamed = {**tiles, **_gluon_workload_tiles(total, batch, group, k.shape[2], head_dim, tiles,
+                                                         _sm_count(q.device))}
+            if streamed != tiles and _gluon_fits(q, k, v, block_table, group, head_dim, streamed):
+                tiles = streamed
         return _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group, softmax_scale, causal,
                              tiles)
     prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
