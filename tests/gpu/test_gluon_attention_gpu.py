@@ -156,6 +156,8 @@ def test_gluon_unmasked_chunks_and_lazy_rescale_match_the_reference(
     (8, 2, 256, 16, 16, 4, 1, 0),      # one page a chunk, head 256
     (8, 8, 64, 128, 64, 2, 1, 0),      # pages larger than a chunk
     (10, 1, 128, 16, 64, 2, 1, 128),   # a GQA group that does not divide the tile's rows
+    (16, 16, 72, 16, 64, 2, 1, 128),   # a split head (64 + 16): the copy warp fills both parts' rings
+    (16, 2, 192, 16, 32, 3, 0, 0),     # 128 + 64, every chunk masked
 ])
 def test_warp_specialized_gluon_attention_matches_the_reference(
         modules: tuple[ModuleType, ModuleType], heads: int, kv_heads: int, dim: int, page: int, block_n: int,
@@ -167,8 +169,10 @@ def test_warp_specialized_gluon_attention_matches_the_reference(
     q, k, v, cu, used, table = _case(heads, kv_heads, dim, page, growing=True)
     want = _reference(reference, heads, kv_heads, dim, q, k, v, cu, used, table)
     kb = kernel._kb_kernel()
+    split = int(dim & (dim - 1) != 0)
     tiles = {"GLUON": 1, "GLUON_BLOCK_N": block_n, "GLUON_STAGES": stages, "GLUON_WARPS": 4,
-             "GLUON_MAXNREG": maxnreg, "GLUON_FULL": full, "GLUON_WS": 1}
+             "GLUON_MAXNREG": maxnreg, "GLUON_FULL": full, "GLUON_WS": 1, "GLUON_SPLIT": split, "SPLIT_HEAD": split,
+             "GLUON_SPLIT_BLOCK_N": block_n}
     _assert_gluon_matches(kb, tiles, (q, k, v, cu, used, table), want, heads, kv_heads, dim)
 
 
@@ -202,6 +206,7 @@ def test_gluon_attention_in_key_parts_matches_the_reference(
     (16, 2, 128, 300, 333, 64, 1, 0),   # the copy warp's form
     (32, 8, 128, 77, 77, 64, 1, 0),
     (16, 16, 72, 130, 130, 64, 0, 1),   # a split head
+    (16, 16, 80, 1000, 1000, 64, 1, 1),  # a split head with the copy warp
     (8, 2, 256, 5, 900, 32, 0, 0),      # five decode-like rows over 900 keys, head 256
     (20, 20, 64, 7, 7, 32, 0, 0),       # a 7-token sequence: one tile
 ])

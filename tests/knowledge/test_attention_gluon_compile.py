@@ -5,7 +5,7 @@ early; bf16 and fp16; a head split into two power-of-two parts (72 as 64 + 16, 1
 (one chunk stream over a program's work items); FULL (unmasked chunks without masks) and LAZY (the accumulator
 rescaled only when a running max grows by more than a factor 256), plain, with OVERLAP and with a split head;
 keys in parts merged by a second kernel (plain and with a split head); WS (one warp issues the copies while the
-kernel's warps attend) at two ring depths; a batch of one sequence, whose tiles the kernel counts itself."""
+kernel's warps attend) at two ring depths and with a split head; a batch of one sequence, whose tiles the kernel counts itself."""
 
 from __future__ import annotations
 
@@ -70,13 +70,20 @@ many = int("_tile_prefix_map_kernel" in dict(compiled))
 compiled.clear()  # a batch of one sequence: the kernel counts its own tiles, no prefix kernel
 g.launch(q[:length], k, k, cu[:2], used[:1], table[:1], heads, kv_heads, dim ** -0.5, BLOCK_N=32, STAGES=3)
 print(dict(compiled)["_paged_attention_gluon_kernel"], many, int("_tile_prefix_map_kernel" in dict(compiled)))
+for ws in (0, 1):  # a split head (64 + 16) without and with the copy warp
+    qw = torch.randn(seqs * length, 16, 72, dtype=torch.bfloat16)
+    kw = torch.randn(blocks, page, 16, 72, dtype=torch.bfloat16)
+    compiled.clear()
+    g.launch(qw, kw, kw, cu, used, table, 16, 16, 72 ** -0.5, BLOCK_N=64, STAGES=2, SPLIT=1, MAXNREG=128, FULL=1,
+             WS=ws)
+    print(dict(compiled)["_paged_attention_gluon_kernel"])
 """
 
 
 def test_gluon_paged_attention_compiles_for_hopper() -> None:
     run = run_compile_script(_COMPILE, str(REPO / "scripts"))
     lines = [int(n) for n in run.stdout.split()]
-    assert len(lines) == 22 and min(lines[:20]) > 100, run.stdout
+    assert len(lines) == 24 and min(lines[:20] + lines[22:]) > 100, run.stdout
     assert len(set(lines[:3])) == 3, run.stdout  # OVERLAP and BT_AHEAD: each its own loop
     assert lines[4] > lines[0] and lines[5] > lines[0], run.stdout  # the split head's second rings and MMAs
     assert lines[6] != lines[0], run.stdout  # the persistent form is its own kernel
@@ -91,3 +98,5 @@ def test_gluon_paged_attention_compiles_for_hopper() -> None:
     one_seq, many_prefix, one_seq_prefix = lines[19:22]
     assert (many_prefix, one_seq_prefix) == (1, 0), run.stdout  # one launch for a single sequence
     assert one_seq != lines[3], run.stdout  # its tile count from cu_seqlens: its own code
+    split_plain, split_ws = lines[22:24]
+    assert split_plain != split_ws, run.stdout  # the copy warp's form of a split head is its own code

@@ -148,8 +148,8 @@ def test_auto_takes_the_gluon_copy_warp_for_long_streams_and_spare_sms(modules: 
                                                                         ) -> None:
     """AUTO's Gluon form from host sizes: the copy warp with 64-key chunks for sequences of 512 or more tokens on
     average (each tile's keys a long stream) or a grid that fits 2 programs an SM over sequences of two 64-key
-    chunks or more; the 4-programs-an-SM form for
-    batches of short sequences; nothing for heads the copy warp has no form for, or forms it does not combine with."""
+    chunks or more; the 4-programs-an-SM form for batches of short sequences; nothing for heads the Gluon kernel
+    does not take, or forms the copy warp does not combine with."""
     kernel, _ = modules
     base = dict(kernel.TUNABLES)
     streamed = {"GLUON_WS": 1, "GLUON_BLOCK_N": 64, "GLUON_STAGES": 2}
@@ -166,7 +166,8 @@ def test_auto_takes_the_gluon_copy_warp_for_long_streams_and_spare_sms(modules: 
     assert rule(1882 * 256, 1882, 16, 4, 128) == {}  # 256-token batches: occupancy
     assert rule(130 * 256, 130, 10, 1, 128) == {}
     assert rule(300 * 300, 300, 16, 4, 128) == {}
-    assert rule(1144, 1, 16, 16, 72, GLUON_SPLIT=1, SPLIT_HEAD=1) == {}  # a split head
+    assert rule(11840, 1, 16, 16, 72, GLUON_SPLIT=1, SPLIT_HEAD=1) == streamed  # a split head (64 + 16)
+    assert rule(11840, 1, 16, 16, 72, GLUON_SPLIT=0) == {}  # a head the Gluon kernel does not take
     assert rule(1144, 1, 16, 2, 128, GLUON_OVERLAP=1) == {}
     assert rule(1144, 1, 16, 2, 128, GLUON_PERSIST=2) == {}
     assert rule(1144, 1, 16, 2, 128, GLUON_LAZY=1) == {}

@@ -112,12 +112,12 @@ loop has no copy issue and none of the CTA barriers Triton places before each co
 warp's stream has none; the attending warps keep ~3 barriers of their own 4 warps a chunk). Its cost is
 occupancy: Triton pads the copy warp to a warpgroup and raises the attending warps' registers (setmaxnreg), so a
 4-warp program launches 256 threads, and the register cap must be 94 or more (ptxas refuses 80): 2 programs an
-SM at GLUON_MAXNREG 128 instead of 4. Power-of-two heads, no OVERLAP or LAZY. Off in the explicit tunables; AUTO
+SM at GLUON_MAXNREG 128 instead of 4. Whole or split heads, no OVERLAP or LAZY. Off in the explicit tunables; AUTO
 takes it with 64-key chunks where a tile's keys are a long stream or the grid leaves SMs to spare
-(`_gluon_workload_tiles`; H100, CUDA-graph replays: 1.09-1.58x on single sequences of 145-6294 tokens, 0.76-0.80x
-on batches of 256-token sequences, which keep the 4-programs-an-SM form; through the evaluator on a paged
-published workload of 25 shapes, S_op 0.359 -> 0.372 on the H100's roofline, 1.10-1.47x on its five longest
-single sequences).
+(`_gluon_workload_tiles`; H100, CUDA-graph replays: 1.09-1.58x on single sequences of 145-49152 tokens, split
+heads included, 0.76-0.80x on batches of 256-token sequences, which keep the 4-programs-an-SM form; through the
+evaluator on a paged published workload of 25 shapes, S_op 0.359 -> 0.380 on the H100's roofline, 1.05-1.47x on
+its nine longest single sequences).
 A batch of one sequence launches the Gluon kernel alone: it counts its own query tiles from cu_seqlens instead of
 reading the prefix kernel's (H100, CUDA-graph replays: 1.39-1.47x on 7- and 16-token sequences, 1.2x at 72-145,
 2-5% at 875-2018).
@@ -814,24 +814,28 @@ if HAS_GLUON:
         return warpgroup_mma(gl.convert_layout(p.to(v_tile.dtype), p_layout), v_tile, acc, is_async=True)
 
     @gluon.jit
-    def _ws_copies(k_desc, v_desc, k_ring, v_ring, ready, empty, bt_ptr, b, s_bt, kv_len, kv_col, n_chunks,
-                   STAGES: gl.constexpr, BLOCK_N: gl.constexpr, BOX: gl.constexpr, PAGE: gl.constexpr,
-                   HEAD: gl.constexpr):
-        """WS's copy partition (one warp): each chunk's block ids, then its copies into its ring slot once the
-        attention partition has released the slot (`empty`; a fresh barrier passes the first round's wait)."""
+    def _ws_copies(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, ready, empty, bt_ptr, b,
+                   s_bt, kv_len, kv_col, n_chunks, STAGES: gl.constexpr, BLOCK_N: gl.constexpr, BOX: gl.constexpr,
+                   PAGE: gl.constexpr, HEAD: gl.constexpr, HEAD2: gl.constexpr):
+        """WS's copy partition (one warp): each chunk's block ids, then its copies (both parts of a split head)
+        into its ring slot once the attention partition has released the slot (`empty`; a fresh barrier passes
+        the first round's wait)."""
         for chunk in range(n_chunks):
             slot = chunk % STAGES
             blocks = _chunk_blocks(bt_ptr, b, s_bt, kv_len, chunk, BLOCK_N, BOX, PAGE, 1)
             mbarrier.wait(empty.index(slot), ((chunk // STAGES) & 1) ^ 1)
-            _issue_chunk(k_desc, v_desc, k_ring, v_ring, k_desc, v_desc, k_ring, v_ring, ready, blocks, kv_len,
-                         kv_col, chunk, slot, BLOCK_N, BOX, PAGE, HEAD, 0, 1)
+            _issue_chunk(k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, ready, blocks, kv_len,
+                         kv_col, chunk, slot, BLOCK_N, BOX, PAGE, HEAD, HEAD2, 1)
 
     @gluon.jit
-    def _ws_attend(q_smem, k_ring, v_ring, ready, empty, n_chunks, n_full, s_last, kv_len, qk_scale,
-                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD: gl.constexpr, STAGES: gl.constexpr,
-                   CAUSAL: gl.constexpr, FULL: gl.constexpr, num_warps: gl.constexpr):
-        """WS's attention partition (the kernel's warps): per chunk, wait for its copies, Q K^T, the online
-        softmax, P V, then release the slot to the copy partition; returns (accumulator, row sums)."""
+    def _ws_attend(q_smem, k_ring, v_ring, q2_smem, k2_ring, v2_ring, ready, empty, n_chunks, n_full, s_last,
+                   kv_len, qk_scale, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD: gl.constexpr,
+                   HEAD2: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, FULL: gl.constexpr,
+                   num_warps: gl.constexpr):
+        """WS's attention partition (the kernel's warps): per chunk, wait for its copies, Q K^T (a split head's
+        second part accumulated onto it), the online softmax, P V (into each part's accumulator), then release
+        the slot to the copy partition; returns (accumulator, second part's accumulator, row sums), the
+        accumulator twice without a second part."""
         s_layout: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
         o_layout: gl.constexpr = _mma_layout(HEAD, num_warps)
         p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
@@ -839,20 +843,34 @@ if HAS_GLUON:
         m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
         l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
         acc = gl.zeros([BLOCK_M, HEAD], gl.float32, layout=o_layout)
+        if HEAD2 > 0:
+            o2_layout: gl.constexpr = _mma_layout(HEAD2, num_warps)
+            p2_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o2_layout, k_width=2)
+            acc2 = gl.zeros([BLOCK_M, HEAD2], gl.float32, layout=o2_layout)
         s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
         for chunk in range(n_chunks):
             slot = chunk % STAGES
             mbarrier.wait(ready.index(slot), (chunk // STAGES) & 1)
             s = warpgroup_mma(q_smem, k_ring.index(slot).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if HEAD2 > 0:
+                s = warpgroup_mma(q2_smem, k2_ring.index(slot).permute((1, 0)), s, is_async=True)
             s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
             p, alpha, m_i, l_i, rescale = _chunk_softmax(s, chunk, n_full, s_cols, s_last, kv_len, qk_scale, m_i,
                                                          l_i, BLOCK_N, CAUSAL, FULL, False)
             acc = _rescaled(acc, alpha, rescale, o_layout, False)
             acc = _issue_pv(acc, p, v_ring.index(slot), chunk, kv_len, BLOCK_N, p_layout, num_warps)
-            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            if HEAD2 > 0:
+                acc2 = _rescaled(acc2, alpha, rescale, o2_layout, False)
+                acc2 = _issue_pv(acc2, p, v2_ring.index(slot), chunk, kv_len, BLOCK_N, p2_layout, num_warps)
+                acc, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc2))
+            else:
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             _cta_sync()  # every warp's MMAs have read the slot before it is handed back
             mbarrier.arrive(empty.index(slot), count=1)
-        return acc, l_i
+        if HEAD2 > 0:
+            return acc, acc2, l_i
+        else:
+            return acc, acc, l_i
 
     @gluon.jit
     def _paged_attention_gluon_kernel(
@@ -979,13 +997,24 @@ if HAS_GLUON:
             acc2 = gl.zeros([BLOCK_M, HEAD2], gl.float32, layout=o2_layout)
         s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
         if WS:
-            gl.static_assert(HEAD2 == 0 and not OVERLAP and not LAZY, "WS has no split-head, OVERLAP or LAZY form")
-            acc, l_i = gl.warp_specialize(
-                [(_ws_attend, (q_smem, k_ring, v_ring, bars, empty, n_chunks, n_full, s_last, kv_len, qk_scale,
-                               BLOCK_M, BLOCK_N, HEAD, STAGES, CAUSAL, FULL, num_warps)),
-                 (_ws_copies, (k_desc, v_desc, k_ring, v_ring, bars, empty, bt_ptr, b, s_bt, kv_len, kv_col,
-                               n_chunks, STAGES, BLOCK_N, BOX, PAGE, HEAD))],
-                [1], [WS_REGS])
+            gl.static_assert(not OVERLAP and not LAZY, "WS has no OVERLAP or LAZY form")
+            if HEAD2 > 0:
+                acc, acc2, l_i = gl.warp_specialize(
+                    [(_ws_attend, (q_smem, k_ring, v_ring, q2_smem, k2_ring, v2_ring, bars, empty, n_chunks, n_full,
+                                   s_last, kv_len, qk_scale, BLOCK_M, BLOCK_N, HEAD, HEAD2, STAGES, CAUSAL, FULL,
+                                   num_warps)),
+                     (_ws_copies, (k_desc, v_desc, k_ring, v_ring, k2_desc, v2_desc, k2_ring, v2_ring, bars, empty,
+                                   bt_ptr, b, s_bt, kv_len, kv_col, n_chunks, STAGES, BLOCK_N, BOX, PAGE, HEAD,
+                                   HEAD2))],
+                    [1], [WS_REGS])
+            else:
+                acc, _, l_i = gl.warp_specialize(
+                    [(_ws_attend, (q_smem, k_ring, v_ring, q_smem, k_ring, v_ring, bars, empty, n_chunks, n_full,
+                                   s_last, kv_len, qk_scale, BLOCK_M, BLOCK_N, HEAD, 0, STAGES, CAUSAL, FULL,
+                                   num_warps)),
+                     (_ws_copies, (k_desc, v_desc, k_ring, v_ring, k_desc, v_desc, k_ring, v_ring, bars, empty,
+                                   bt_ptr, b, s_bt, kv_len, kv_col, n_chunks, STAGES, BLOCK_N, BOX, PAGE, HEAD, 0))],
+                    [1], [WS_REGS])
             for ring_slot in gl.static_range(STAGES):
                 mbarrier.invalidate(empty.index(ring_slot))
         elif OVERLAP:  # chunk i+1's Q K^T in flight while chunk i's softmax runs (STAGES >= 3)
@@ -1297,12 +1326,13 @@ def _gluon_workload_tiles(total: int, batch: int, group: int, kv_heads: int, hea
     Elsewhere ({}) the 4-programs-an-SM form stays. H100, CUDA-graph replays against the explicit form (32-key
     chunks, no copy warp): single sequences of 875, 1144, 2018, 5926 (head 256) and 6294 tokens 1.56x, 1.58x,
     1.35x, 1.11x, 1.17x; 145 tokens (112 programs) 1.09x; batches of 4 x 4096, 16 x 1024 and 8 x 600 tokens
-    1.21x, 1.07x, 1.05x; but sequences of 7, 16 and 72 tokens (one or two chunks) 0.79-0.88x, and batches of
-    256-token sequences (130-2056 of them) 0.76-0.80x. Split heads and the OVERLAP, LAZY and persistent forms
-    have no copy-warp form."""
+    1.21x, 1.07x, 1.05x; split heads (a sequence each of 1688 tokens at head 192, 11840 and 49152 at 72, 24752
+    at 80) 1.13x, 1.12x, 1.11x, 1.20x; but sequences of 7, 16 and 72 tokens (one or two chunks) 0.79-0.88x, and
+    batches of 256-token sequences (130-2056 of them) 0.76-0.80x. The OVERLAP, LAZY and persistent forms have no
+    copy-warp form."""
     if tiles.get("GLUON_OVERLAP", 0) or tiles.get("GLUON_LAZY", 0) or tiles.get("GLUON_PERSIST", 0):
         return {}
-    if _gluon_head_parts(head_dim, tiles) != (head_dim, 0) or batch <= 0:
+    if not _gluon_head_parts(head_dim, tiles)[0] or batch <= 0:  # a head the Gluon kernel does not take
         return {}
     tile_tokens = max(1, 16 * tiles.get("GLUON_WARPS", 4) // group)
     programs = (_cdiv(total, tile_tokens) + batch) * kv_heads
@@ -1405,7 +1435,7 @@ def _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group:
         _tile_prefix_map_kernel[(batch,)](cu_seqlens, prefix, tile_map, tile_tokens, CHUNK=1024, MAP_CHUNK=256,
                                           num_warps=4)
     regs = _register_cap(tiles.get("GLUON_MAXNREG", 0), head + head2)
-    ws = bool(tiles.get("GLUON_WS", 0)) and not (head2 or overlap or tiles.get("GLUON_LAZY", 0))
+    ws = bool(tiles.get("GLUON_WS", 0)) and not (overlap or tiles.get("GLUON_LAZY", 0))
     n_parts, parts = 1, {}
     if part_chunks and not (overlap or ws or persist):  # split keys: parts of up to part_chunks chunks, at most n_parts a tile
         n_parts = _cdiv(_cdiv(block_table.shape[1] * page, block_n), part_chunks)  # the table bounds a key length
