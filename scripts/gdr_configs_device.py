@@ -14,6 +14,7 @@ TUNABLES; the grid row SEQ_BLOCK_V 32, SEQ_WARPS 8, PREFETCH 0, FUSED_REDUCE 0 i
 these tunables (the decode step's tile and warps, no pipelining, four reductions a token).
 
     PYTHONPATH=. python3 scripts/gdr_configs_device.py 1x8192x16x32x128 1x1024x16x32x128 --grid SEQ_WARPS=1,2,4
+    ... --grid CHUNK=0,64 --grid CHUNK_WARPS=4,8 --grid CHUNK_TF32=0,1      # the chunked form against the loop
     TRITON_INTERPRET=1 PYTHONPATH=. python3 scripts/gdr_configs_device.py 2x3x1x2x32 --device cpu   # dry run
 """
 
@@ -29,7 +30,8 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "kb/family/linear_attention/linear_attn_gated_delta_decode.py"
-GRID = {"SEQ_BLOCK_V": [8, 16, 32], "SEQ_WARPS": [1, 2, 4, 8], "PREFETCH": [0, 1], "FUSED_REDUCE": [0, 1]}
+GRID = {"SEQ_BLOCK_V": [8, 16, 32], "SEQ_WARPS": [1, 2, 4, 8], "PREFETCH": [0, 1], "FUSED_REDUCE": [0, 1],
+        "CHUNK": [0], "CHUNK_V": [32], "CHUNK_WARPS": [4], "CHUNK_TF32": [1]}  # CHUNK 0: the token loop
 
 
 def parse_shape(text: str) -> tuple[int, int, int, int, int]:

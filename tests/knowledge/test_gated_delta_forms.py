@@ -149,3 +149,72 @@ def test_token_loop_tunables_match_the_recurrence(modules: tuple[ModuleType, Mod
         torch.testing.assert_close(got_out, want_out, atol=2e-5, rtol=2e-5, msg=lambda m: f"{where}: out: {m}")
         torch.testing.assert_close(got_state, want_state, atol=2e-5, rtol=2e-5,
                                    msg=lambda m: f"{where}: state: {m}")
+
+
+CHUNK_CASES = {
+    "two sequences of 40 tokens, fused gates, pool in place": (
+        {}, lambda: {**_tokens(2, 40, 2, 4, True), "state": torch.randn(5, 4, KD, VD) * 0.5,
+                     "state_indices": torch.tensor([3, 0], dtype=torch.int32)}),
+    "pool returned, F.normalize, scale, gates given": (
+        {"inplace_final_state": False, "l2norm_clamp": True, "scale": 0.3},
+        lambda: {**_tokens(1, 37, 1, 3, False), "state": torch.randn(2, 3, KD, VD) * 0.5,
+                 "state_indices": torch.tensor([1], dtype=torch.int32)}),
+    "slow decay, strong updates, keys alike (the inverse's high powers count)": (
+        {}, lambda: {"q": torch.randn(1, 48, 1, KD), "k": torch.randn(1, 1, 1, KD) + 0.3 * torch.randn(1, 48, 1, KD),
+                     "v": torch.randn(1, 48, 2, VD), "g": -0.02 * torch.rand(1, 48, 2),
+                     "beta": 0.5 + 0.5 * torch.rand(1, 48, 2), "state": torch.randn(1, 2, KD, VD)}),
+    "packed sequences of 20, 0 and 45 tokens, no state": (
+        {}, lambda: {**_tokens(1, 65, 2, 2, True), "cu_seqlens": torch.tensor([0, 20, 20, 65], dtype=torch.int32)}),
+}
+
+
+@pytest.mark.parametrize("name", list(CHUNK_CASES))
+def test_chunked_form_matches_the_recurrence(modules: tuple[ModuleType, ModuleType],
+                                             monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """CHUNK: the recurrence folded into chunks of 16 tokens (the WY form, the inverse by doubling), a partial
+    last chunk, in every interface form; outputs and final states of the plain PyTorch recurrence."""
+    kernel, reference = modules
+    monkeypatch.setitem(kernel.TUNABLES, "CHUNK", 16)
+    monkeypatch.setitem(kernel.TUNABLES, "CHUNK_V", 16)
+    launched = []
+    chunked = kernel._gated_delta_chunk_kernel
+    monkeypatch.setattr(kernel, "_gated_delta_chunk_kernel", type("Spy", (), {
+        "__getitem__": lambda self, grid: launched.append(grid) or chunked[grid]})())
+    init, make = CHUNK_CASES[name]
+    torch.manual_seed(4)
+    args = make()
+    (want_out, want_state), _ = _run(reference.Model, init, args)
+    (got_out, got_state), _ = _run(kernel.Model, init, args)
+    assert launched, "the chunked form did not run"
+    torch.testing.assert_close(got_out, want_out, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(got_state, want_state, atol=1e-4, rtol=1e-4)
+
+
+_CHUNK_COMPILE = """
+import sys
+from pathlib import Path
+import torch
+from aka_tui.bench.evaluator.target_compile import install_compile_only
+compiled = install_compile_only(90)
+from aka_tui.bench.problem.module_loading import import_file
+m = import_file(Path(sys.argv[1]), "gdr_chunk_compile")
+q = torch.randn(1, 100, 2, 128, dtype=torch.bfloat16)
+v = torch.randn(1, 100, 4, 128, dtype=torch.bfloat16)
+a = torch.randn(1, 100, 4, dtype=torch.bfloat16)
+for chunk, tf32 in ((64, 1), (32, 1)):
+    m.TUNABLES.update(CHUNK=chunk, CHUNK_TF32=tf32)
+    compiled.clear()
+    m.launch_linear_attn_gated_delta_decode(q, q.clone(), v, A_log=torch.randn(4), a=a, dt_bias=torch.randn(4), b=a,
+                                            state=torch.randn(2, 4, 128, 128),
+                                            state_indices=torch.tensor([1], dtype=torch.int32))
+    print(dict(compiled)["_gated_delta_chunk_kernel"])
+"""
+
+
+def test_chunked_form_compiles_for_hopper() -> None:
+    """The chunked form (tf32 dots, chunks of 64 and 32 tokens) compiles for sm_90 in this checkout's Triton."""
+    from tests.knowledge.hopper_compile import run_compile_script
+
+    run = run_compile_script(_CHUNK_COMPILE, str(REPO / "kb/family/linear_attention/linear_attn_gated_delta_decode.py"))
+    sizes = [int(n) for n in run.stdout.split()]
+    assert len(sizes) == 2 and min(sizes) > 500 and sizes[0] != sizes[1], run.stdout

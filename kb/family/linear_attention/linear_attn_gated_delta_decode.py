@@ -22,6 +22,15 @@ decode step with BLOCK_V and num_warps. Measured on an H200 (b=1, 4120 tokens, 1
 scripts/gdr_configs_device.py, 2026-12-03): the loop as it was (32 columns, 8 warps, neither tactic) 2.22 us a
 token; PREFETCH alone 1.54; 16 columns, 2 warps, both tactics (the defaults) 0.89, 2.5x.
 
+CHUNK (default 32; 0 keeps the token loop) folds the recurrence into chunks of CHUNK tokens for sequences of a
+chunk or more on average (`_gated_delta_chunk_kernel`, the WY form): a chunk's updates come from one triangular
+system, solved by doubling, and every product is a [CHUNK x ...] dot (tf32 with CHUNK_TF32 1, else fp32), so a
+program walks CHUNK tokens a step instead of one. H100, b=1, 16/32 heads, 128/128, bf16, do_bench against the
+token loop at its defaults (`scripts/gdr_configs_device.py --grid CHUNK=0,32,64 ...`, 2026-12-06): 8192 tokens
+7248 -> 2854 us (2.5x), 1033 tokens 920 -> 388 us (2.4x), 128 tokens 117 -> 56 us (2.1x); largest differences
+from the loop 4.9e-4 in the output, 1.2e-3 in the final state (unit-scale inputs). CHUNK_V columns of the state a
+program (16), CHUNK_WARPS (4; 8 warps 1.3-1.6x slower).
+
 Interface forms (constexpr branches: a launch compiles only its own form): q/k/v as
 [batch, heads, dim] (one token) or [batch, tokens, heads, dim] (grouped: value head h reads query/key head
 h // (heads // q_heads)), or packed sequences by cu_seqlens; g/beta given, or g = -exp(A_log) *
@@ -36,7 +45,7 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_V": 32, "BLOCK_K": 256, "num_warps": 8, "SEQ_BLOCK_V": 16, "SEQ_WARPS": 2, "PREFETCH": 1,
-            "FUSED_REDUCE": 1}
+            "FUSED_REDUCE": 1, "CHUNK": 32, "CHUNK_V": 16, "CHUNK_WARPS": 4, "CHUNK_TF32": 1}
 SEARCH_SPACE = {
     "BLOCK_V": [8, 16, 32, 64],
     "BLOCK_K": [16, 32, 64, 128, 256],
@@ -45,6 +54,15 @@ SEARCH_SPACE = {
     "SEQ_WARPS": [1, 2, 4, 8],
     "PREFETCH": [0, 1],
     "FUSED_REDUCE": [0, 1],
+    "CHUNK": [0, 32, 64],
+    "CHUNK_V": [16, 32, 64],
+    "CHUNK_WARPS": [4, 8],
+    "CHUNK_TF32": [0, 1],
+}
+INERT = {  # the chunked form's tiles mean nothing while it is off
+    "CHUNK_V": {"CHUNK": [0]},
+    "CHUNK_WARPS": {"CHUNK": [0]},
+    "CHUNK_TF32": {"CHUNK": [0]},
 }
 # BLOCK_V and num_warps size the decode step (one token per sequence); SEQ_BLOCK_V, SEQ_WARPS, PREFETCH and
 # FUSED_REDUCE only the token loop (several tokens, or packed sequences). Which regime a launch is in depends on
@@ -149,6 +167,120 @@ def _token_step(S, q_tok, k_tok, v_tok, o_tok, g_off, beta_off, q_offs, k_offs, 
     vv = tl.load(v_tok, mask=v_ok, other=0.0).to(tl.float32)
     return _token_math(S, qv, kv_, vv, gt, bt, o_tok, v_ok, q_scale, neg_rate, dt_bias, sp_beta, sp_threshold,
                        GATE_FROM_A, BETA_FROM_B, USE_L2NORM, L2NORM_CLAMP, False)
+
+
+@triton.jit
+def _log_gates(gt, bt, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A: tl.constexpr, BETA_FROM_B: tl.constexpr):
+    """(log decay, beta) of loaded gate and beta inputs: `_gate_math` without the final exp of the decay."""
+    if GATE_FROM_A:
+        x = gt + dt_bias
+        xb = x * sp_beta
+        soft = tl.where(xb < -15.0, tl.exp(xb), tl.log(1.0 + tl.exp(xb))) / sp_beta
+        log_decay = neg_rate * tl.where(xb > sp_threshold, x, soft)
+    else:
+        log_decay = gt
+    if BETA_FROM_B:
+        bt = tl.sigmoid(bt)
+    return log_decay, bt
+
+
+@triton.jit
+def _gated_delta_chunk_kernel(
+    q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, a_log_ptr, dt_bias_ptr, state_ptr, final_ptr, idx_ptr, cu_ptr, out_ptr,
+    tokens, heads, group, k_dim, v_dim, q_scale, sp_beta, sp_threshold,
+    sq_b, sq_t, sq_h, sq_k, sk_b, sk_t, sk_h, sk_k, sv_b, sv_t, sv_h, sv_v,
+    sg_b, sg_t, sg_h, sbe_b, sbe_t, sbe_h, ss_n, ss_h, ss_k, ss_v, sf_n, sf_h, sf_k, sf_v, so_b, so_t, so_h, so_v,
+    BLOCK_K: tl.constexpr, BLOCK_V: tl.constexpr, CHUNK: tl.constexpr, LOG2_CHUNK: tl.constexpr,
+    HAS_STATE: tl.constexpr, HAS_INDICES: tl.constexpr, IS_VARLEN: tl.constexpr, GATE_FROM_A: tl.constexpr,
+    BETA_FROM_B: tl.constexpr, HAS_DT_BIAS: tl.constexpr, USE_L2NORM: tl.constexpr, L2NORM_CLAMP: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """The token loop's result by chunks of CHUNK tokens (the WY form): within a chunk, with G the cumulative
+    log decay, kn/qn the normalised keys/queries and S the state entering the chunk,
+        A[t, s] = beta_t exp(G_t - G_s) kn_t . kn_s  (s < t),   T = (I + A)^-1
+        U = T (beta v - (beta exp(G) kn) S)                 (the chunk's delta-rule updates)
+        out = (exp(G) qn) S + M (U),  M[t, s] = exp(G_t - G_s) qn_t . kn_s  (s <= t)
+        S' = exp(G_last) S + (exp(G_last - G) kn)^T U
+    every product a [CHUNK x ...] dot. T by doubling: A is strictly lower triangular, so (I + A)^-1 =
+    (I - A)(I + A^2)(I + A^4)... with log2(CHUNK) factors (exact: A^CHUNK = 0). Rows past the sequence's end load
+    zeros and a zero log decay (T's rows and columns there are the identity's), and are not stored. Grid and
+    state slice as `_linear_attn_gated_delta_decode_kernel`'s; the dots in PRECISION ("tf32" or "ieee")."""
+    pid_v = tl.program_id(0)
+    pid_nh = tl.program_id(1)
+    n = (pid_nh // heads).to(tl.int64)
+    h = (pid_nh % heads).to(tl.int64)
+    hq = h // group
+    if IS_VARLEN:
+        t_begin = tl.load(cu_ptr + n).to(tl.int64)
+        t_end = tl.load(cu_ptr + n + 1).to(tl.int64)
+        b = n * 0
+    else:
+        t_begin = n * 0
+        t_end = t_begin + tokens
+        b = n
+    if HAS_INDICES:
+        row = tl.load(idx_ptr + n).to(tl.int64)
+    else:
+        row = n
+    vs = pid_v * BLOCK_V + tl.arange(0, BLOCK_V)
+    v_ok = vs < v_dim
+    ks = tl.arange(0, BLOCK_K)
+    k_ok = ks < k_dim
+    kv_ok = k_ok[:, None] & v_ok[None, :]
+    ts = tl.arange(0, CHUNK)
+    neg_rate = 0.0
+    dt_bias = 0.0
+    if GATE_FROM_A:
+        neg_rate = -tl.exp(tl.load(a_log_ptr + h).to(tl.float32))
+        if HAS_DT_BIAS:
+            dt_bias = tl.load(dt_bias_ptr + h).to(tl.float32)
+    s_base = state_ptr + row * ss_n + h * ss_h
+    if HAS_STATE:
+        S = tl.load(s_base + (ks[:, None] * ss_k + vs[None, :] * ss_v), mask=kv_ok, other=0.0).to(tl.float32)
+    else:
+        S = tl.zeros((BLOCK_K, BLOCK_V), dtype=tl.float32)
+    eye = (ts[:, None] == ts[None, :]).to(tl.float32)
+    below = ts[:, None] > ts[None, :]
+    for c0 in range(t_begin, t_end, CHUNK):
+        t = c0 + ts
+        live = t < t_end
+        lk = live[:, None] & k_ok[None, :]
+        qc = tl.load(q_ptr + b * sq_b + t[:, None] * sq_t + hq * sq_h + ks[None, :] * sq_k, mask=lk,
+                     other=0.0).to(tl.float32)
+        kc = tl.load(k_ptr + b * sk_b + t[:, None] * sk_t + hq * sk_h + ks[None, :] * sk_k, mask=lk,
+                     other=0.0).to(tl.float32)
+        vc = tl.load(v_ptr + b * sv_b + t[:, None] * sv_t + h * sv_h + vs[None, :] * sv_v,
+                     mask=live[:, None] & v_ok[None, :], other=0.0).to(tl.float32)
+        gt = tl.load(g_ptr + b * sg_b + t * sg_t + h * sg_h, mask=live, other=0.0).to(tl.float32)
+        bt = tl.load(beta_ptr + b * sbe_b + t * sbe_t + h * sbe_h, mask=live, other=0.0).to(tl.float32)
+        log_decay, beta = _log_gates(gt, bt, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A, BETA_FROM_B)
+        log_decay = tl.where(live, log_decay, 0.0)  # (beta there multiplies zero keys and values)
+        qn = qc * (q_scale * _l2_mul(tl.sum(qc * qc, axis=1), USE_L2NORM, L2NORM_CLAMP))[:, None]
+        kn = kc * _l2_mul(tl.sum(kc * kc, axis=1), USE_L2NORM, L2NORM_CLAMP)[:, None]
+        G = tl.cumsum(log_decay, axis=0)
+        g_last = tl.sum(tl.where(ts == CHUNK - 1, G, 0.0), axis=0)  # rows past the end add no decay
+        decay_in = tl.exp(tl.where(below | (ts[:, None] == ts[None, :]), G[:, None] - G[None, :], 0.0))
+        kk = tl.dot(kn, tl.trans(kn), input_precision=PRECISION)
+        qk = tl.dot(qn, tl.trans(kn), input_precision=PRECISION)
+        minus_a = tl.where(below, -(beta[:, None] * decay_in * kk), 0.0)
+        inv = eye + minus_a  # (I + A)^-1 = prod_j (I + (-A)^(2^j))
+        power = minus_a
+        for _ in tl.static_range(LOG2_CHUNK - 1):
+            power = tl.dot(power, power, input_precision=PRECISION)
+            inv = inv + tl.dot(inv, power, input_precision=PRECISION)
+        # U = T (beta v - (beta exp(G) kn) S): the state's part first, a [CHUNK, BLOCK_V] tile, so no
+        # [CHUNK, k_dim] product of T is formed
+        seen = tl.dot((beta * tl.exp(G))[:, None] * kn, S, input_precision=PRECISION)
+        u = tl.dot(inv, beta[:, None] * vc - seen, input_precision=PRECISION)
+        mixed = tl.where(below | (ts[:, None] == ts[None, :]), decay_in * qk, 0.0)
+        o = tl.dot(tl.exp(G)[:, None] * qn, S, input_precision=PRECISION) + tl.dot(mixed, u,
+                                                                                   input_precision=PRECISION)
+        tl.store(out_ptr + b * so_b + t[:, None] * so_t + h * so_h + vs[None, :] * so_v,
+                 o.to(out_ptr.dtype.element_ty), mask=live[:, None] & v_ok[None, :])
+        k_out = tl.exp(g_last - G)[:, None] * kn
+        S = tl.exp(g_last) * S + tl.dot(tl.trans(k_out), u, input_precision=PRECISION)
+    f_base = final_ptr + row * sf_n + h * sf_h
+    tl.store(f_base + (ks[:, None] * sf_k + vs[None, :] * sf_v), S.to(final_ptr.dtype.element_ty), mask=kv_ok)
 
 
 @triton.jit
@@ -372,8 +504,19 @@ def launch_linear_attn_gated_delta_decode(q, k, v, g=None, beta=None, state=None
         bk = _next_pow2(k_dim)  # several tokens keep the slice in registers
     src = state if state is not None else final
     any_ptr = q  # a valid pointer for arguments a form does not use
+    chunk = TUNABLES["CHUNK"]
+    if chunk and not one_token and (q.shape[0] * tokens if cu_seqlens is None else q.shape[1]) >= chunk * seqs:
+        bv, bk = TUNABLES["CHUNK_V"], max(16, _next_pow2(k_dim))  # sequences of a chunk or more on average
+        kernel, form = _gated_delta_chunk_kernel, dict(
+            CHUNK=chunk, LOG2_CHUNK=chunk.bit_length() - 1,
+            PRECISION="tf32" if TUNABLES["CHUNK_TF32"] else "ieee", num_warps=TUNABLES["CHUNK_WARPS"])
+    else:
+        kernel, form = _linear_attn_gated_delta_decode_kernel, dict(
+            SINGLE_PASS=bk >= k_dim, ONE_TOKEN=one_token, PREFETCH=bool(TUNABLES["PREFETCH"]) and not one_token,
+            FUSED_REDUCE=bool(TUNABLES["FUSED_REDUCE"]) and not one_token,
+            num_warps=TUNABLES["num_warps"] if one_token else TUNABLES["SEQ_WARPS"])
     grid = (_cdiv(v_dim, bv), seqs * heads)
-    _linear_attn_gated_delta_decode_kernel[grid](
+    kernel[grid](
         q, k, v, gate, strength, A_log if A_log is not None else any_ptr, dt_bias if dt_bias is not None else any_ptr,
         src, final, state_indices if state_indices is not None else any_ptr,
         cu_seqlens if cu_seqlens is not None else any_ptr, out,
@@ -382,13 +525,10 @@ def launch_linear_attn_gated_delta_decode(q, k, v, g=None, beta=None, state=None
         *_token_strides(q, 4), *_token_strides(k, 4), *_token_strides(v, 4),
         *_token_strides(gate, 3), *_token_strides(strength, 3), *src.stride(), *final.stride(),
         *_token_strides(out, 4),
-        BLOCK_K=bk, BLOCK_V=bv, SINGLE_PASS=bk >= k_dim, HAS_STATE=state is not None,
+        BLOCK_K=bk, BLOCK_V=bv, HAS_STATE=state is not None,
         HAS_INDICES=state_indices is not None, IS_VARLEN=cu_seqlens is not None, GATE_FROM_A=g is None,
         BETA_FROM_B=beta is None, HAS_DT_BIAS=dt_bias is not None, USE_L2NORM=bool(use_qk_l2norm),
-        L2NORM_CLAMP=bool(l2norm_clamp), ONE_TOKEN=one_token,
-        PREFETCH=bool(TUNABLES["PREFETCH"]) and not one_token,
-        FUSED_REDUCE=bool(TUNABLES["FUSED_REDUCE"]) and not one_token,
-        num_warps=TUNABLES["num_warps"] if one_token else TUNABLES["SEQ_WARPS"],
+        L2NORM_CLAMP=bool(l2norm_clamp), **form,
     )
     return out, final
 
