@@ -170,6 +170,41 @@ def _token_step(S, q_tok, k_tok, v_tok, o_tok, g_off, beta_off, q_offs, k_offs, 
 
 
 @triton.jit
+def _program_sequence(cu_ptr, idx_ptr, tokens, heads, group, IS_VARLEN: tl.constexpr, HAS_INDICES: tl.constexpr):
+    """This program's (sequence, value head, query/key head, first token, end token, batch row, state row):
+    grid axis 1 is sequence * heads + head; packed sequences (IS_VARLEN) are batch row 0, tokens
+    cu_seqlens[n]:cu_seqlens[n+1]; the state row is the sequence, or its index in a pool (HAS_INDICES)."""
+    pid_nh = tl.program_id(1)
+    n = (pid_nh // heads).to(tl.int64)
+    h = (pid_nh % heads).to(tl.int64)
+    if IS_VARLEN:
+        t_begin = tl.load(cu_ptr + n).to(tl.int64)
+        t_end = tl.load(cu_ptr + n + 1).to(tl.int64)
+        b = n * 0
+    else:
+        t_begin = n * 0
+        t_end = t_begin + tokens
+        b = n
+    if HAS_INDICES:
+        row = tl.load(idx_ptr + n).to(tl.int64)
+    else:
+        row = n
+    return n, h, h // group, t_begin, t_end, b, row
+
+
+@triton.jit
+def _gate_constants(a_log_ptr, dt_bias_ptr, h, GATE_FROM_A: tl.constexpr, HAS_DT_BIAS: tl.constexpr):
+    """(-exp(A_log[h]), dt_bias[h]) of a head whose gates come from A_log and a; (0, 0) otherwise."""
+    neg_rate = 0.0
+    dt_bias = 0.0
+    if GATE_FROM_A:
+        neg_rate = -tl.exp(tl.load(a_log_ptr + h).to(tl.float32))
+        if HAS_DT_BIAS:
+            dt_bias = tl.load(dt_bias_ptr + h).to(tl.float32)
+    return neg_rate, dt_bias
+
+
+@triton.jit
 def _log_gates(gt, bt, neg_rate, dt_bias, sp_beta, sp_threshold, GATE_FROM_A: tl.constexpr, BETA_FROM_B: tl.constexpr):
     """(log decay, beta) of loaded gate and beta inputs: `_gate_math` without the final exp of the decay."""
     if GATE_FROM_A:
@@ -206,34 +241,15 @@ def _gated_delta_chunk_kernel(
     zeros and a zero log decay (T's rows and columns there are the identity's), and are not stored. Grid and
     state slice as `_linear_attn_gated_delta_decode_kernel`'s; the dots in PRECISION ("tf32" or "ieee")."""
     pid_v = tl.program_id(0)
-    pid_nh = tl.program_id(1)
-    n = (pid_nh // heads).to(tl.int64)
-    h = (pid_nh % heads).to(tl.int64)
-    hq = h // group
-    if IS_VARLEN:
-        t_begin = tl.load(cu_ptr + n).to(tl.int64)
-        t_end = tl.load(cu_ptr + n + 1).to(tl.int64)
-        b = n * 0
-    else:
-        t_begin = n * 0
-        t_end = t_begin + tokens
-        b = n
-    if HAS_INDICES:
-        row = tl.load(idx_ptr + n).to(tl.int64)
-    else:
-        row = n
+    n, h, hq, t_begin, t_end, b, row = _program_sequence(cu_ptr, idx_ptr, tokens, heads, group, IS_VARLEN,
+                                                         HAS_INDICES)
     vs = pid_v * BLOCK_V + tl.arange(0, BLOCK_V)
     v_ok = vs < v_dim
     ks = tl.arange(0, BLOCK_K)
     k_ok = ks < k_dim
     kv_ok = k_ok[:, None] & v_ok[None, :]
     ts = tl.arange(0, CHUNK)
-    neg_rate = 0.0
-    dt_bias = 0.0
-    if GATE_FROM_A:
-        neg_rate = -tl.exp(tl.load(a_log_ptr + h).to(tl.float32))
-        if HAS_DT_BIAS:
-            dt_bias = tl.load(dt_bias_ptr + h).to(tl.float32)
+    neg_rate, dt_bias = _gate_constants(a_log_ptr, dt_bias_ptr, h, GATE_FROM_A, HAS_DT_BIAS)
     s_base = state_ptr + row * ss_n + h * ss_h
     if HAS_STATE:
         S = tl.load(s_base + (ks[:, None] * ss_k + vs[None, :] * ss_v), mask=kv_ok, other=0.0).to(tl.float32)
@@ -295,22 +311,8 @@ def _linear_attn_gated_delta_decode_kernel(
     PREFETCH: tl.constexpr, FUSED_REDUCE: tl.constexpr,
 ):
     pid_v = tl.program_id(0)
-    pid_nh = tl.program_id(1)
-    n = (pid_nh // heads).to(tl.int64)
-    h = (pid_nh % heads).to(tl.int64)
-    hq = h // group
-    if IS_VARLEN:  # packed sequences: batch axis 0, tokens cu_seqlens[n]:cu_seqlens[n+1]
-        t_begin = tl.load(cu_ptr + n).to(tl.int64)
-        t_end = tl.load(cu_ptr + n + 1).to(tl.int64)
-        b = n * 0
-    else:
-        t_begin = n * 0
-        t_end = t_begin + tokens
-        b = n
-    if HAS_INDICES:
-        row = tl.load(idx_ptr + n).to(tl.int64)
-    else:
-        row = n
+    n, h, hq, t_begin, t_end, b, row = _program_sequence(cu_ptr, idx_ptr, tokens, heads, group, IS_VARLEN,
+                                                         HAS_INDICES)
     vs = pid_v * BLOCK_V + tl.arange(0, BLOCK_V)
     v_ok = vs < v_dim
     vs64 = vs.to(tl.int64)
@@ -324,12 +326,7 @@ def _linear_attn_gated_delta_decode_kernel(
     beta_row = b * sbe_b + h * sbe_h
     s_base = state_ptr + row * ss_n + h * ss_h
     f_base = final_ptr + row * sf_n + h * sf_h
-    neg_rate = 0.0
-    dt_bias = 0.0
-    if GATE_FROM_A:
-        neg_rate = -tl.exp(tl.load(a_log_ptr + h).to(tl.float32))
-        if HAS_DT_BIAS:
-            dt_bias = tl.load(dt_bias_ptr + h).to(tl.float32)
+    neg_rate, dt_bias = _gate_constants(a_log_ptr, dt_bias_ptr, h, GATE_FROM_A, HAS_DT_BIAS)
 
     if SINGLE_PASS:
         ks = ks0
