@@ -18,10 +18,12 @@ run: setup
 bench: setup
 	$(PY) -m aka_tui bench run --baseline eager
 
-# pytest-xdist workers (2: the CI machine's cores). --dist loadfile keeps a test file on one worker, so its
+# pytest-xdist workers: 3 on the CI machine's 2 cores, because the tests spend much of their time waiting on the
+# subprocesses they start (sandboxed workers, `aka` commands, compilers); the whole suite took 12 min 58 s with 3
+# and 17 min 01 s with 2, back to back on one 2-core machine (2026-12-06). --dist loadfile keeps a test file on one worker, so its
 # module fixtures (a Ray cluster, evaluations started ahead by tests/prefetch.py) are built once. Tests marked
 # serial run afterwards, alone (exit status 5 there: none are marked).
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 PYTEST := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest
 XDIST := -n $(TEST_WORKERS) --dist loadfile
 
