@@ -1498,10 +1498,10 @@ def launch_attention_prefill_varlen(q, k, v, cu_seqlens, num_heads, num_kv_heads
     kb_tma = tiles.get("TMA") and head_dim == block_d and not block_d2 and paged and k.shape[1] % bn == 0
     if paged and not kb_tma and _gluon_fits(q, k, v, block_table, group, head_dim, tiles):
         if TUNABLES.get("AUTO", 0):
-            streamed = {**tiles, **_gluon_workload_tiles(total, batch, group, k.shape[2], head_dim, tiles,
-                                                         _sm_count(q.device))}
-            if streamed != tiles and _gluon_fits(q, k, v, block_table, group, head_dim, streamed):
-                tiles = streamed
+            extra = _gluon_workload_tiles(total, batch, group, k.shape[2], head_dim, tiles, _sm_count(q.device))
+            # the GPU and the head were checked above; only the chunk's fit with the pages can change
+            if extra and _gluon_layout_fits(q, k, v, block_table, group, head_dim, {**tiles, **extra}):
+                tiles = {**tiles, **extra}
         return _launch_gluon(q, k, v, out, cu_seqlens, cu_k, seqused_k, block_table, group, softmax_scale, causal,
                              tiles)
     prefix = torch.empty(batch + 1, dtype=torch.int32, device=q.device)
