@@ -170,9 +170,10 @@ def cmd_optimize_suite(args: argparse.Namespace) -> int:
         print(f"{len(suite.problems)} operators of {suite.directory}: the newest session of each under {sessions}, "
               f"scored with the suite's weights ({profile.name}, {tier} tier); nothing run", flush=True)
     else:
+        wall = f"{args.wall_time:g} s" if args.wall_time else "no limit"
         print(f"optimizing {len(suite.problems)} operators of {suite.directory} on {device} ({profile.name}, {tier} "
-              f"tier): offline proposer, {args.iterations} iterations, {args.wall_time or 'no'} s of loop wall time "
-              f"and at most {args.op_timeout:.0f} s per operator", flush=True)
+              f"tier): offline proposer, {args.iterations} iterations, {wall} of loop wall time and at most "
+              f"{args.op_timeout:.0f} s per operator", flush=True)
     notes: dict[str, str] = {name: f"not loaded: {err}" for name, err in suite.errors.items()}
     for name, err in suite.errors.items():
         print(f"warning: skipping operator {name}: {err}", flush=True)
