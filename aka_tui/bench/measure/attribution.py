@@ -2,8 +2,11 @@
 
 The forward is profiled with torch.profiler (CUDA activity). Each device kernel is attributed to the
 candidate when its name is one of the Triton kernels the candidate's file defines and launched; every
-other kernel (aten, cuBLAS/cuBLASLt, cuDNN, NCCL, memcpy/memset, another library's Triton) is foreign.
-own_share = own device time / total device time; real ⇔ an own kernel ran and own_share ≥ threshold.
+other kernel (aten, cuBLAS/cuBLASLt, cuDNN, NCCL, memcpy/memset, another library's Triton) is foreign, except
+the short device-to-host copies of the scalars the forward read with `item()` (the dispatch audit counts them;
+an output whose size depends on the data needs one such read): up to that many, each at most
+READBACK_COPY_MAX_US, are set aside, on neither side. own_share = own device time / total device time (the
+copies set aside excluded); real ⇔ an own kernel ran and own_share ≥ threshold.
 A marker op on the current stream tells which stream the timer watches; candidate work on any other
 stream escaped the timed stream.
 """
@@ -15,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 DEFAULT_OWN_SHARE_THRESHOLD = 0.9
+READBACK_COPY = "Memcpy DtoH"
+READBACK_COPY_MAX_US = 10.0  # one scalar's copy takes 1-3 us; a copy of a whole tensor to the host takes longer
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class Attribution:
     own_share: float
     escaped_streams: bool
     kernels_seen: int
+    readback_us: float = 0.0  # the scalar reads' copies set aside
 
     def verdict(self, threshold: float) -> tuple[bool, str]:
         if not self.own_kernels:
@@ -47,21 +53,29 @@ class Attribution:
         return True, ""
 
 
-def attribute(kernels: list[DeviceKernel], own_names: set[str], marker_stream: int | None) -> Attribution:
-    """Split device time into the candidate's kernels and foreign ones (pure; unit-tested on the CPU)."""
+def attribute(kernels: list[DeviceKernel], own_names: set[str], marker_stream: int | None,
+              readback_copies: int = 0) -> Attribution:
+    """Split device time into the candidate's kernels and foreign ones, setting aside up to `readback_copies`
+    short device-to-host copies (the scalar reads the dispatch audit counted; pure, unit-tested on the CPU)."""
     own: dict[str, float] = defaultdict(float)
     foreign: dict[str, float] = defaultdict(float)
     escaped = False
+    readback_us = 0.0
     for kernel in kernels:
         if is_own(kernel.name, own_names):
             own[kernel.name] += kernel.duration_us
             if marker_stream is not None and kernel.stream is not None and kernel.stream != marker_stream:
                 escaped = True
+        elif readback_copies > 0 and kernel.name.startswith(READBACK_COPY) \
+                and kernel.duration_us <= READBACK_COPY_MAX_US:
+            readback_copies -= 1
+            readback_us += kernel.duration_us
         else:
             foreign[kernel.name[:120]] += kernel.duration_us
     own_us = sum(own.values())
     total = own_us + sum(foreign.values())
-    return Attribution(own_us, dict(foreign), dict(own), own_us / total if total > 0 else 0.0, escaped, len(kernels))
+    return Attribution(own_us, dict(foreign), dict(own), own_us / total if total > 0 else 0.0, escaped, len(kernels),
+                       readback_us)
 
 
 MARKER_NAME = "aka_stream_marker"

@@ -71,19 +71,24 @@ def profiled_calls(plan: ShapePlan, report: AuditReport) -> Generator[Call, Any,
         return _note(report, f"device-time attribution unavailable (the profiler recorded {len(calls)} of {n_sets} "
                              "call markers)")
     plan.device_ms = {i: sum(k.duration_us for k in kernels) / 1e3 for i, kernels in enumerate(calls)}
-    return _attribute(plan, report, [k for kernels in calls for k in kernels], stream)
+    return _attribute(plan, report, [k for kernels in calls for k in kernels], stream, n_sets)
 
 
 def _attribute(plan: ShapePlan, report: AuditReport, kernels: list[attribution.DeviceKernel],
-               stream: int | None) -> AuditReport:
-    """On CUDA the verdict is device time: own kernels ran and own_share ≥ threshold (design brief §5)."""
-    result = attribution.attribute(kernels, set(report.own_kernels), stream)
+               stream: int | None, calls: int = 1) -> AuditReport:
+    """On CUDA the verdict is device time: own kernels ran and own_share ≥ threshold (design brief §5). The
+    audited forward's scalar reads (`item()`) are read in each of the `calls` profiled calls: their copies to the
+    host are set aside (attribution.py)."""
+    reads = report.allowed_ops.get("_local_scalar_dense", 0) * calls
+    result = attribution.attribute(kernels, set(report.own_kernels), stream, readback_copies=reads)
     if result.escaped_streams:
         raise MeasureFailure("tampered", "audit", "the candidate's kernels ran on a stream other than the timed one")
     real, reason = result.verdict(plan.opts.own_share_threshold)
     if real and report.foreign_kernels:
         real, reason = False, "foreign Triton kernels: " + ", ".join(sorted(report.foreign_kernels))
     notes = [reason] if reason else []
+    if result.readback_us:
+        notes.append(f"scalar reads' copies to the host set aside: {result.readback_us:.1f}us")
     if report.compute_ops:
         notes.append("aten compute ops seen: " + ", ".join(f"{k}×{v}" for k, v in sorted(report.compute_ops.items())))
     return replace(report, real=real, method="profiler+dispatch", own_share=result.own_share,
