@@ -40,7 +40,7 @@ def test_recurrent_kernel_over_tokens_in_bf16(monkeypatch: pytest.MonkeyPatch) -
     assert torch.equal(args["state"], given)
 
 
-@pytest.mark.parametrize("chunk, warps, tf32", [(32, 4, 1), (64, 4, 1), (64, 8, 0)])
+@pytest.mark.parametrize("chunk, warps, tf32", [(16, 4, 1), (32, 4, 1), (64, 4, 1), (64, 8, 0)])
 def test_chunked_form_over_tokens_in_bf16(monkeypatch: pytest.MonkeyPatch, chunk: int, warps: int, tf32: int) -> None:
     """CHUNK (the recurrence folded into chunks of dots; tf32 or fp32 products) matches the reference at serving
     sizes: 300 tokens (a partial last chunk) with grouped heads, gates from A_log/a/dt_bias/b, a returned pool."""

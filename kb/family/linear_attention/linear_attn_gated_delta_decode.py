@@ -22,14 +22,16 @@ decode step with BLOCK_V and num_warps. Measured on an H200 (b=1, 4120 tokens, 1
 scripts/gdr_configs_device.py, 2026-12-03): the loop as it was (32 columns, 8 warps, neither tactic) 2.22 us a
 token; PREFETCH alone 1.54; 16 columns, 2 warps, both tactics (the defaults) 0.89, 2.5x.
 
-CHUNK (default 32; 0 keeps the token loop) folds the recurrence into chunks of CHUNK tokens for sequences of a
+CHUNK (default 16; 0 keeps the token loop) folds the recurrence into chunks of CHUNK tokens for sequences of a
 chunk or more on average (`_gated_delta_chunk_kernel`, the WY form): a chunk's updates come from one triangular
 system, solved by doubling, and every product is a [CHUNK x ...] dot (tf32 with CHUNK_TF32 1, else fp32), so a
 program walks CHUNK tokens a step instead of one. H100, b=1, 16/32 heads, 128/128, bf16, do_bench against the
 token loop at its defaults (`scripts/gdr_configs_device.py --grid CHUNK=0,32,64 ...`, 2026-12-06): 8192 tokens
 7248 -> 2854 us (2.5x), 1033 tokens 920 -> 388 us (2.4x), 128 tokens 117 -> 56 us (2.1x); largest differences
 from the loop 4.9e-4 in the output, 1.2e-3 in the final state (unit-scale inputs). CHUNK_V columns of the state a
-program (16), CHUNK_WARPS (4; 8 warps 1.3-1.6x slower).
+program (16), CHUNK_WARPS (4; 8 warps 1.3-1.6x slower). 16-token chunks against 32 (H100, 2026-12-06): 1.01-1.05x
+on those three, 1.00-1.15x on every published gated-delta shape through the evaluator (S_op 0.047 -> 0.049; the
+token loop 0.032); ptxas spills 48 bytes a thread at 16 against 576 at 32 (255 registers either way).
 
 Interface forms (constexpr branches: a launch compiles only its own form): q/k/v as
 [batch, heads, dim] (one token) or [batch, tokens, heads, dim] (grouped: value head h reads query/key head
@@ -45,7 +47,7 @@ import triton.language as tl
 from torch import nn
 
 TUNABLES = {"BLOCK_V": 32, "BLOCK_K": 256, "num_warps": 8, "SEQ_BLOCK_V": 16, "SEQ_WARPS": 2, "PREFETCH": 1,
-            "FUSED_REDUCE": 1, "CHUNK": 32, "CHUNK_V": 16, "CHUNK_WARPS": 4, "CHUNK_TF32": 1}
+            "FUSED_REDUCE": 1, "CHUNK": 16, "CHUNK_V": 16, "CHUNK_WARPS": 4, "CHUNK_TF32": 1}
 SEARCH_SPACE = {
     "BLOCK_V": [8, 16, 32, 64],
     "BLOCK_K": [16, 32, 64, 128, 256],
@@ -54,7 +56,7 @@ SEARCH_SPACE = {
     "SEQ_WARPS": [1, 2, 4, 8],
     "PREFETCH": [0, 1],
     "FUSED_REDUCE": [0, 1],
-    "CHUNK": [0, 32, 64],
+    "CHUNK": [0, 16, 32, 64],
     "CHUNK_V": [16, 32, 64],
     "CHUNK_WARPS": [4, 8],
     "CHUNK_TF32": [0, 1],
