@@ -70,13 +70,14 @@ class OfflineProposer:
 
     name = "offline"
 
-    def __init__(self, kernels: list[ReferenceKernel], seed: int = 0, path: str = "") -> None:
+    def __init__(self, kernels: list[ReferenceKernel], seed: int = 0, path: str = "", interpreter: bool = False) -> None:
         if not kernels:
             raise ProposerError("the knowledge base has no reference kernel for this problem; the offline proposer "
                                 "needs one (kb/family/<family>/<op>.py)")
         self.kernel = kernels[0]
         self.rng = random.Random(seed)
         self.path = path or f"{self.kernel.origin} {self.kernel.entry_id}"
+        self.interpreter = interpreter  # candidates run in the CPU interpreter, whose low-precision dots are exact
 
     def adopt(self, source: str, author: str) -> dict[str, Any] | None:
         """A person's adopted edit becomes the kernel this proposer tunes, when it declares TUNABLES and
@@ -97,11 +98,23 @@ class OfflineProposer:
         return sorted(present)
 
     def first(self) -> Proposal:
-        """The reference kernel at its default tunables."""
-        point = dict(self.kernel.tunables)
+        """The reference kernel at its default tunables; in the interpreter, a kernel whose defaults' error shows
+        only on a GPU (ACCURACY_NEEDS_GPU) at its accuracy steps instead, which the interpreter cannot tell
+        apart from the defaults and a GPU session would take after its first evaluation."""
+        base = dict(self.kernel.tunables)
         start = {"kb": f"the knowledge base's reference kernel {self.kernel.entry_id}"}.get(self.kernel.origin,
                                                                                            self.path)
-        return Proposal(self.kernel.instantiate(point), self.kernel.entry_id, point, {},
+        if self.interpreter and self.kernel.accuracy_needs_gpu:
+            point = dict(base)
+            for step in self.kernel.accuracy_steps:
+                point.update(step)
+            changes = ", ".join(f"{k} {base.get(k)!r} → {v!r}" for k, v in point.items() if base.get(k) != v)
+            return Proposal(self.kernel.instantiate(point), self.kernel.entry_id, point,
+                            {k: (base.get(k), v) for k, v in point.items() if base.get(k) != v},
+                            f"start from {start} at its accuracy steps ({changes}): its defaults' error shows only "
+                            "on a GPU, and the CPU interpreter computes low-precision dots exactly",
+                            self.tactics(), self.path)
+        return Proposal(self.kernel.instantiate(base), self.kernel.entry_id, base, {},
                         f"start from {start} at its defaults", self.tactics(), self.path)
 
     def recover(self, tried: list[dict[str, Any]], error: str | None = None) -> Proposal:
@@ -109,8 +122,9 @@ class OfflineProposer:
         kernel's ACCURACY_STEPS from the defaults, each on top of the ones before, then seeded random points of
         the space. Proposing the defaults again would only repeat the failure."""
         seen = {self._key(p) for p in tried}
-        if self._key(self.kernel.tunables) not in seen:  # what failed was another kernel (a person's)
-            return self.first()
+        start = self.first()
+        if self._key(start.point) not in seen:  # what failed was another kernel (a person's)
+            return start
         why = f"every start so far was wrong ({(error or 'no detail').splitlines()[0][:120]})"
         base = dict(self.kernel.tunables)
         point = dict(base)

@@ -121,7 +121,8 @@ def _offline(request: ProposerRequest) -> Proposer:
                                 start_file=Path(request.start) if request.start else None, log=request.log,
                                 transfer_budget_s=request.transfer_budget_s, start_text=request.start_text)
     request.log(f"starting point: {point.detail}")
-    return OfflineProposer([point.kernel], seed=request.seed, path=_path_label(point))
+    return OfflineProposer([point.kernel], seed=request.seed, path=_path_label(point),
+                           interpreter=request.device == "cpu")
 
 
 def _path_label(point: Any) -> str:

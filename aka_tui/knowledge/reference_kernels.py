@@ -6,7 +6,10 @@ third literal, `INERT`, names tunables that do not change the launched kernel un
 others (e.g. `{"BLOCK_N": {"ONE_PASS": [True]}}`: with a single-tile row, the loop's chunk size is unused),
 so the offline search neither spends an evaluation on them nor counts two such points as different. An
 optional `ACCURACY_STEPS` list names settings that make the kernel more exact at some cost (e.g.
-`[{"UPCAST": 1}]`: fp8 tiles widened to fp16 before the dot), tried in order when the defaults are wrong.
+`[{"UPCAST": 1}]`: fp8 tiles widened to fp16 before the dot), tried in order when the defaults are wrong;
+`ACCURACY_NEEDS_GPU = True` beside it says the defaults' error shows only in a GPU's arithmetic (fp8
+tensor-core accumulation, which the CPU interpreter computes exactly), so a session on the interpreter starts
+from the steps.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class ReferenceKernel:
     accuracy_steps: tuple[dict[str, Any], ...] = ()  # more exact settings, each on top of the ones before
     text: str | None = None  # the source when it is not the file at `path` (a transferred or seeded kernel)
     origin: str = "kb"  # the path that produced it: kb, transfer, compiler-seed or person
+    accuracy_needs_gpu: bool = False  # the defaults' error shows only on a GPU (ACCURACY_NEEDS_GPU)
 
     def is_inert(self, param: str, point: dict[str, Any]) -> bool:
         """True when `param` has no effect at `point` (every condition of its INERT rule holds)."""
@@ -128,6 +132,22 @@ def read_accuracy_steps(source: str, path: Path, space: dict[str, list[Any]]) ->
     return tuple(dict(step) for step in steps)
 
 
+def read_accuracy_needs_gpu(source: str, path: Path, steps: tuple[dict[str, Any], ...]) -> bool:
+    """The optional ACCURACY_NEEDS_GPU literal: True or False, and True only beside ACCURACY_STEPS."""
+    node = _literal_assignment(safe_ast.parse(source), "ACCURACY_NEEDS_GPU")
+    if node is None:
+        return False
+    try:
+        value = safe_ast.literal_eval(node.value)
+    except ValueError:
+        value = None
+    if not isinstance(value, bool):
+        raise KbEntryError(f"{path}: ACCURACY_NEEDS_GPU: must be True or False")
+    if value and not steps:
+        raise KbEntryError(f"{path}: ACCURACY_NEEDS_GPU: needs ACCURACY_STEPS (the settings to start from)")
+    return value
+
+
 def with_tunables(source: str, point: dict[str, Any], space: dict[str, list[Any]], path: Path) -> str:
     """Replace the TUNABLES literal with `point` (every key of the space, values inside it)."""
     for key, value in point.items():
@@ -158,9 +178,10 @@ def load_reference_kernel(entry: KbEntry) -> ReferenceKernel:
     source = read_text_file(entry.kernel_path)
     tunables, space = read_tunables(source, entry.kernel_path)
     families = entry.scope_values("family")
+    steps = read_accuracy_steps(source, entry.kernel_path, space)
     return ReferenceKernel(entry.id, entry.kernel_path, entry.scope_values("ops"), families[0] if families else "",
-                           tunables, space, read_inert(source, entry.kernel_path, space),
-                           read_accuracy_steps(source, entry.kernel_path, space))
+                           tunables, space, read_inert(source, entry.kernel_path, space), steps,
+                           accuracy_needs_gpu=read_accuracy_needs_gpu(source, entry.kernel_path, steps))
 
 
 def kernels_for_op(kb: KnowledgeBase, op: str) -> list[ReferenceKernel]:
@@ -173,5 +194,6 @@ def kernel_from_source(source: str, path: Path, entry_id: str, origin: str, fami
     """A tunable kernel from a source text that declares TUNABLES / SEARCH_SPACE (a person's or a generated
     one); KbEntryError naming `path` when it does not."""
     tunables, space = read_tunables(source, path)
-    return ReferenceKernel(entry_id, path, (), family, tunables, space, read_inert(source, path, space),
-                           read_accuracy_steps(source, path, space), source, origin)
+    steps = read_accuracy_steps(source, path, space)
+    return ReferenceKernel(entry_id, path, (), family, tunables, space, read_inert(source, path, space), steps,
+                           source, origin, read_accuracy_needs_gpu(source, path, steps))

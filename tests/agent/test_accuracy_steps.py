@@ -60,3 +60,33 @@ def test_optimize_recovers_from_a_wrong_start(tmp_path: Path) -> None:
     # the rejected start's progress line says why, in one line
     rejected = next(line for line in run.stdout.splitlines() if "iter 1: S_op" in line)
     assert "rejected — " in rejected and "wrong_output" in rejected and len(rejected) < 220, rejected
+
+
+def test_a_kernel_whose_error_shows_only_on_a_gpu_starts_from_its_steps_in_the_interpreter() -> None:
+    """ACCURACY_NEEDS_GPU: the interpreter sums fp8 products exactly, so a CPU session could not see the
+    defaults fail; it starts from the steps (and recovers elsewhere, never back to them). A GPU session starts
+    from the defaults. The shipped fp8 GEMM declares it."""
+    from aka_tui.knowledge.reference_kernels import read_accuracy_needs_gpu
+
+    source = KERNEL.read_text() + "\nACCURACY_NEEDS_GPU = True\n"
+    kernel = kernel_from_source(source, KERNEL, "rounding", "person")
+    assert kernel.accuracy_needs_gpu and kernel.accuracy_steps
+    defaults, stepped = dict(kernel.tunables), {**kernel.tunables, **kernel.accuracy_steps[0]}
+    assert OfflineProposer([kernel], seed=3).first().point == defaults
+    cpu = OfflineProposer([kernel], seed=3, interpreter=True)
+    start = cpu.first()
+    assert start.point == stepped and "accuracy steps (ROUND_F16 1 → 0)" in start.rationale
+    assert "'ROUND_F16': 0" in start.source
+    again = cpu.recover([stepped], "out: 1% of elements outside atol")
+    assert again.point not in (stepped,) and "random restart" in again.rationale
+    plain = kernel_from_source(KERNEL.read_text(), KERNEL, "rounding", "person")
+    assert OfflineProposer([plain], seed=3, interpreter=True).first().point == dict(plain.tunables)
+    for bad in ("ACCURACY_NEEDS_GPU = 1", "ACCURACY_NEEDS_GPU = 'yes'"):
+        with pytest.raises(KbEntryError, match="ACCURACY_NEEDS_GPU"):
+            read_accuracy_needs_gpu(bad + "\n", KERNEL, ({"UPCAST": 1},))
+    with pytest.raises(KbEntryError, match="needs ACCURACY_STEPS"):
+        read_accuracy_needs_gpu("ACCURACY_NEEDS_GPU = True\n", KERNEL, ())
+    from aka_tui.knowledge.reference_kernels import kernels_for_op
+    from aka_tui.knowledge.store import default_kb_dir, load_kb
+
+    assert kernels_for_op(load_kb(default_kb_dir()), "gemm_fp8_blockscale")[0].accuracy_needs_gpu
