@@ -106,6 +106,11 @@ def test_correct_candidates_pass_as_real_kernels(candidate: Path, evaluations: P
     # Where the time went: the worker's start, the workers in all, each shape's stages (fuzzed ones too).
     seconds = result.provenance["checks"]["seconds"]
     assert 0 < seconds["worker_startup"] < seconds["workers"]
+    # ... and the worker's own split of its start, which fits inside it (the parent's clock runs from before the
+    # sandbox's spawn until the `compiled` message arrives)
+    phases = {k[len("startup_"):]: v for k, v in seconds.items() if k.startswith("startup_")}
+    assert set(phases) == {"process", "imports", "problem", "device", "harness", "candidate"}, seconds
+    assert phases["imports"] > 0 and 0 < sum(phases.values()) <= seconds["worker_startup"] + 0.05, seconds
     assert all("correctness" in s.verification["seconds"] for s in result.shapes)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from aka_tui.bench.evaluator.worker_entry import EXIT_PRELOAD, EXIT_RESTART
+from aka_tui.bench.evaluator.worker_entry import EXIT_PRELOAD, EXIT_RESTART, STARTUP_PHASES
 from aka_tui.bench.measure import channel
 from aka_tui.bench.measure.job import MeasureJob
 from aka_tui.bench.measure.results import ShapeResult, StageError
@@ -104,6 +104,7 @@ class _Worker:
         self.log_path = log_path
         read_fd, write_fd = os.pipe()
         key = channel.new_key()
+        spawned = time.time()  # the worker reports its start's phases from here (`startup_s` in `compiled`)
         try:
             self.proc, self.report = bwrap.spawn(
                 [sys.executable, "-m", "aka_tui.bench.evaluator.worker_entry", str(log_path)],
@@ -120,7 +121,8 @@ class _Worker:
         assert stdin is not None
         try:
             # The channel's fd and key travel on stdin, never in argv or the environment.
-            stdin.write(json.dumps({**job, "channel": {"fd": write_fd, "key": key.hex()}}).encode())
+            stdin.write(json.dumps({**job, "channel": {"fd": write_fd, "key": key.hex()},
+                                    "spawned_unix": spawned}).encode())
             stdin.close()
         except BrokenPipeError:
             pass  # it died at once: the channel's EOF and the exit status say why
@@ -286,6 +288,17 @@ class _Evaluation:
             if self._handle(worker, message, state):
                 return state
 
+    def _add_startup_phases(self, phases: Any) -> None:
+        """The worker's own split of its start (worker.STARTUP_PHASES), summed over the job's workers as
+        `startup_<phase>`: known phases with plausible values only (the worker also runs candidate code)."""
+        if not isinstance(phases, dict):
+            return
+        for name in STARTUP_PHASES:
+            value = phases.get(name)
+            if isinstance(value, (int, float)) and 0.0 <= value < 1e5:
+                key = f"startup_{name}"
+                self.seconds[key] = self.seconds.get(key, 0.0) + float(value)
+
     def _ended(self, worker: _Worker, log_path: Path, state: _WorkerState) -> None:
         """No message: the worker exited (a CUDA error's restart, or a failure) or timed out (killed)."""
         if worker.eof:
@@ -327,6 +340,7 @@ class _Evaluation:
                 return True
             state.startup = False
             self.seconds["worker_startup"] += time.perf_counter() - self._spawned
+            self._add_startup_phases(message.get("startup_s"))
             if message.get("empty_launch_ms") is not None:
                 self.empty_launch_ms = float(message["empty_launch_ms"])
         elif event == "shape_start":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import importlib
 import re
+import time
 import traceback
 from dataclasses import asdict
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from aka_tui.bench.evaluator.worker_entry import EXIT_PRELOAD, EXIT_RESTART
+from aka_tui.bench.evaluator.worker_entry import EXIT_PRELOAD, EXIT_RESTART, STARTUP_PHASES
 from aka_tui.bench.measure import poison
 from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode
 from aka_tui.bench.measure.calls import MeasureFailure
@@ -100,8 +101,22 @@ def _compile_error(exc: BaseException) -> dict[str, Any]:
     return asdict(StageError("compile", "compile_error", f"{type(exc).__name__}: {str(exc)[:500]}", _trace(exc)))
 
 
-def run(job_data: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
-    """Evaluate the job's shapes in order, emitting one message per event; returns the exit code."""
+def run(job_data: dict[str, Any], emit: Callable[[dict[str, Any]], None],
+        startup: dict[str, float] | None = None) -> int:
+    """Evaluate the job's shapes in order, emitting one message per event; returns the exit code. `startup`:
+    seconds of the start so far (worker_entry's), completed here with the harness's own phases and sent with
+    `compiled` (STARTUP_PHASES: the problem's modules, the device context with the empty-launch measurement, the
+    harness's warm-up, the candidate's import and compile)."""
+    startup = dict(startup or {})
+    mark = time.time()
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        assert name in STARTUP_PHASES, name  # the parent keeps only these
+        now = time.time()
+        startup[name] = round(now - mark, 3)
+        mark = now
+
     job = MeasureJob.from_json(job_data)
     timers = Timers.capture()
     recorder = TritonLaunchRecorder()
@@ -114,6 +129,7 @@ def run(job_data: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int
         emit({"event": "compiled", "ok": False, "error": asdict(StageError(
             "compile", "problem_error", f"problem {job.problem_dir} cannot be loaded: {exc}", _trace(exc)))})
         return 0
+    phase("problem")
     if job.device.startswith("cuda") and torch.device(job.device).index is not None:
         torch.cuda.set_device(torch.device(job.device))
     launch_ms = None
@@ -121,7 +137,9 @@ def run(job_data: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int
         from aka_tui.bench.roofline.empty_kernel import measure_empty_launch_ms  # defines a Triton kernel: CUDA only
 
         launch_ms = measure_empty_launch_ms(timers, job.l2_bytes)
+    phase("device")
     _warm_up_harness(problem, ref_module, input_module, job)
+    phase("harness")
     thread_starts = ThreadStartCounter()
     snapshot = IntegritySnapshot()  # after our own patches and lazy rewraps, before the candidate's code runs
     model_cls, module_name = ref_module.Model, ref_module.__name__
@@ -136,7 +154,8 @@ def run(job_data: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int
             return 0
         if job.hardening and snapshot.dynamo_arrived():
             return EXIT_PRELOAD
-    emit({"event": "compiled", "ok": True, "empty_launch_ms": launch_ms})
+    phase("candidate")
+    emit({"event": "compiled", "ok": True, "empty_launch_ms": launch_ms, "startup_s": startup})
     session = Session(job, problem, ref_module, input_module, model_cls, module_name, timers, recorder, snapshot,
                       thread_starts)
     return _measure_shapes(session, emit)
