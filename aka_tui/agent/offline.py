@@ -65,6 +65,11 @@ def _neighbours(values: list[Any], current: Any) -> list[Any]:
     return [values[i] for i in (index - 1, index + 1) if 0 <= i < len(values)]
 
 
+def _changes(base: dict[str, Any], point: dict[str, Any]) -> str:
+    """`point`'s departures from `base`, as a rationale names them: "UPCAST 0 → 1, num_warps 4 → 8"."""
+    return ", ".join(f"{k} {base.get(k)!r} → {v!r}" for k, v in point.items() if base.get(k) != v)
+
+
 class OfflineProposer:
     """Searches one reference kernel's space; `propose` never repeats a point it remembers."""
 
@@ -108,12 +113,9 @@ class OfflineProposer:
             point = dict(base)
             for step in self.kernel.accuracy_steps:
                 point.update(step)
-            changes = ", ".join(f"{k} {base.get(k)!r} → {v!r}" for k, v in point.items() if base.get(k) != v)
-            return Proposal(self.kernel.instantiate(point), self.kernel.entry_id, point,
-                            {k: (base.get(k), v) for k, v in point.items() if base.get(k) != v},
-                            f"start from {start} at its accuracy steps ({changes}): its defaults' error shows only "
-                            "on a GPU, and the CPU interpreter computes low-precision dots exactly",
-                            self.tactics(), self.path)
+            return self._proposal(point, base, None, f"start from {start} at its accuracy steps "
+                                  f"({_changes(base, point)}): its defaults' error shows only on a GPU, and the "
+                                  "CPU interpreter computes low-precision dots exactly", self.tactics())
         return Proposal(self.kernel.instantiate(base), self.kernel.entry_id, base, {},
                         f"start from {start} at its defaults", self.tactics(), self.path)
 
@@ -131,8 +133,7 @@ class OfflineProposer:
         for step in self.kernel.accuracy_steps:
             point = {**point, **step}
             if self._key(point) not in seen:
-                changes = ", ".join(f"{k} {base.get(k)!r} → {v!r}" for k, v in point.items() if base.get(k) != v)
-                return self._proposal(point, base, None, f"{why}: the kernel's accuracy step {changes}",
+                return self._proposal(point, base, None, f"{why}: the kernel's accuracy step {_changes(base, point)}",
                                       self.tactics())
         for _ in range(200):
             point = {p: self.rng.choice(v) for p, v in self.kernel.search_space.items()}
