@@ -9,7 +9,8 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
-from aka_tui.bench.evaluator.evaluate import EvalOptions, evaluate_candidate, resolve_device
+from aka_tui.bench.evaluator.evaluate import EvalOptions, evaluate_candidate, resolve_device, start_worker_ahead
+from aka_tui.bench.evaluator.isolation import StartedWorker
 from aka_tui.errors import EvaluationError
 from aka_tui.executors.base import EvalJob, JobOutcome, ShapeCallback
 
@@ -93,20 +94,41 @@ class LocalExecutor:
         done: queue.Queue[JobOutcome | BaseException] = queue.Queue()
 
         def serve(slot: Slot) -> None:
-            while not self._cancelled.is_set():
-                try:
-                    job = pending.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    result = evaluate_candidate(
-                        job.problem, job.spec, options_for_slot(job.options, slot),
-                        on_shape=(lambda r, j=job: on_shape(j, r)) if on_shape else None)  # type: ignore[misc]  # mypy cannot infer a lambda with default arguments
-                    placement = {"executor": self.name, **slot.describe()}
-                    result.provenance["placement"] = placement
-                    done.put(JobOutcome(job, result, placement))
-                except BaseException as exc:  # surfaced in the caller's thread
-                    done.put(exc)
+            # With one slot the next job is known: its first worker starts ahead (imports done, no GPU touched)
+            # while this one runs (`start_worker_ahead`; on a GPU only).
+            ahead_of: tuple[EvalJob, StartedWorker | None] | None = None
+            try:
+                while not self._cancelled.is_set():
+                    if ahead_of is not None:
+                        (job, ahead), ahead_of = ahead_of, None
+                    else:
+                        try:
+                            job, ahead = pending.get_nowait(), None
+                        except queue.Empty:
+                            return
+                    if len(self.slots) == 1:
+                        try:
+                            following = pending.get_nowait()
+                            ahead_of = (following, start_worker_ahead(
+                                following.problem, following.spec, options_for_slot(following.options, slot)))
+                        except queue.Empty:
+                            pass
+                    try:
+                        result = evaluate_candidate(
+                            job.problem, job.spec, options_for_slot(job.options, slot),
+                            on_shape=(lambda r, j=job: on_shape(j, r)) if on_shape else None,  # type: ignore[misc]  # mypy cannot infer a lambda with default arguments
+                            ahead=ahead)
+                        placement = {"executor": self.name, **slot.describe()}
+                        result.provenance["placement"] = placement
+                        done.put(JobOutcome(job, result, placement))
+                    except BaseException as exc:  # surfaced in the caller's thread
+                        done.put(exc)
+                    finally:
+                        if ahead is not None:
+                            ahead.discard()  # not taken (the evaluation failed before its worker): killed
+            finally:
+                if ahead_of is not None and ahead_of[1] is not None:
+                    ahead_of[1].discard()
 
         threads = [threading.Thread(target=serve, args=(slot,), daemon=True, name=f"aka-slot-{slot.index}")
                    for slot in self.slots]

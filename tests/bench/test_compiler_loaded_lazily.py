@@ -77,7 +77,7 @@ def test_who_gets_the_compiler_up_front(tmp_path: Path) -> None:
     snapshot there (a re-run per evaluation otherwise); on the CPU only for sources naming it or a compile
     baseline; never for the eager baseline or a naive (unhardened) check, whose integrity is not checked."""
     from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, build_job
-    from aka_tui.bench.evaluator.worker import _dynamo_up_front
+    from aka_tui.bench.evaluator.worker import dynamo_up_front
     from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.bench.roofline.hardware import get_profile
 
@@ -88,7 +88,7 @@ def test_who_gets_the_compiler_up_front(tmp_path: Path) -> None:
 
     def up_front(spec: CandidateSpec, device: str, hardening: bool = True) -> bool:
         options = EvalOptions(device=device, tier="smoke", hardening=hardening)
-        return _dynamo_up_front(build_job(problem, spec, options, device, get_profile("cpu"), ["x"], []))
+        return dynamo_up_front(build_job(problem, spec, options, device, get_profile("cpu"), ["x"], []))
 
     assert not up_front(CandidateSpec.file(plain), "cpu")
     assert up_front(CandidateSpec.file(named), "cpu")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from aka_tui.bench.evaluator.isolation import WorkerLimits, WorkerOutcome, run_job
+from aka_tui.bench.evaluator.isolation import StartedWorker, WorkerLimits, WorkerOutcome, run_job, start_ahead
 from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
 from aka_tui.bench.measure.job import (
     BASELINE_KINDS,
@@ -139,34 +139,20 @@ def device_name(device: str) -> str:
 
 def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: EvalOptions,
                        on_shape: Callable[[ShapeResult], None] | None = None,
-                       on_shape_start: Callable[[str], None] | None = None) -> CandidateResult:
-    """Compile → correctness → audit → timing per shape, each candidate in its own worker process."""
+                       on_shape_start: Callable[[str], None] | None = None,
+                       ahead: StartedWorker | None = None) -> CandidateResult:
+    """Compile → correctness → audit → timing per shape, each candidate in its own worker process. `ahead`: its
+    first worker, started by `start_worker_ahead` while something else ran (used when it fits the job)."""
     device = resolve_device(options.device)
     profile = resolve_profile(options, device)
     tier = resolve_tier(options, device)
-    shapes = problem.shapes_for(tier)
-    if options.shape_ids:
-        for shape_id in options.shape_ids:
-            if domain_error(problem, shape_id):
-                raise EvaluationError(f"--shape {shape_id}: {domain_error(problem, shape_id)}")
-        resolved = {s: resolve_shape(problem, s) for s in options.shape_ids}
-        unknown = [s for s, shape in resolved.items() if shape is None]
-        if unknown:
-            raise EvaluationError(f"{problem.name} has no shape(s) {', '.join(unknown)}; "
-                                  f"known: {', '.join(problem.shapes)}")
-        shapes = [shape for shape in resolved.values() if shape is not None]
-    if not shapes:
-        tiers = sorted({s.tier for s in problem.shapes.values()})
-        raise EvaluationError(f"{problem.name} has no {tier!r} shapes (tiers: {', '.join(tiers) or 'none'}); "
-                              + (f"choose one with --tier {tiers[0]}" if tiers else "its shapes.json lists none"))
-    fuzz_count = options.fuzz if options.fuzz is not None else (4 if candidate.kind == "file" else 0)
-    if not options.hardening:
-        fuzz_count = 0
+    shapes = _selected_shapes(problem, options, tier)
+    fuzz_count = _fuzz_count(candidate, options)
     fuzzed = [] if options.shape_ids else fuzz_shapes(problem, shapes[:2], fuzz_count, cpu=device == "cpu")
     job = build_job(problem, candidate, options, device, profile, [s.shape_id for s in shapes],
                     [s.shape_id for s in fuzzed])
     started = time.time()
-    outcome = _run(job, options, device, on_shape, on_shape_start, problem)
+    outcome = _run(job, options, device, on_shape, on_shape_start, problem, ahead)
     cache_new_rooflines(problem, outcome.shapes)
     provenance = {
         "schema_version": SCHEMA_VERSION, "problem_hash": problem.content_hash, "tier": tier, "device": device,
@@ -185,6 +171,56 @@ def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: Eval
                              outcome.compile_error, [str(f) for f in findings],
                              [str(f) for f in findings if f.suspicious])
     return scrubbed(result)
+
+
+def _selected_shapes(problem: Problem, options: EvalOptions, tier: str) -> list[Any]:
+    """The shapes an evaluation runs: `options.shape_ids`, else the tier's."""
+    shapes = problem.shapes_for(tier)
+    if options.shape_ids:
+        for shape_id in options.shape_ids:
+            if domain_error(problem, shape_id):
+                raise EvaluationError(f"--shape {shape_id}: {domain_error(problem, shape_id)}")
+        resolved = {s: resolve_shape(problem, s) for s in options.shape_ids}
+        unknown = [s for s, shape in resolved.items() if shape is None]
+        if unknown:
+            raise EvaluationError(f"{problem.name} has no shape(s) {', '.join(unknown)}; "
+                                  f"known: {', '.join(problem.shapes)}")
+        shapes = [shape for shape in resolved.values() if shape is not None]
+    if not shapes:
+        tiers = sorted({s.tier for s in problem.shapes.values()})
+        raise EvaluationError(f"{problem.name} has no {tier!r} shapes (tiers: {', '.join(tiers) or 'none'}); "
+                              + (f"choose one with --tier {tiers[0]}" if tiers else "its shapes.json lists none"))
+    return shapes
+
+
+def _fuzz_count(candidate: CandidateSpec, options: EvalOptions) -> int:
+    if not options.hardening or options.shape_ids:
+        return 0
+    return options.fuzz if options.fuzz is not None else (4 if candidate.kind == "file" else 0)
+
+
+def starts_ahead(device: str) -> bool:
+    """Whether workers are started ahead (their imports while the previous evaluation runs): on a GPU, where a
+    worker's start is ~9 s (H100, 2026-12-06) and the machine has cores to spare; not on the CPU, where the
+    imports would share the cores with the timing. $AKA_START_AHEAD=0 turns it off."""
+    return device.startswith("cuda") and os.environ.get("AKA_START_AHEAD", "1") != "0"
+
+
+def start_worker_ahead(problem: Problem, candidate: CandidateSpec, options: EvalOptions,
+                       on_cpu: bool = False) -> StartedWorker | None:
+    """The first worker of `evaluate_candidate(problem, candidate, options)`, started now and waiting (imports
+    done, no GPU touched) for its job; pass it as `ahead`. None where workers are not started ahead (`on_cpu`:
+    there too) or it cannot start (starting ahead only saves time, it never fails an evaluation)."""
+    try:
+        device = resolve_device(options.device)
+        if not (starts_ahead(device) or (on_cpu and device == "cpu")):
+            return None
+        shapes = _selected_shapes(problem, options, resolve_tier(options, device))
+        job = build_job(problem, candidate, options, device, resolve_profile(options, device),
+                        [s.shape_id for s in shapes], [f"ahead-{i}" for i in range(_fuzz_count(candidate, options))])
+    except Exception:
+        return None
+    return start_ahead(job, options.limits)
 
 
 def scrubbed(result: CandidateResult) -> CandidateResult:
@@ -229,39 +265,49 @@ def _baselines_wanted(job: MeasureJob, options: EvalOptions) -> list[str]:
 
 
 def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[[ShapeResult], None] | None,
-         on_shape_start: Callable[[str], None] | None, problem: Problem) -> WorkerOutcome:
+         on_shape_start: Callable[[str], None] | None, problem: Problem, ahead: StartedWorker | None = None
+         ) -> WorkerOutcome:
     """The candidate's worker, the parent's check of its report, then the baselines in a worker of their own
     (nothing a baseline starts, such as inductor's threads, can be blamed on the candidate); all under the
     GPU's lock on CUDA. `on_shape` hears each shape when the candidate's worker reports it, and a timed shape
-    a second time (same shape_id, the parent's checked result) once its baselines are timed."""
+    a second time (same shape_id, the parent's checked result) once its baselines are timed. The baselines'
+    worker is started ahead, while the candidate's runs, where workers are (`starts_ahead`)."""
     lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     if device.startswith("cuda"):
         from aka_tui.bench.evaluator.gpu_lock import exclusive_gpu, gpu_identity
 
         lock = exclusive_gpu(gpu_identity(parent_index(device)))
-    with lock:
-        outcome = run_job(job, options.limits, on_shape, on_shape_start)
-        started = time.perf_counter()
-        outcome.shapes = check_outcome(problem, job, device, outcome.shapes, outcome.evidence)
-        outcome.seconds["parent_check"] = round(time.perf_counter() - started, 3)
-        baselines = _baselines_wanted(job, options)
-        timed = [s.shape_id for s in outcome.shapes if s.passed and not s.fuzz]
-        if baselines and timed:
-            started = time.perf_counter()
-            extra = replace(job, candidate=CandidateRef("baselines"), shape_ids=timed, fuzz_shape_ids=[],
+    baselines = _baselines_wanted(job, options)
+    shape_ids = [s for s in job.shape_ids if s not in set(job.fuzz_shape_ids)]
+    baselines_job = replace(job, candidate=CandidateRef("baselines"), shape_ids=shape_ids, fuzz_shape_ids=[],
                             baselines=baselines)
-            checked = {s.shape_id: s for s in outcome.shapes}
+    baselines_ahead = start_ahead(baselines_job, options.limits) if baselines and starts_ahead(device) else None
+    try:
+        with lock:
+            outcome = run_job(job, options.limits, on_shape, on_shape_start, ahead=ahead)
+            started = time.perf_counter()
+            outcome.shapes = check_outcome(problem, job, device, outcome.shapes, outcome.evidence)
+            outcome.seconds["parent_check"] = round(time.perf_counter() - started, 3)
+            timed = [s.shape_id for s in outcome.shapes if s.passed and not s.fuzz]
+            if baselines and timed:
+                started = time.perf_counter()
+                checked = {s.shape_id: s for s in outcome.shapes}
 
-            def baseline_timed(baseline: ShapeResult) -> None:
-                # Each shape again, with its baseline times, as soon as they are measured: a run stopped while
-                # the baselines are timed (a slow torch.compile, a deadline) keeps the ones that finished.
-                shape = checked.get(baseline.shape_id)
-                if on_shape and shape is not None and baseline.passed:
-                    on_shape(_with_baselines(shape, baseline))
+                def baseline_timed(baseline: ShapeResult) -> None:
+                    # Each shape again, with its baseline times, as soon as they are measured: a run stopped
+                    # while the baselines are timed (a slow torch.compile, a deadline) keeps the ones that finished.
+                    shape = checked.get(baseline.shape_id)
+                    if on_shape and shape is not None and baseline.passed:
+                        on_shape(_with_baselines(shape, baseline))
 
-            by_id = {s.shape_id: s for s in run_job(extra, options.limits, baseline_timed).shapes}
-            outcome.shapes = [_with_baselines(s, by_id.get(s.shape_id)) for s in outcome.shapes]
-            outcome.seconds["baselines_worker"] = round(time.perf_counter() - started, 3)
+                extra, baselines_ahead = baselines_ahead, None  # run_job owns it now
+                by_id = {s.shape_id: s for s in run_job(replace(baselines_job, shape_ids=timed), options.limits,
+                                                        baseline_timed, ahead=extra).shapes}
+                outcome.shapes = [_with_baselines(s, by_id.get(s.shape_id)) for s in outcome.shapes]
+                outcome.seconds["baselines_worker"] = round(time.perf_counter() - started, 3)
+    finally:
+        if baselines_ahead is not None:
+            baselines_ahead.discard()
     return outcome
 
 

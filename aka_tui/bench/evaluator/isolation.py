@@ -96,36 +96,93 @@ def _view(job: dict[str, Any], work_dir: Path) -> bwrap.View:
     return bwrap.View(work_dir, tuple(read_only), (cache,), gpu, env)
 
 
-class _Worker:
-    """One sandboxed child process and the authenticated message channel from it (`measure/channel.py`)."""
+def _view_key(job: dict[str, Any]) -> tuple[Any, ...]:
+    """What a worker's sandbox is made from (`_view`): a worker started ahead runs only a job with the same."""
+    candidate = job["candidate"]
+    return (job["problem_dir"], candidate.get("kind"), candidate.get("path"), str(job["device"]),
+            job.get("visible_devices"), _preloads_compiler(job))
 
-    def __init__(self, job: dict[str, Any], log_path: Path, limits: WorkerLimits | None = None) -> None:
+
+def _preloads_compiler(job: dict[str, Any]) -> bool:
+    """Whether the worker imports torch's compiler before reading its job (worker.dynamo_up_front)."""
+    from aka_tui.bench.evaluator.worker import dynamo_up_front
+    from aka_tui.bench.measure.job import MeasureJob
+
+    return dynamo_up_front(MeasureJob.from_json(job))
+
+
+def start_ahead(job: MeasureJob | dict[str, Any], limits: WorkerLimits) -> StartedWorker | None:
+    """A worker for `job` (or any job with the same view and no more shapes), started now and left waiting for
+    its job with its imports done; `run_job(..., ahead=worker)` sends it the job. None where it cannot start:
+    starting ahead only saves time, it never fails an evaluation."""
+    job = job.to_json() if isinstance(job, MeasureJob) else job
+    work_dir = Path(tempfile.mkdtemp(prefix="aka-worker-"))
+    try:
+        return _Worker(job, work_dir / "worker-ahead.log", limits, send=False)
+    except Exception:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        return None
+
+
+class _Worker:
+    """One sandboxed child process and the authenticated message channel from it (`measure/channel.py`).
+
+    The job is sent on stdin after the spawn: at once, or later by `send` for a worker started ahead (it does its
+    imports meanwhile, and touches no GPU until the job arrives)."""
+
+    def __init__(self, job: dict[str, Any], log_path: Path, limits: WorkerLimits | None = None,
+                 send: bool = True) -> None:
         limits = limits or WorkerLimits()
         self.log_path = log_path
+        self.view_key = _view_key(job)
+        self.shapes = len(job["shape_ids"])
+        self.started_ahead = not send
         read_fd, write_fd = os.pipe()
-        key = channel.new_key()
-        spawned = time.time()  # the worker reports its start's phases from here (`startup_s` in `compiled`)
+        self._key = channel.new_key()
+        self._write_fd = write_fd
+        self.spawned = time.time()  # the worker reports its start's phases from here (`startup_s` in `compiled`)
+        gpu = str(job["device"]).startswith("cuda")
         try:
             self.proc, self.report = bwrap.spawn(
-                [sys.executable, "-m", "aka_tui.bench.evaluator.worker_entry", str(log_path)],
-                _view(job, log_path.parent), limits.resources(len(job["shape_ids"])), limits.sandbox,
+                [sys.executable, "-m", "aka_tui.bench.evaluator.worker_entry", str(log_path),
+                 "cuda" if gpu else "cpu", "dynamo" if _preloads_compiler(job) else "-"],
+                _view(job, log_path.parent), limits.resources(self.shapes), limits.sandbox,
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write_fd,))
         except BaseException:
             os.close(read_fd)
             raise
         finally:
             os.close(write_fd)
-        self.channel = channel.Reader(read_fd, key)
+        self.channel = channel.Reader(read_fd, self._key)
         self.closed = False
+        if send:
+            self.send(job)
+
+    def fits(self, job: dict[str, Any]) -> bool:
+        """Whether this worker, started ahead, can run `job`: the same view (problem, candidate, device) and
+        limits sized for at least its shapes, and still alive."""
+        return (self.started_ahead and not self.closed and self.proc.poll() is None
+                and _view_key(job) == self.view_key and len(job["shape_ids"]) <= self.shapes)
+
+    def send(self, job: dict[str, Any]) -> None:
         stdin = self.proc.proc.stdin
         assert stdin is not None
         try:
             # The channel's fd and key travel on stdin, never in argv or the environment.
-            stdin.write(json.dumps({**job, "channel": {"fd": write_fd, "key": key.hex()},
-                                    "spawned_unix": spawned}).encode())
+            stdin.write(json.dumps({**job, "channel": {"fd": self._write_fd, "key": self._key.hex()},
+                                    "spawned_unix": self.spawned,
+                                    "released_unix": time.time() if self.started_ahead else self.spawned}).encode())
             stdin.close()
         except BrokenPipeError:
             pass  # it died at once: the channel's EOF and the exit status say why
+
+    def discard(self) -> None:
+        """Kill a worker started ahead that no evaluation took, and remove its work dir (after an evaluation
+        took it: nothing left to do)."""
+        if not self.closed:
+            self.kill()
+            self.close()
+        shutil.rmtree(self.work_dir, ignore_errors=True)
 
     @property
     def eof(self) -> bool:
@@ -158,6 +215,9 @@ class _Worker:
         return code
 
 
+StartedWorker = _Worker  # what `start_ahead` returns and `run_job(ahead=...)` takes
+
+
 def _exit_failure(process: ContainedProcess, code: int, log_path: Path) -> tuple[str, str]:
     """(status, message) of a worker that ended without finishing: a limit it hit, or a crash."""
     tail = scrub(_log_tail(log_path))
@@ -187,24 +247,26 @@ def _explained(worker: _Worker, result: ShapeResult) -> ShapeResult:
 
 def run_job(job: MeasureJob | dict[str, Any], limits: WorkerLimits,
             on_shape: Callable[[ShapeResult], None] | None = None,
-            on_shape_start: Callable[[str], None] | None = None) -> WorkerOutcome:
+            on_shape_start: Callable[[str], None] | None = None, ahead: StartedWorker | None = None
+            ) -> WorkerOutcome:
     """Evaluate `job['shape_ids']` in sandboxed worker processes; every shape gets a result, whatever happens.
+    `ahead`: a worker `start_ahead` started for this job, its first worker when it fits (else discarded).
     An interruption (Ctrl-C, SIGTERM, an exception in a callback) kills the running worker's whole tree."""
     job = job.to_json() if isinstance(job, MeasureJob) else job
     live: list[_Worker] = []
+    if ahead is not None and not ahead.fits(job):
+        ahead.discard()
+        ahead = None
     try:
-        return _run_workers(job, limits, on_shape, on_shape_start, live)
+        return _Evaluation(job, limits, on_shape, on_shape_start).run(live, ahead)
     finally:
+        if ahead is not None and ahead not in live:
+            ahead.discard()
         for worker in live:
             if not worker.closed:  # still running: interrupted
                 worker.kill()
                 worker.close()
                 shutil.rmtree(worker.work_dir, ignore_errors=True)
-
-
-def _run_workers(job: dict[str, Any], limits: WorkerLimits, on_shape: Callable[[ShapeResult], None] | None,
-                 on_shape_start: Callable[[str], None] | None, live: list[_Worker]) -> WorkerOutcome:
-    return _Evaluation(job, limits, on_shape, on_shape_start).run(live)
 
 
 @dataclass
@@ -236,19 +298,29 @@ class _Evaluation:
         self.seconds = {"worker_startup": 0.0, "workers": 0.0}
         self._spawned = 0.0
 
-    def run(self, live: list[_Worker]) -> WorkerOutcome:
+    def run(self, live: list[_Worker], ahead: _Worker | None = None) -> WorkerOutcome:
         began = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="aka-worker-", ignore_cleanup_errors=True) as tmp:
+        work_dir = ahead.work_dir if ahead is not None else Path(tempfile.mkdtemp(prefix="aka-worker-"))
+        try:
             spawns = 0
             while self.remaining:
-                log_path = Path(tmp) / f"worker-{spawns}.log"
-                spawns += 1
+                job = {**self.job, "shape_ids": self.remaining}
                 self._spawned = time.perf_counter()
-                worker = _Worker({**self.job, "shape_ids": self.remaining}, log_path, self.limits)
-                live.append(worker)
+                if ahead is not None:
+                    worker, ahead = ahead, None
+                    log_path = worker.log_path
+                    live.append(worker)
+                    worker.send(job)
+                else:
+                    log_path = work_dir / f"worker-{spawns}.log"
+                    spawns += 1
+                    worker = _Worker(job, log_path, self.limits)
+                    live.append(worker)
                 state = self._follow(worker, log_path)
                 if state.failure is not None and not self._after_failure(state, state.failure):
                     break
+        finally:
+            shutil.rmtree(work_dir, ignore_errors=True)
         ordered = [self.results[s] for s in self.job["shape_ids"] if s in self.results]
         self.seconds["workers"] = time.perf_counter() - began
         return WorkerOutcome(self.compiled, self.compile_error, ordered, self.empty_launch_ms,
@@ -293,6 +365,9 @@ class _Evaluation:
         `startup_<phase>`: known phases with plausible values only (the worker also runs candidate code)."""
         if not isinstance(phases, dict):
             return
+        ahead = phases.get("ahead")
+        if isinstance(ahead, (int, float)) and 0.0 < ahead < 1e5:  # done before the job was sent: not waited for
+            self.seconds["started_ahead"] = self.seconds.get("started_ahead", 0.0) + float(ahead)
         for name in STARTUP_PHASES:
             value = phases.get(name)
             if isinstance(value, (int, float)) and 0.0 <= value < 1e5:

@@ -45,7 +45,7 @@ def _trace(exc: BaseException) -> str:
 _NAMES_COMPILER = re.compile(r"\b(_dynamo|_inductor|torch\s*\.\s*compile|torch\s*\.\s*export)\b")
 
 
-def _dynamo_up_front(job: MeasureJob) -> bool:
+def dynamo_up_front(job: MeasureJob) -> bool:
     """Import torch._dynamo before the integrity snapshot? Importing it rewraps `torch.manual_seed` and friends,
     which would read as tampering if the candidate did it, but it costs 1.5-2 s of every worker's start. Only a
     hardened file candidate's integrity is checked: on a GPU (where the profiler loads it) and when its source
@@ -66,7 +66,7 @@ def _dynamo_up_front(job: MeasureJob) -> bool:
 def _warm_up_harness(problem: Problem, ref_module: Any, input_module: Any, job: MeasureJob) -> None:
     """Run the harness's own paths once so functions torch rewraps lazily (e.g. on first call) settle
     before the integrity snapshot; failures here surface later as problem errors."""
-    if _dynamo_up_front(job):
+    if dynamo_up_front(job):
         importlib.import_module("torch._dynamo")  # importing it rewraps torch.manual_seed and friends
     shape = resolve_shape(problem, job.shape_ids[0]) if job.shape_ids else None
     if shape is None:
