@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from aka_tui.bench.evaluator.evaluate import EvalOptions, evaluate_candidate, resolve_device, start_worker_ahead
-from aka_tui.bench.evaluator.isolation import StartedWorker
+from aka_tui.bench.evaluator.worker_process import WorkerProcess
 from aka_tui.errors import EvaluationError
 from aka_tui.executors.base import EvalJob, JobOutcome, ShapeCallback
 
@@ -96,7 +96,7 @@ class LocalExecutor:
         def serve(slot: Slot) -> None:
             # With one slot the next job is known: its first worker starts ahead (imports done, no GPU touched)
             # while this one runs (`start_worker_ahead`; on a GPU only).
-            ahead_of: tuple[EvalJob, StartedWorker | None] | None = None
+            ahead_of: tuple[EvalJob, WorkerProcess | None] | None = None
             try:
                 while not self._cancelled.is_set():
                     if ahead_of is not None:

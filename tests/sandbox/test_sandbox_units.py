@@ -210,7 +210,7 @@ def test_the_apps_anthropic_proposer_refuses_too_unless_allowed(monkeypatch: pyt
 
 def test_gpu_workers_get_the_expandable_allocator_unless_the_person_chose(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from aka_tui.bench.evaluator.isolation import GPU_ALLOCATOR, _view
+    from aka_tui.bench.evaluator.worker_process import GPU_ALLOCATOR, _view
 
     job = {"problem_dir": str(tmp_path), "candidate": {"kind": "baseline"}, "device": "cuda:0"}
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from aka_tui.bench.evaluator.isolation import StartedWorker, WorkerLimits, WorkerOutcome, run_job, start_ahead
+from aka_tui.bench.evaluator.isolation import WorkerOutcome, run_job
+from aka_tui.bench.evaluator.worker_process import WorkerLimits, WorkerProcess, start_ahead
 from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
 from aka_tui.bench.measure.job import (
     BASELINE_KINDS,
@@ -140,7 +141,7 @@ def device_name(device: str) -> str:
 def evaluate_candidate(problem: Problem, candidate: CandidateSpec, options: EvalOptions,
                        on_shape: Callable[[ShapeResult], None] | None = None,
                        on_shape_start: Callable[[str], None] | None = None,
-                       ahead: StartedWorker | None = None) -> CandidateResult:
+                       ahead: WorkerProcess | None = None) -> CandidateResult:
     """Compile → correctness → audit → timing per shape, each candidate in its own worker process. `ahead`: its
     first worker, started by `start_worker_ahead` while something else ran (used when it fits the job)."""
     device = resolve_device(options.device)
@@ -207,7 +208,7 @@ def starts_ahead(device: str) -> bool:
 
 
 def start_worker_ahead(problem: Problem, candidate: CandidateSpec, options: EvalOptions,
-                       on_cpu: bool = False) -> StartedWorker | None:
+                       on_cpu: bool = False) -> WorkerProcess | None:
     """The first worker of `evaluate_candidate(problem, candidate, options)`, started now and waiting (imports
     done, no GPU touched) for its job; pass it as `ahead`. None where workers are not started ahead (`on_cpu`:
     there too) or it cannot start (starting ahead only saves time, it never fails an evaluation)."""
@@ -265,7 +266,7 @@ def _baselines_wanted(job: MeasureJob, options: EvalOptions) -> list[str]:
 
 
 def _run(job: MeasureJob, options: EvalOptions, device: str, on_shape: Callable[[ShapeResult], None] | None,
-         on_shape_start: Callable[[str], None] | None, problem: Problem, ahead: StartedWorker | None = None
+         on_shape_start: Callable[[str], None] | None, problem: Problem, ahead: WorkerProcess | None = None
          ) -> WorkerOutcome:
     """The candidate's worker, the parent's check of its report, then the baselines in a worker of their own
     (nothing a baseline starts, such as inductor's threads, can be blamed on the candidate); all under the

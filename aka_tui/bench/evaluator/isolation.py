@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -15,34 +11,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from aka_tui.bench.evaluator.worker_entry import EXIT_PRELOAD, EXIT_RESTART, STARTUP_PHASES
+from aka_tui.bench.evaluator.worker_process import WorkerLimits, WorkerProcess
 from aka_tui.bench.measure import channel
 from aka_tui.bench.measure.job import MeasureJob
 from aka_tui.bench.measure.results import ShapeResult, StageError
-from aka_tui.bench.sandbox import bwrap
-from aka_tui.bench.sandbox.containment import ContainedProcess, GiB, ResourceLimits, printable, read_worker_file
+from aka_tui.bench.sandbox.containment import ContainedProcess, printable, read_worker_file
 from aka_tui.secrets import scrub
 
 LIMIT_EXCEEDED = "limit_exceeded"
-
-
-@dataclass
-class WorkerLimits:
-    """Wall-clock limits of one worker (seconds), its resource limits and its sandbox (docs/evaluator.md)."""
-
-    startup_s: float = 180.0  # importing torch, loading the problem and compiling the candidate
-    per_shape_s: float = 300.0
-    max_restarts: int = 8
-    memory_bytes: int = field(default_factory=bwrap.default_memory_bytes)  # resident, whole process tree
-    cpu_s: float | None = None  # CPU time per process; None: the wall-clock budget of the job
-    tasks: int = 4096  # processes and threads
-    file_bytes: int = 1 * GiB  # any one file
-    disk_bytes: int = 4 * GiB  # the work directory and the candidate's compiler cache together
-    sandbox: str | None = None  # auto | bwrap | none; None: $AKA_SANDBOX, else auto
-    cgroups: bool = True  # False: memory and tasks bounded by the watchdog only
-
-    def resources(self, shapes: int) -> ResourceLimits:
-        cpu = self.cpu_s if self.cpu_s is not None else self.startup_s + self.per_shape_s * max(shapes, 1)
-        return ResourceLimits(self.memory_bytes, cpu, self.tasks, self.file_bytes, self.disk_bytes, self.cgroups)
 
 
 @dataclass
@@ -72,152 +48,6 @@ def _log_tail(path: Path, limit: int = 1500) -> str:
     return printable(read_worker_file(path, tail=limit).decode(errors="replace")).strip()
 
 
-GPU_ALLOCATOR = "expandable_segments:True"
-
-
-def _view(job: dict[str, Any], work_dir: Path) -> bwrap.View:
-    """What the worker sees: the problem and the candidate read-only, its compiler cache and work dir writable."""
-    read_only = [Path(job["problem_dir"])]
-    candidate = job["candidate"].get("path")
-    if candidate:
-        read_only.append(Path(candidate))
-    cache = bwrap.cache_dir(job["candidate"].get("kind", "file"), candidate)
-    env = {"TRITON_CACHE_DIR": str(cache / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor")}
-    if job.get("visible_devices") is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(job["visible_devices"])
-    gpu = str(job["device"]).startswith("cuda")
-    if not gpu:
-        env["TRITON_INTERPRET"] = "1"
-    elif "PYTORCH_CUDA_ALLOC_CONF" not in os.environ:
-        # a reference that needs most of the GPU (a published MoE dequantising every expert to fp32 asked for
-        # 28 GiB with 12 GiB free and 49 GiB cached in fragments, H200, 2026-12-02) is not failed by the caching
-        # allocator's fragmentation; a person's own setting wins
-        env["PYTORCH_CUDA_ALLOC_CONF"] = GPU_ALLOCATOR
-    return bwrap.View(work_dir, tuple(read_only), (cache,), gpu, env)
-
-
-def _view_key(job: dict[str, Any]) -> tuple[Any, ...]:
-    """What a worker's sandbox is made from (`_view`): a worker started ahead runs only a job with the same."""
-    candidate = job["candidate"]
-    return (job["problem_dir"], candidate.get("kind"), candidate.get("path"), str(job["device"]),
-            job.get("visible_devices"), _preloads_compiler(job))
-
-
-def _preloads_compiler(job: dict[str, Any]) -> bool:
-    """Whether the worker imports torch's compiler before reading its job (worker.dynamo_up_front)."""
-    from aka_tui.bench.evaluator.worker import dynamo_up_front
-    from aka_tui.bench.measure.job import MeasureJob
-
-    return dynamo_up_front(MeasureJob.from_json(job))
-
-
-def start_ahead(job: MeasureJob | dict[str, Any], limits: WorkerLimits) -> StartedWorker | None:
-    """A worker for `job` (or any job with the same view and no more shapes), started now and left waiting for
-    its job with its imports done; `run_job(..., ahead=worker)` sends it the job. None where it cannot start:
-    starting ahead only saves time, it never fails an evaluation."""
-    job = job.to_json() if isinstance(job, MeasureJob) else job
-    work_dir = Path(tempfile.mkdtemp(prefix="aka-worker-"))
-    try:
-        return _Worker(job, work_dir / "worker-ahead.log", limits, send=False)
-    except Exception:
-        shutil.rmtree(work_dir, ignore_errors=True)
-        return None
-
-
-class _Worker:
-    """One sandboxed child process and the authenticated message channel from it (`measure/channel.py`).
-
-    The job is sent on stdin after the spawn: at once, or later by `send` for a worker started ahead (it does its
-    imports meanwhile, and touches no GPU until the job arrives)."""
-
-    def __init__(self, job: dict[str, Any], log_path: Path, limits: WorkerLimits | None = None,
-                 send: bool = True) -> None:
-        limits = limits or WorkerLimits()
-        self.log_path = log_path
-        self.view_key = _view_key(job)
-        self.shapes = len(job["shape_ids"])
-        self.started_ahead = not send
-        read_fd, write_fd = os.pipe()
-        self._key = channel.new_key()
-        self._write_fd = write_fd
-        self.spawned = time.time()  # the worker reports its start's phases from here (`startup_s` in `compiled`)
-        gpu = str(job["device"]).startswith("cuda")
-        try:
-            self.proc, self.report = bwrap.spawn(
-                [sys.executable, "-m", "aka_tui.bench.evaluator.worker_entry", str(log_path),
-                 "cuda" if gpu else "cpu", "dynamo" if _preloads_compiler(job) else "-"],
-                _view(job, log_path.parent), limits.resources(self.shapes), limits.sandbox,
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write_fd,))
-        except BaseException:
-            os.close(read_fd)
-            raise
-        finally:
-            os.close(write_fd)
-        self.channel = channel.Reader(read_fd, self._key)
-        self.closed = False
-        if send:
-            self.send(job)
-
-    def fits(self, job: dict[str, Any]) -> bool:
-        """Whether this worker, started ahead, can run `job`: the same view (problem, candidate, device) and
-        limits sized for at least its shapes, and still alive."""
-        return (self.started_ahead and not self.closed and self.proc.poll() is None
-                and _view_key(job) == self.view_key and len(job["shape_ids"]) <= self.shapes)
-
-    def send(self, job: dict[str, Any]) -> None:
-        stdin = self.proc.proc.stdin
-        assert stdin is not None
-        try:
-            # The channel's fd and key travel on stdin, never in argv or the environment.
-            stdin.write(json.dumps({**job, "channel": {"fd": self._write_fd, "key": self._key.hex()},
-                                    "spawned_unix": self.spawned,
-                                    "released_unix": time.time() if self.started_ahead else self.spawned}).encode())
-            stdin.close()
-        except BrokenPipeError:
-            pass  # it died at once: the channel's EOF and the exit status say why
-
-    def discard(self) -> None:
-        """Kill a worker started ahead that no evaluation took, and remove its work dir (after an evaluation
-        took it: nothing left to do)."""
-        if not self.closed:
-            self.kill()
-            self.close()
-        shutil.rmtree(self.work_dir, ignore_errors=True)
-
-    @property
-    def eof(self) -> bool:
-        return self.channel.eof
-
-    def next_message(self, timeout_s: float) -> dict[str, Any] | None:
-        """The next message, or None on timeout or when the channel closed (check `eof`); raises
-        `channel.ChannelTampered` when a line fails authentication."""
-        return self.channel.next_message(timeout_s)
-
-    @property
-    def work_dir(self) -> Path:
-        return self.log_path.parent
-
-    def kill(self) -> None:
-        """SIGKILL the worker's whole process tree."""
-        self.proc.kill()
-
-    def close(self) -> int:
-        if self.closed:
-            return self.proc.proc.returncode
-        try:
-            code = self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.proc.proc.returncode
-        self.proc.close()  # whatever it left running dies with it
-        self.channel.close()
-        self.closed = True
-        return code
-
-
-StartedWorker = _Worker  # what `start_ahead` returns and `run_job(ahead=...)` takes
-
-
 def _exit_failure(process: ContainedProcess, code: int, log_path: Path) -> tuple[str, str]:
     """(status, message) of a worker that ended without finishing: a limit it hit, or a crash."""
     tail = scrub(_log_tail(log_path))
@@ -228,7 +58,7 @@ def _exit_failure(process: ContainedProcess, code: int, log_path: Path) -> tuple
     return "crashed", description + (f"; log tail: {tail}" if tail else "")
 
 
-def _explained_error(worker: _Worker, error: StageError) -> StageError:
+def _explained_error(worker: WorkerProcess, error: StageError) -> StageError:
     """An error the worker reported, secrets scrubbed; one caused by a limit (a refused fork or thread, a file
     cut short) says so and becomes `limit_exceeded`."""
     message, trace = scrub(error.message), scrub(error.traceback_text)
@@ -238,7 +68,7 @@ def _explained_error(worker: _Worker, error: StageError) -> StageError:
     return StageError(error.stage, LIMIT_EXCEEDED, f"{verdict}; {message}"[:2000], trace)
 
 
-def _explained(worker: _Worker, result: ShapeResult) -> ShapeResult:
+def _explained(worker: WorkerProcess, result: ShapeResult) -> ShapeResult:
     if result.error is None or result.status in ("passed", "skipped"):
         return result
     error = _explained_error(worker, result.error)
@@ -247,13 +77,13 @@ def _explained(worker: _Worker, result: ShapeResult) -> ShapeResult:
 
 def run_job(job: MeasureJob | dict[str, Any], limits: WorkerLimits,
             on_shape: Callable[[ShapeResult], None] | None = None,
-            on_shape_start: Callable[[str], None] | None = None, ahead: StartedWorker | None = None
+            on_shape_start: Callable[[str], None] | None = None, ahead: WorkerProcess | None = None
             ) -> WorkerOutcome:
     """Evaluate `job['shape_ids']` in sandboxed worker processes; every shape gets a result, whatever happens.
     `ahead`: a worker `start_ahead` started for this job, its first worker when it fits (else discarded).
     An interruption (Ctrl-C, SIGTERM, an exception in a callback) kills the running worker's whole tree."""
     job = job.to_json() if isinstance(job, MeasureJob) else job
-    live: list[_Worker] = []
+    live: list[WorkerProcess] = []
     if ahead is not None and not ahead.fits(job):
         ahead.discard()
         ahead = None
@@ -298,7 +128,7 @@ class _Evaluation:
         self.seconds = {"worker_startup": 0.0, "workers": 0.0}
         self._spawned = 0.0
 
-    def run(self, live: list[_Worker], ahead: _Worker | None = None) -> WorkerOutcome:
+    def run(self, live: list[WorkerProcess], ahead: WorkerProcess | None = None) -> WorkerOutcome:
         began = time.perf_counter()
         work_dir = ahead.work_dir if ahead is not None else Path(tempfile.mkdtemp(prefix="aka-worker-"))
         try:
@@ -314,7 +144,7 @@ class _Evaluation:
                 else:
                     log_path = work_dir / f"worker-{spawns}.log"
                     spawns += 1
-                    worker = _Worker(job, log_path, self.limits)
+                    worker = WorkerProcess(job, log_path, self.limits)
                     live.append(worker)
                 state = self._follow(worker, log_path)
                 if state.failure is not None and not self._after_failure(state, state.failure):
@@ -338,7 +168,7 @@ class _Evaluation:
         for shape_id in list(self.remaining):
             self.record(ShapeResult(shape_id, status, [], error))
 
-    def _follow(self, worker: _Worker, log_path: Path) -> _WorkerState:
+    def _follow(self, worker: WorkerProcess, log_path: Path) -> _WorkerState:
         """The worker's messages until it is done, fails, or must be restarted."""
         state = _WorkerState()
         while True:
@@ -374,7 +204,7 @@ class _Evaluation:
                 key = f"startup_{name}"
                 self.seconds[key] = self.seconds.get(key, 0.0) + float(value)
 
-    def _ended(self, worker: _Worker, log_path: Path, state: _WorkerState) -> None:
+    def _ended(self, worker: WorkerProcess, log_path: Path, state: _WorkerState) -> None:
         """No message: the worker exited (a CUDA error's restart, or a failure) or timed out (killed)."""
         if worker.eof:
             code = worker.close()
@@ -403,7 +233,7 @@ class _Evaluation:
         what = "compiling/starting" if state.startup else f"shape {state.current}"
         state.failure = ("timeout", f"{what} exceeded {limit:.0f} s; worker killed")
 
-    def _handle(self, worker: _Worker, message: dict[str, Any], state: _WorkerState) -> bool:
+    def _handle(self, worker: WorkerProcess, message: dict[str, Any], state: _WorkerState) -> bool:
         """One message of the worker; True when the worker is finished (done, or its candidate did not compile)."""
         event = message["event"]
         if event == "compiled":
