@@ -4,7 +4,7 @@ Usage (by `isolation.py`): python -m aka_tui.bench.evaluator.worker_entry LOG_PA
 (DEVICE_KIND `cuda` or `cpu`; PRELOAD `dynamo` or `-`: import torch's compiler up front)
 
 The worker imports the harness first and reads its job afterwards, so a worker started ahead of its evaluation
-(`isolation.start_ahead`) waits with its imports done. The job on stdin carries the message channel (`channel`:
+(`worker_process.start_ahead`) waits with its imports done. The job on stdin carries the message channel (`channel`:
 the pipe's fd and the key that authenticates every message, see `measure/channel.py`); neither appears in argv or
 the environment.
 """
