@@ -4,12 +4,15 @@ sent its job only when its evaluation begins (CPU; on a GPU the executor does th
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+import aka_tui.bench.evaluator.evaluate as evaluate
 from aka_tui.bench.evaluator.evaluate import CandidateSpec, EvalOptions, evaluate_candidate, start_worker_ahead
 from aka_tui.bench.evaluator.isolation import WorkerLimits
+from aka_tui.bench.evaluator.worker_process import start_ahead
 from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.executors.base import EvalJob
 from aka_tui.executors.local import LocalExecutor
@@ -21,8 +24,14 @@ SILU = PROBLEMS / "silu_and_mul"
 CANDIDATE = next(iter(sorted(SILU.glob("solutions/correct/*.py"))))
 
 
+@pytest.fixture(autouse=True)
+def ahead_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers are started ahead on a GPU only; here on the CPU too."""
+    monkeypatch.setattr(evaluate, "starts_ahead", lambda device: True)
+
+
 def _started(problem: Path = SILU):  # type: ignore[no-untyped-def]
-    worker = start_worker_ahead(load_problem(problem), CandidateSpec.file(CANDIDATE), OPTIONS, on_cpu=True)
+    worker = start_worker_ahead(load_problem(problem), CandidateSpec.file(CANDIDATE), OPTIONS)
     assert worker is not None
     return worker
 
@@ -66,11 +75,11 @@ def test_one_slot_starts_the_next_jobs_worker_while_the_current_job_runs(monkeyp
 
     started: list[str] = []
 
-    def ahead_on_cpu(problem, candidate, options):  # type: ignore[no-untyped-def]
+    def recorded(problem, candidate, options):  # type: ignore[no-untyped-def]
         started.append(problem.name)
-        return start_worker_ahead(problem, candidate, options, on_cpu=True)
+        return start_worker_ahead(problem, candidate, options)
 
-    monkeypatch.setattr(local, "start_worker_ahead", ahead_on_cpu)
+    monkeypatch.setattr(local, "start_worker_ahead", recorded)
     problem = load_problem(SILU)
     jobs = [EvalJob(f"job{i}", problem, CandidateSpec.file(CANDIDATE), OPTIONS) for i in range(3)]
     outcomes = {o.job.key: o.result for o in LocalExecutor("cpu").run(jobs)}
@@ -79,3 +88,21 @@ def test_one_slot_starts_the_next_jobs_worker_while_the_current_job_runs(monkeyp
         _passes(outcomes[key])
     assert "started_ahead" not in outcomes["job0"].provenance["checks"]["seconds"]
     assert all(outcomes[k].provenance["checks"]["seconds"]["started_ahead"] > 0.3 for k in ("job1", "job2"))
+
+
+def test_the_baselines_worker_is_started_while_the_candidates_runs_and_times_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    taken: list = []  # type: ignore[type-arg]
+
+    def recorded(job, limits):  # type: ignore[no-untyped-def]
+        worker = start_ahead(job, limits)
+        taken.append(worker)
+        return worker
+
+    monkeypatch.setattr(evaluate, "start_ahead", recorded)
+    result = evaluate_candidate(load_problem(SILU), CandidateSpec.file(CANDIDATE), replace(OPTIONS, compare_eager=True))
+    _passes(result)
+    assert all(s.eager_timing for s in result.shapes), [s.verification for s in result.shapes]
+    assert len(taken) == 1 and taken[0].started_ahead
+    # it ran the baselines' job and exited by itself (a worker not taken is killed: a negative status)
+    assert taken[0].closed and taken[0].proc.proc.returncode == 0

@@ -207,14 +207,13 @@ def starts_ahead(device: str) -> bool:
     return device.startswith("cuda") and os.environ.get("AKA_START_AHEAD", "1") != "0"
 
 
-def start_worker_ahead(problem: Problem, candidate: CandidateSpec, options: EvalOptions,
-                       on_cpu: bool = False) -> WorkerProcess | None:
+def start_worker_ahead(problem: Problem, candidate: CandidateSpec, options: EvalOptions) -> WorkerProcess | None:
     """The first worker of `evaluate_candidate(problem, candidate, options)`, started now and waiting (imports
-    done, no GPU touched) for its job; pass it as `ahead`. None where workers are not started ahead (`on_cpu`:
-    there too) or it cannot start (starting ahead only saves time, it never fails an evaluation)."""
+    done, no GPU touched) for its job; pass it as `ahead`. None where workers are not started ahead or it cannot
+    start (starting ahead only saves time, it never fails an evaluation)."""
     try:
         device = resolve_device(options.device)
-        if not (starts_ahead(device) or (on_cpu and device == "cpu")):
+        if not starts_ahead(device):
             return None
         shapes = _selected_shapes(problem, options, resolve_tier(options, device))
         job = build_job(problem, candidate, options, device, resolve_profile(options, device),

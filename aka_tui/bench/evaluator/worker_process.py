@@ -40,7 +40,6 @@ class WorkerLimits:
         return ResourceLimits(self.memory_bytes, cpu, self.tasks, self.file_bytes, self.disk_bytes, self.cgroups)
 
 
-
 GPU_ALLOCATOR = "expandable_segments:True"
 
 
@@ -69,7 +68,7 @@ def _view_key(job: dict[str, Any]) -> tuple[Any, ...]:
     """What a worker's sandbox is made from (`_view`): a worker started ahead runs only a job with the same."""
     candidate = job["candidate"]
     return (job["problem_dir"], candidate.get("kind"), candidate.get("path"), str(job["device"]),
-            job.get("visible_devices"), _preloads_compiler(job))
+            job.get("visible_devices"), _preloads_compiler(job))  # last: the worker's PRELOAD argument
 
 
 def _preloads_compiler(job: dict[str, Any]) -> bool:
@@ -110,11 +109,11 @@ class WorkerProcess:
         self._key = channel.new_key()
         self._write_fd = write_fd
         self.spawned = time.time()  # the worker reports its start's phases from here (`startup_s` in `compiled`)
-        gpu = str(job["device"]).startswith("cuda")
+        gpu, preload = str(job["device"]).startswith("cuda"), self.view_key[-1]
         try:
             self.proc, self.report = bwrap.spawn(
                 [sys.executable, "-m", "aka_tui.bench.evaluator.worker_entry", str(log_path),
-                 "cuda" if gpu else "cpu", "dynamo" if _preloads_compiler(job) else "-"],
+                 "cuda" if gpu else "cpu", "dynamo" if preload else "-"],
                 _view(job, log_path.parent), limits.resources(self.shapes), limits.sandbox,
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write_fd,))
         except BaseException:
