@@ -19,7 +19,7 @@ TUNABLES = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_
             "num_warps": 8, "num_stages": 4, "LARGE_M_MIN": 2048, "LARGE_M_BLOCK_M": 256,
             "SMALL_M_MAX": 64, "SMALL_M_BLOCK_N": 64, "SMALL_M_BLOCK_K": 256, "MID_M_MAX": 256, "MID_M_BLOCK_K": 128,
             "TMA": 1, "WARP_SPECIALIZE": 0, "UNDER_WAVE_BLOCK_M": 64, "FP32_TF32X3": 1,
-            "FP32_TILES": 1}
+            "FP32_TILES": 1, "STREAM_K": 0}
 SEARCH_SPACE = {
     "BLOCK_M": [16, 32, 64, 128, 256],
     "BLOCK_N": [32, 64, 128, 256],
@@ -40,6 +40,7 @@ SEARCH_SPACE = {
     "UNDER_WAVE_BLOCK_M": [0, 32, 64],
     "FP32_TF32X3": [0, 1],
     "FP32_TILES": [0, 1],
+    "STREAM_K": [0, 1],
 }
 # M >= LARGE_M_MIN (0: never) uses LARGE_M_BLOCK_M rows per tile. An H200 agent session (2026-11-30) measured
 # BLOCK_M 256 at 1.09x on an 8192-row down projection and 0.80x on 64- and 256-row decode GEMMs; the switch
@@ -67,6 +68,11 @@ SEARCH_SPACE = {
 # 53190; cuBLAS's IEEE SGEMM 2723), 300 x 2048 x 1024 45.8 us (IEEE 142.8, at the bf16 defaults 147.7; cuBLAS
 # 47.5); max abs difference to the IEEE result 2.0e-5 at K 4096, 6.9e-6 at K 1024. Decode-sized float32 GEMMs
 # were not measured.
+# STREAM_K (off by default until timed on a GPU): a grid of tiles that does not fill the GPU once (the decode tiles:
+# 64 x 6144 has 96 tiles of 64 x 64, 256 x 7168 112 of 128 x 128, on 132 SMs) runs as one program an SM, each taking
+# an equal share of all tiles' K steps in order (stream-K). A program that ends inside a tile leaves its fp32
+# partial in a workspace slot and raises its flag; the program that finishes the tile adds the earlier programs'
+# partials (in a fixed order: deterministic) and applies the epilogue. Programs wait only on lower program ids.
 INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}, "SMALL_M_BLOCK_N": {"SMALL_M_MAX": [0]},
          "SMALL_M_BLOCK_K": {"SMALL_M_MAX": [0]}, "MID_M_BLOCK_K": {"MID_M_MAX": [0]},
          "WARP_SPECIALIZE": {"TMA": [0]}}
@@ -165,6 +171,62 @@ def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr,
         tl.store(ws, acc, mask=mask)
 
 
+@triton.jit(do_not_specialize=["epoch"])  # a new value every launch: not a compile-time constant
+def _gemm_streamk_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr, out_ptr, ws_ptr, flag_ptr, epoch, M, N, K,
+                         stride_xm, stride_wn, stride_rm, stride_gm, stride_om,
+                         ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """Stream-K: program p of P takes K steps [p * total // P, (p + 1) * total // P) of the tiles' steps laid end to
+    end (tile-major). A segment that reaches its tile's last step owns the tile: it waits for the flags of the
+    programs before it that ended inside the tile, adds their partials and stores the tile; any other segment is
+    its program's last, stored as a partial in the program's workspace slot, then flagged with this launch's epoch."""
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    iters = tl.cdiv(K, BLOCK_K)
+    total = (tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N) * iters).to(tl.int64)
+    start = pid * total // programs
+    end = (pid + 1) * total // programs
+    offs_k = tl.arange(0, BLOCK_K)
+    slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    it = start
+    while it < end:
+        tile = it // iters
+        seg_end = tl.minimum(end, (tile + 1) * iters)
+        pid_m, pid_n = _tile(tile.to(tl.int32), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        rows = (offs_m % M).to(tl.int64)
+        cols = (offs_n % N).to(tl.int64)
+        k_lo = ((it - tile * iters) * BLOCK_K).to(tl.int32)
+        a_ptrs = x_ptr + rows[:, None] * stride_xm + (k_lo + offs_k)[None, :]
+        b_ptrs = w_ptr + cols[None, :] * stride_wn + (k_lo + offs_k)[:, None]
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for k0 in range(k_lo, ((seg_end - tile * iters) * BLOCK_K).to(tl.int32), BLOCK_K):
+            k_ok = (k0 + offs_k) < K
+            a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K
+            b_ptrs += BLOCK_K
+        if seg_end == (tile + 1) * iters:  # this segment finishes the tile
+            prev = pid - 1
+            while (prev >= 0) & ((prev + 1) * total // programs > tile * iters):
+                while tl.atomic_add(flag_ptr + prev, 0, sem="acquire") != epoch:
+                    pass
+                acc += tl.load(ws_ptr + prev.to(tl.int64) * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
+                prev -= 1
+            mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
+            z = _linear_epilogue(acc, offs_m, offs_n, mask, N, bias_ptr, res_ptr, stride_rm, gate_ptr, stride_gm,
+                                 ACT, HAS_BIAS, HAS_RES, HAS_GATE)
+            tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :],
+                     z.to(out_ptr.dtype.element_ty), mask=mask)
+        else:  # the program's last segment ends inside the tile: leave the partial for the tile's owner
+            tl.store(ws_ptr + pid.to(tl.int64) * (BLOCK_M * BLOCK_N) + slot, acc, cache_modifier=".cg")
+            tl.debug_barrier()
+            tl.atomic_xchg(flag_ptr + pid, epoch, sem="release")
+        it = seg_end
+
+
 @triton.jit
 def _gemm_tma_kernel(a_desc, b_desc, bias_ptr, res_ptr, gate_ptr, out_ptr, M, N, K, stride_rm, stride_gm, stride_om,
                      ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr,
@@ -261,6 +323,37 @@ def _sm_count(device: torch.device) -> int:
     return _SMS[index]
 
 
+_STREAMK_SCRATCH: dict[tuple[str, int | None], tuple[torch.Tensor, torch.Tensor, list[int]]] = {}
+
+
+def _streamk_scratch(device: torch.device, programs: int, tile_elems: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(workspace, flags, epoch) for a stream-K launch: an fp32 partial-tile slot and an int32 flag a program,
+    kept per device and grown as needed; each launch raises flags to a new epoch, so they are never cleared."""
+    key = (device.type, device.index)
+    ws, flags, epoch = _STREAMK_SCRATCH.get(key, (None, None, [0]))
+    if ws is None or ws.numel() < programs * tile_elems or flags.numel() < programs:
+        ws = torch.empty(programs * tile_elems, dtype=torch.float32, device=device)
+        flags = torch.zeros(programs, dtype=torch.int32, device=device)
+        epoch = [0]
+        _STREAMK_SCRATCH[key] = (ws, flags, epoch)
+    epoch[0] = epoch[0] % (2 ** 30) + 1
+    return ws, flags, epoch[0]
+
+
+def _launch_streamk(x, w, bias_arg, res_arg, gate_arg, out, strides: tuple[int, int, int], flags_of: tuple,
+                    tiles: tuple[int, int, int, int, int], group_m: int, programs: int) -> None:
+    """The stream-K kernel on `programs` programs (one an SM on a GPU)."""
+    bm, bn, bk, warps, stages = tiles
+    M, K = x.shape
+    N = w.shape[0]
+    ws, flags, epoch = _streamk_scratch(x.device, programs, bm * bn)
+    act, has_bias, has_res, has_gate = flags_of
+    _gemm_streamk_kernel[(programs,)](x, w, bias_arg, res_arg, gate_arg, out, ws, flags, epoch, M, N, K,
+                                      x.stride(0), w.stride(0), *strides, ACT=act, HAS_BIAS=has_bias,
+                                      HAS_RES=has_res, HAS_GATE=has_gate, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                      GROUP_M=group_m, num_warps=warps, num_stages=stages)
+
+
 def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg: dict = TUNABLES, gate=None):
     if x.stride(-1) != 1:
         x = x.contiguous()
@@ -300,6 +393,11 @@ def launch_gemm_bf16_linear_epilogue(x, w, bias, residual, activation: str, cfg:
                                BLOCK_M=bm,
                                BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["GROUP_M"],
                                WS=bool(cfg.get("WARP_SPECIALIZE", 0)), num_warps=warps, num_stages=stages)
+        return out
+    sms = _sm_count(x.device) if cfg.get("STREAM_K", 0) and split == 1 and not ieee else 0
+    if sms and _cdiv(M, bm) * _cdiv(N, bn) < sms:  # the tiles leave SMs idle: every SM takes a share of the K steps
+        _launch_streamk(x, w, bias_arg, res_arg, gate_arg, out, (stride_rm, stride_gm, out.stride(0)),
+                        (act, has_bias, has_res, has_gate), (bm, bn, bk, warps, stages), cfg["GROUP_M"], sms)
         return out
     k_per_split = _cdiv(_cdiv(K, bk), split) * bk
     ws = torch.empty((split, M, N), dtype=torch.float32, device=x.device) if split > 1 else out
