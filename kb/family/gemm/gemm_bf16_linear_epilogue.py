@@ -68,11 +68,13 @@ SEARCH_SPACE = {
 # 53190; cuBLAS's IEEE SGEMM 2723), 300 x 2048 x 1024 45.8 us (IEEE 142.8, at the bf16 defaults 147.7; cuBLAS
 # 47.5); max abs difference to the IEEE result 2.0e-5 at K 4096, 6.9e-6 at K 1024. Decode-sized float32 GEMMs
 # were not measured.
-# STREAM_K (off by default until timed on a GPU): a grid of tiles that does not fill the GPU once (the decode tiles:
-# 64 x 6144 has 96 tiles of 64 x 64, 256 x 7168 112 of 128 x 128, on 132 SMs) runs as one program an SM, each taking
-# an equal share of all tiles' K steps in order (stream-K). A program that ends inside a tile leaves its fp32
-# partial in a workspace slot and raises its flag; the program that finishes the tile adds the earlier programs'
-# partials (in a fixed order: deterministic) and applies the epilogue. Programs wait only on lower program ids.
+# STREAM_K (off): a grid of tiles that does not fill the GPU once (the decode tiles: 64 x 6144 has 96 tiles of
+# 64 x 64, 256 x 7168 112 of 128 x 128, on 132 SMs) runs as one program an SM, each taking an equal share of all
+# tiles' K steps in order (stream-K). A program that ends inside a tile leaves its fp32 partial in a workspace slot
+# and raises its flag; the program that finishes the tile adds the earlier programs' partials (in a fixed order:
+# deterministic) and applies the epilogue. Programs wait only on lower program ids. H100 (do_bench, 2026-12-06,
+# kb/experience/exp-h100-bf16-gemm-stream-k-refuted.md): 30.0 -> 31.7 us at 64 x 6144 x 4096, 68.6 -> 76.9 at
+# 256 x 7168 x 8192 with SiLU: slower, so off.
 INERT = {"LARGE_M_BLOCK_M": {"LARGE_M_MIN": [0]}, "SMALL_M_BLOCK_N": {"SMALL_M_MAX": [0]},
          "SMALL_M_BLOCK_K": {"SMALL_M_MAX": [0]}, "MID_M_BLOCK_K": {"MID_M_MAX": [0]},
          "WARP_SPECIALIZE": {"TMA": [0]}}
@@ -188,27 +190,27 @@ def _gemm_streamk_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr, out_ptr, ws_
     end = (pid + 1) * total // programs
     offs_k = tl.arange(0, BLOCK_K)
     slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    it = start
-    while it < end:
-        tile = it // iters
-        seg_end = tl.minimum(end, (tile + 1) * iters)
+    it_end = end
+    while it_end > start:  # the segments last to first: the partial (if any) is published before any wait
+        tile = (it_end - 1) // iters
+        seg_start = tl.maximum(start, tile * iters)
         pid_m, pid_n = _tile(tile.to(tl.int32), M, N, BLOCK_M, BLOCK_N, GROUP_M)
         offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         rows = (offs_m % M).to(tl.int64)
         cols = (offs_n % N).to(tl.int64)
-        k_lo = ((it - tile * iters) * BLOCK_K).to(tl.int32)
+        k_lo = ((seg_start - tile * iters) * BLOCK_K).to(tl.int32)
         a_ptrs = x_ptr + rows[:, None] * stride_xm + (k_lo + offs_k)[None, :]
         b_ptrs = w_ptr + cols[None, :] * stride_wn + (k_lo + offs_k)[:, None]
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for k0 in range(k_lo, ((seg_end - tile * iters) * BLOCK_K).to(tl.int32), BLOCK_K):
+        for k0 in range(k_lo, ((it_end - tile * iters) * BLOCK_K).to(tl.int32), BLOCK_K):
             k_ok = (k0 + offs_k) < K
             a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
             b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
             acc = tl.dot(a, b, acc)
             a_ptrs += BLOCK_K
             b_ptrs += BLOCK_K
-        if seg_end == (tile + 1) * iters:  # this segment finishes the tile
+        if it_end == (tile + 1) * iters:  # this segment finishes the tile
             prev = pid - 1
             while (prev >= 0) & ((prev + 1) * total // programs > tile * iters):
                 while tl.atomic_add(flag_ptr + prev, 0, sem="acquire") != epoch:
@@ -220,11 +222,11 @@ def _gemm_streamk_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr, out_ptr, ws_
                                  ACT, HAS_BIAS, HAS_RES, HAS_GATE)
             tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :],
                      z.to(out_ptr.dtype.element_ty), mask=mask)
-        else:  # the program's last segment ends inside the tile: leave the partial for the tile's owner
+        else:  # the program's last segment, ending inside its tile: the partial for the tile's owner
             tl.store(ws_ptr + pid.to(tl.int64) * (BLOCK_M * BLOCK_N) + slot, acc, cache_modifier=".cg")
             tl.debug_barrier()
             tl.atomic_xchg(flag_ptr + pid, epoch, sem="release")
-        it = seg_end
+        it_end = seg_start
 
 
 @triton.jit
