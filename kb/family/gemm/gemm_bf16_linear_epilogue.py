@@ -330,7 +330,8 @@ _STREAMK_SCRATCH: dict[tuple[str, int | None], tuple[torch.Tensor, torch.Tensor,
 
 def _streamk_scratch(device: torch.device, programs: int, tile_elems: int) -> tuple[torch.Tensor, torch.Tensor, int]:
     """(workspace, flags, epoch) for a stream-K launch: an fp32 partial-tile slot and an int32 flag a program,
-    kept per device and grown as needed; each launch raises flags to a new epoch, so they are never cleared."""
+    kept per device and grown as needed; each launch raises flags to a new epoch, so they are never cleared.
+    One stream at a time: two launches in flight on different streams of a device would share the slots."""
     key = (device.type, device.index)
     ws, flags, epoch = _STREAMK_SCRATCH.get(key, (None, None, [0]))
     if ws is None or ws.numel() < programs * tile_elems or flags.numel() < programs:
