@@ -74,7 +74,6 @@ def _view_key(job: dict[str, Any]) -> tuple[Any, ...]:
 def _preloads_compiler(job: dict[str, Any]) -> bool:
     """Whether the worker imports torch's compiler before reading its job (worker.dynamo_up_front)."""
     from aka_tui.bench.evaluator.worker import dynamo_up_front
-    from aka_tui.bench.measure.job import MeasureJob
 
     return dynamo_up_front(MeasureJob.from_json(job))
 

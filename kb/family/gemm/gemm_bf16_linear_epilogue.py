@@ -131,6 +131,27 @@ def _tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.c
 
 
 @triton.jit
+def _k_steps(acc, x_ptr, w_ptr, rows, cols, stride_xm, stride_wn, k_lo, k_hi, IEEE: tl.constexpr,
+             TF32X3: tl.constexpr, BLOCK_K: tl.constexpr):
+    """acc plus the tile's products over K in [k_lo, k_hi), BLOCK_K a step (rows and cols wrapped: only the K
+    tail is masked)."""
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = x_ptr + rows[:, None] * stride_xm + (k_lo + offs_k)[None, :]
+    b_ptrs = w_ptr + cols[None, :] * stride_wn + (k_lo + offs_k)[:, None]      # [BLOCK_K, BLOCK_N] view of w^T
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        k_ok = (k0 + offs_k) < k_hi
+        a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
+        if IEEE:
+            acc = tl.dot(a, b, acc, input_precision="tf32x3" if TF32X3 else "ieee")
+        else:
+            acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+    return acc
+
+
+@triton.jit
 def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr, out_ptr, ws_ptr, M, N, K,
                                       k_per_split, stride_xm, stride_wn, stride_rm, stride_gm, stride_om,
                                       ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
@@ -145,22 +166,9 @@ def _gemm_bf16_linear_epilogue_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr,
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rows = (offs_m % M).to(tl.int64)      # wrapped: loads need no M/N mask
     cols = (offs_n % N).to(tl.int64)
-    offs_k = tl.arange(0, BLOCK_K)
     k_lo = pid_k * k_per_split
-    k_hi = tl.minimum(k_lo + k_per_split, K)
-    a_ptrs = x_ptr + rows[:, None] * stride_xm + (k_lo + offs_k)[None, :]
-    b_ptrs = w_ptr + cols[None, :] * stride_wn + (k_lo + offs_k)[:, None]      # [BLOCK_K, BLOCK_N] view of w^T
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BLOCK_K):
-        k_ok = (k0 + offs_k) < k_hi
-        a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
-        if IEEE:
-            acc = tl.dot(a, b, acc, input_precision="tf32x3" if TF32X3 else "ieee")
-        else:
-            acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K
+    acc = _k_steps(tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32), x_ptr, w_ptr, rows, cols, stride_xm, stride_wn,
+                   k_lo, tl.minimum(k_lo + k_per_split, K), IEEE, TF32X3, BLOCK_K)
 
     mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
     if SPLIT_K == 1:
@@ -188,7 +196,6 @@ def _gemm_streamk_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr, out_ptr, ws_
     total = (tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N) * iters).to(tl.int64)
     start = pid * total // programs
     end = (pid + 1) * total // programs
-    offs_k = tl.arange(0, BLOCK_K)
     slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     it_end = end
     while it_end > start:  # the segments last to first: the partial (if any) is published before any wait
@@ -199,17 +206,9 @@ def _gemm_streamk_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, gate_ptr, out_ptr, ws_
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         rows = (offs_m % M).to(tl.int64)
         cols = (offs_n % N).to(tl.int64)
-        k_lo = ((seg_start - tile * iters) * BLOCK_K).to(tl.int32)
-        a_ptrs = x_ptr + rows[:, None] * stride_xm + (k_lo + offs_k)[None, :]
-        b_ptrs = w_ptr + cols[None, :] * stride_wn + (k_lo + offs_k)[:, None]
-        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for k0 in range(k_lo, ((it_end - tile * iters) * BLOCK_K).to(tl.int32), BLOCK_K):
-            k_ok = (k0 + offs_k) < K
-            a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
-            b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
-            acc = tl.dot(a, b, acc)
-            a_ptrs += BLOCK_K
-            b_ptrs += BLOCK_K
+        acc = _k_steps(tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32), x_ptr, w_ptr, rows, cols, stride_xm,
+                       stride_wn, ((seg_start - tile * iters) * BLOCK_K).to(tl.int32),
+                       tl.minimum((it_end - tile * iters) * BLOCK_K, K).to(tl.int32), False, False, BLOCK_K)
         if it_end == (tile + 1) * iters:  # this segment finishes the tile
             prev = pid - 1
             while (prev >= 0) & ((prev + 1) * total // programs > tile * iters):
