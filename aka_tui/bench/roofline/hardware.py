@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -78,12 +79,29 @@ def measured_dir() -> Path:
     return aka_home() / "hardware"
 
 
+_SHIPPED: dict[str, HardwareProfile] = {}  # read once per process: a long run never depends on the directory again
+
+
 def datasheet_profiles() -> dict[str, HardwareProfile]:
-    """The shipped datasheet profiles by name."""
-    profiles = {}
-    for path in sorted(PROFILE_DIR.glob("*.json")):
-        profiles[path.stem] = profile_from_json(json.loads(path.read_text()), path)
-    return profiles
+    """The shipped datasheet profiles by name.
+
+    Read once per process, and listed with `os.listdir`, which raises: `Path.glob` on Python 3.12 swallows an
+    OSError on the directory and yields nothing, which a long scoring run on an H200 once reported mid-run as
+    "no hardware profile matches GPU 'NVIDIA H200'" (2026-12-06)."""
+    if not _SHIPPED:
+        try:
+            names = sorted(name for name in os.listdir(PROFILE_DIR) if name.endswith(".json"))
+            loaded = {}
+            for name in names:
+                path = PROFILE_DIR / name
+                loaded[path.stem] = profile_from_json(json.loads(path.read_text()), path)
+        except OSError as exc:
+            raise HardwareProfileError(f"cannot read the shipped hardware profiles in {PROFILE_DIR}: {exc}; "
+                                       "check the installation, or pass --hardware NAME") from None
+        if not loaded:
+            raise HardwareProfileError(f"no hardware profiles in {PROFILE_DIR}: the installation is incomplete")
+        _SHIPPED.update(loaded)
+    return dict(_SHIPPED)
 
 
 def measured_profiles() -> dict[str, HardwareProfile]:
