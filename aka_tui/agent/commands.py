@@ -54,7 +54,8 @@ def _retriever(args: argparse.Namespace, problem: Any, profile: Any) -> Callable
 
 def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str | None,
                    replay_from: str | None, done: int = 0, device: str = "cpu", tier: str | None = None,
-                   start: str | None = None, transfer_budget_s: float = 60.0) -> Proposer:
+                   start: str | None = None, transfer_budget_s: float = 60.0,
+                   iterations: int | None = None) -> Proposer:
     """The proposer of a session, from the registry; `done` recorded iterations are skipped by a replay proposer
     (resume). The offline proposer starts from a person's kernel (`start`), the knowledge base's kernel for the
     operator, a transferred one or a compiler seed, whichever applies first (aka_tui/agent/starting_point.py)."""
@@ -62,7 +63,8 @@ def _make_proposer(kind: str, problem: Any, profile: Any, seed: int, model: str 
 
     return make_proposer(ProposerRequest(
         kind, problem, profile, seed=seed, model=model, replay_from=replay_from, done=done, device=device, tier=tier,
-        start=start, transfer_budget_s=transfer_budget_s, log=lambda m: print(m, file=sys.stderr),
+        start=start, transfer_budget_s=transfer_budget_s, iterations=iterations,
+        log=lambda m: print(m, file=sys.stderr),
         replay_missing="--proposer replay needs --from SESSION_DIR (a recorded session)"))
 
 
@@ -150,7 +152,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     profile = resolve_profile(options, device)
     proposer = _make_proposer(args.proposer, problem, profile, args.seed, args.model, args.replay_from,
                               device=device, tier=resolve_tier(options, device), start=args.start,
-                              transfer_budget_s=args.transfer_budget)
+                              transfer_budget_s=args.transfer_budget, iterations=args.iterations)
     if isinstance(proposer, ReplayProposer):
         args.iterations = min(args.iterations, proposer.remaining)
     name = f"{problem.name}-{time.strftime('%Y%m%d-%H%M%S')}"

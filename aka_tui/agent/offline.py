@@ -75,7 +75,8 @@ class OfflineProposer:
 
     name = "offline"
 
-    def __init__(self, kernels: list[ReferenceKernel], seed: int = 0, path: str = "", interpreter: bool = False) -> None:
+    def __init__(self, kernels: list[ReferenceKernel], seed: int = 0, path: str = "", interpreter: bool = False,
+                 single_shot: bool = False) -> None:
         if not kernels:
             raise ProposerError("the knowledge base has no reference kernel for this problem; the offline proposer "
                                 "needs one (kb/family/<family>/<op>.py)")
@@ -83,6 +84,7 @@ class OfflineProposer:
         self.rng = random.Random(seed)
         self.path = path or f"{self.kernel.origin} {self.kernel.entry_id}"
         self.interpreter = interpreter  # candidates run in the CPU interpreter, whose low-precision dots are exact
+        self.single_shot = single_shot  # a budget of one iteration: a wrong start has no second try
 
     def adopt(self, source: str, author: str) -> dict[str, Any] | None:
         """A person's adopted edit becomes the kernel this proposer tunes, when it declares TUNABLES and
@@ -103,19 +105,24 @@ class OfflineProposer:
         return sorted(present)
 
     def first(self) -> Proposal:
-        """The reference kernel at its default tunables; in the interpreter, a kernel whose defaults' error shows
-        only on a GPU (ACCURACY_NEEDS_GPU) at its accuracy steps instead, which the interpreter cannot tell
-        apart from the defaults and a GPU session would take after its first evaluation."""
+        """The reference kernel at its default tunables, or at its accuracy steps where a wrong start could not be
+        recovered from: in the interpreter, a kernel whose defaults' error shows only on a GPU (ACCURACY_NEEDS_GPU:
+        the interpreter cannot tell the two apart; a GPU session takes the steps after its first evaluation), and
+        with a budget of one iteration, any kernel that declares steps (no second iteration would take them)."""
         base = dict(self.kernel.tunables)
         start = {"kb": f"the knowledge base's reference kernel {self.kernel.entry_id}"}.get(self.kernel.origin,
                                                                                            self.path)
+        why = ""
         if self.interpreter and self.kernel.accuracy_needs_gpu:
+            why = "its defaults' error shows only on a GPU, and the CPU interpreter computes low-precision dots exactly"
+        elif self.single_shot and self.kernel.accuracy_steps:
+            why = "with one iteration a wrong start has no second try, and its defaults may miss a tight tolerance"
+        if why:
             point = dict(base)
             for step in self.kernel.accuracy_steps:
                 point.update(step)
             return self._proposal(point, base, None, f"start from {start} at its accuracy steps "
-                                  f"({_changes(base, point)}): its defaults' error shows only on a GPU, and the "
-                                  "CPU interpreter computes low-precision dots exactly", self.tactics())
+                                  f"({_changes(base, point)}): {why}", self.tactics())
         return Proposal(self.kernel.instantiate(base), self.kernel.entry_id, base, {},
                         f"start from {start} at its defaults", self.tactics(), self.path)
 

@@ -77,6 +77,9 @@ class ProposerRequest:
     start_text: str | None = None
     """A person's kernel written in the app to start from (offline)."""
     transfer_budget_s: float = 60.0
+    iterations: int | None = None
+    """The session's iteration budget, where known: with one, the offline proposer starts at a kernel's accuracy
+    steps."""
     log: Callable[[str], None] = field(default=lambda message: None)
 
 
@@ -122,7 +125,7 @@ def _offline(request: ProposerRequest) -> Proposer:
                                 transfer_budget_s=request.transfer_budget_s, start_text=request.start_text)
     request.log(f"starting point: {point.detail}")
     return OfflineProposer([point.kernel], seed=request.seed, path=_path_label(point),
-                           interpreter=request.device == "cpu")
+                           interpreter=request.device == "cpu", single_shot=request.iterations == 1)
 
 
 def _path_label(point: Any) -> str:

@@ -92,6 +92,7 @@ def make_proposer(settings: RunSettings, problem: Any, profile: Any, device: str
     return build(ProposerRequest(
         settings.proposer, problem, profile, seed=settings.seed, model=settings.model,
         replay_from=settings.replay_from, device=device, tier=tier, log=report, start_text=settings.start_text,
+        iterations=settings.iterations,
         replay_missing="the replay proposer needs a recorded session: pick one on the Replay screen"))
 
 

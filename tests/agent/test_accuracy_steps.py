@@ -90,3 +90,30 @@ def test_a_kernel_whose_error_shows_only_on_a_gpu_starts_from_its_steps_in_the_i
     from aka_tui.knowledge.store import default_kb_dir, load_kb
 
     assert kernels_for_op(load_kb(default_kb_dir()), "gemm_fp8_blockscale")[0].accuracy_needs_gpu
+
+
+def test_a_one_iteration_budget_starts_from_the_accuracy_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one iteration a wrong start has no second try (the fp8 GEMM's one-iteration H200 sessions ended on
+    its failed defaults, 2026-12-06): the offline proposer starts from the declared steps, on any device; with
+    more iterations a GPU session starts from the defaults and steps after a failure."""
+    from types import SimpleNamespace
+
+    import aka_tui.agent.starting_point as starting_point
+    from aka_tui.agent.proposers import ProposerRequest, make_proposer
+
+    kernel = kernel_from_source(KERNEL.read_text(), KERNEL, "rounding", "person")
+    defaults, stepped = dict(kernel.tunables), {**kernel.tunables, **kernel.accuracy_steps[0]}
+    single = OfflineProposer([kernel], seed=3, single_shot=True).first()
+    assert single.point == stepped and "one iteration" in single.rationale
+    plain = kernel_from_source(KERNEL.read_text().replace("ACCURACY_STEPS", "_UNUSED_STEPS"), KERNEL, "rounding",
+                               "person")
+    assert not plain.accuracy_steps
+    assert OfflineProposer([plain], seed=3, single_shot=True).first().point == dict(plain.tunables)
+
+    point = SimpleNamespace(kernel=kernel, path="person", detail="person test")
+    monkeypatch.setattr(starting_point, "find_starting_point", lambda *args, **kwargs: point)
+    problem = SimpleNamespace(name="rounding")
+    for iterations, expected in ((1, stepped), (2, defaults), (None, defaults)):
+        proposer = make_proposer(ProposerRequest("offline", problem, None, seed=3, device="cuda",
+                                                 iterations=iterations))
+        assert proposer.first().point == expected, iterations
