@@ -11,6 +11,10 @@ from aka_tui.bench.roofline import hardware
 from aka_tui.errors import HardwareProfileError
 
 
+def _unreadable(path: object) -> list[str]:
+    raise OSError(24, "Too many open files")
+
+
 @pytest.fixture
 def fresh_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no profiles read yet (the module reads them once per process)."""
@@ -30,19 +34,13 @@ def test_profiles_are_read_once_so_a_later_failure_to_list_them_does_not_lose_th
     (on Python 3.12 `Path.glob` turns an OSError on it into an empty listing, and the run stopped mid-way)."""
     assert hardware.match_device_name("NVIDIA H200").name == "h200"
 
-    def unreadable(path: object) -> list[str]:
-        raise OSError(24, "Too many open files")
-
-    monkeypatch.setattr(os, "listdir", unreadable)
+    monkeypatch.setattr(os, "listdir", _unreadable)
     assert hardware.match_device_name("NVIDIA H200").name == "h200"
 
 
 def test_an_unreadable_profile_directory_is_named_not_reported_as_an_unknown_gpu(
         fresh_cache: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    def unreadable(path: object) -> list[str]:
-        raise OSError(24, "Too many open files")
-
-    monkeypatch.setattr(os, "listdir", unreadable)
+    monkeypatch.setattr(os, "listdir", _unreadable)
     with pytest.raises(HardwareProfileError, match="cannot read the shipped hardware profiles.*Too many open files"):
         hardware.match_device_name("NVIDIA H200")
 
