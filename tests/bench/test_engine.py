@@ -92,6 +92,19 @@ def test_sampled_outputs_follow_the_overflow_rule_of_the_full_comparison() -> No
     assert bad_elements(inside, expected, tol).tolist() == [False, True, False]
 
 
+def test_sampled_outputs_take_an_overflow_code_for_the_largest_code_as_the_full_comparison_does() -> None:
+    """The mirror case in the timed and parent checks: the candidate's NaN where the reference rounded to 240 (a
+    sum just past e4m3fnuz's threshold of 248); a NaN where the reference is any other value stays wrong."""
+    from aka_tui.bench.measure.samples import bad_elements
+
+    expected = torch.tensor([1.0, 247.0, -3.0]).to(torch.float8_e4m3fnuz).double()  # 240 at 1
+    tol = Tolerance(0.125, 0.125)
+    past = torch.tensor([1.0, float("nan"), -3.0]).to(torch.float8_e4m3fnuz)
+    elsewhere = torch.tensor([float("nan"), float("nan"), -3.0]).to(torch.float8_e4m3fnuz)
+    assert bad_elements(past, expected, tol).tolist() == [False, False, False]
+    assert bad_elements(elsewhere, expected, tol).tolist() == [True, False, False]
+
+
 def test_sample_positions_cover_the_ends_and_wrong_calls_are_found() -> None:
     pos = positions(10_000, 64, seed=3)
     assert pos[0] == 0 and pos[-1] == 9_999 and bool((pos[1:] > pos[:-1]).all())

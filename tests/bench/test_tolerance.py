@@ -218,6 +218,39 @@ def test_without_the_float64_reference_an_overflow_code_is_matched_by_the_larges
     assert not _cmp(torch.tensor([1.0, top, -top, top], dtype=torch.bfloat16), ref, tol=bf).ok
 
 
+def test_an_overflow_code_matches_a_reference_at_the_largest_code_when_the_threshold_is_within_tolerance() -> None:
+    """The mirror of the rule above: a faithful sum a few ulps past 248 is NaN in e4m3fnuz where the reference's,
+    a few ulps below, rounded to 240 (a published fp8 MoE layer, H200). Checked against the float64 reference
+    where there is one, and only at +-max: a NaN anywhere else, or at 240 in a tight tolerance far below the
+    threshold, is a wrong element."""
+    exact = torch.tensor([1.0, 247.9, -3.0, -247.5], dtype=torch.float64)
+    native = exact.to(torch.float8_e4m3fnuz)
+    assert native.float().tolist() == [1.0, 240.0, -3.0, -240.0]
+    nan = float("nan")
+    result = compare_outputs(_fnuz([1.0, nan, -3.0, nan]), native, exact, _fp8_tol, 0.0)
+    assert result.ok and result.max_abs_error == 0.0, result
+    assert compare_outputs(_fnuz([1.0, nan, -3.0, -240.0]), native, native, _fp8_tol, 0.0).ok  # native reference
+    inside = compare_outputs(_fnuz([nan, 240.0, -3.0, -240.0]), native, exact, _fp8_tol, 0.0)
+    assert not inside.ok and "1 NaN/Inf elements" in inside.reason
+    below = torch.tensor([1.0, 236.0, -3.0, -240.0], dtype=torch.float64)
+    tight = compare_outputs(_fnuz([1.0, nan, -3.0, -240.0]), below.to(torch.float8_e4m3fnuz), below,
+                            lambda dtype: Tolerance(0.01, 0.01), 0.0)
+    assert not tight.ok and "NaN/Inf" in tight.reason
+
+
+def test_an_infinity_matches_a_reference_at_the_largest_code_of_its_sign() -> None:
+    """Where the format has infinity (e5m2, bf16), the overflow code is an inf of the reference's sign; in e4m3fn,
+    whose cast saturates, a NaN is never an overflow."""
+    top = torch.finfo(torch.float8_e5m2).max
+    ref = torch.tensor([1.0, top, -top]).to(torch.float8_e5m2)
+    assert compare_outputs(torch.tensor([1.0, float("inf"), float("-inf")]).to(torch.float8_e5m2), ref, ref,
+                           _fp8_tol, 0.0).ok
+    assert not compare_outputs(torch.tensor([1.0, float("-inf"), -top]).to(torch.float8_e5m2), ref, ref,
+                               _fp8_tol, 0.0).ok
+    fn = torch.tensor([1.0, 448.0]).to(torch.float8_e4m3fn)
+    assert not compare_outputs(torch.tensor([1.0, float("nan")]).to(torch.float8_e4m3fn), fn, fn, _fp8_tol, 0.0).ok
+
+
 def test_a_nan_in_e4m3fn_is_never_an_overflow() -> None:
     """torch's e4m3fn cast saturates at +-448 (it has no overflow code), so a NaN in such a reference is a
     true NaN: the largest code does not stand in for it."""

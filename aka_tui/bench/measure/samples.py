@@ -23,6 +23,7 @@ from aka_tui.bench.problem.tolerance import (
     check_plain_tensor,
     flatten_outputs,
     output_rms,
+    past_overflow_edge,
     row_atol,
     row_length,
     rows_rms,
@@ -109,8 +110,8 @@ def parent_sampler(reference: Any, sample_seed: int, shape_id: str, case: int, w
 
 def bad_elements(candidate: torch.Tensor, expected: torch.Tensor, tol: Tolerance, scale: float = 1.0,
                  atol: torch.Tensor | None = None) -> torch.Tensor:
-    """Per element: outside `scale` × (atol + rtol·|expected|); a non-finite value must be reproduced exactly;
-    integers must be equal. `candidate` may carry leading call dimensions over `expected`; `atol` (per element
+    """Per element: outside `scale` × (atol + rtol·|expected|); a non-finite value must be reproduced exactly,
+    save at the format's overflow edges (`at_overflow_edge`, `past_overflow_edge`); integers must be equal. `candidate` may carry leading call dimensions over `expected`; `atol` (per element
     of `expected`) replaces `tol.atol`."""
     if not (expected.is_floating_point() or expected.is_complex()):
         return candidate != expected.to(candidate.dtype)
@@ -123,6 +124,8 @@ def bad_elements(candidate: torch.Tensor, expected: torch.Tensor, tol: Tolerance
     absolute = tol.atol if atol is None else atol.to(device=c.device, dtype=torch.float64)
     bound = scale * (absolute + tol.rtol * torch.where(finite, x.abs(), torch.zeros_like(x)))
     within = torch.where(finite, (c - x).abs() <= bound, same)
+    if candidate.is_floating_point() and not bool(torch.isfinite(c).all()):
+        within = within | (finite & past_overflow_edge(c, x, None, tol, candidate.dtype))
     return ~within
 
 
