@@ -21,7 +21,8 @@ bench: setup
 # pytest-xdist workers: 3 on the CI machine's 2 cores, because the tests spend much of their time waiting on the
 # subprocesses they start (sandboxed workers, `aka` commands, compilers). On one 2-core machine (2026-12-06) the
 # suite took 17 min 01 s with 2 (a fresh clone's first run) and 12 min 58 s with 3 right after in the same clone;
-# a fresh clone with 3: 13 min 37 s (`.ci/run` 17 min 11 s in all). --dist loadfile keeps a test file on one worker, so its
+# a fresh clone with 3: 13 min 37 s (`.ci/run` 17 min 11 s in all); 4 workers were slower, 13 min 44 s against 12 min 34 s
+# with 3 in the same clone (2026-12-06). --dist loadfile keeps a test file on one worker, so its
 # module fixtures (a Ray cluster, evaluations started ahead by tests/prefetch.py) are built once. Tests marked
 # serial run afterwards, alone (exit status 5 there: none are marked).
 TEST_WORKERS ?= 3
