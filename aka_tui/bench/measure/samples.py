@@ -111,8 +111,9 @@ def parent_sampler(reference: Any, sample_seed: int, shape_id: str, case: int, w
 def bad_elements(candidate: torch.Tensor, expected: torch.Tensor, tol: Tolerance, scale: float = 1.0,
                  atol: torch.Tensor | None = None) -> torch.Tensor:
     """Per element: outside `scale` × (atol + rtol·|expected|); a non-finite value must be reproduced exactly,
-    save at the format's overflow edges (`at_overflow_edge`, `past_overflow_edge`); integers must be equal. `candidate` may carry leading call dimensions over `expected`; `atol` (per element
-    of `expected`) replaces `tol.atol`."""
+    save at the format's overflow edges (`at_overflow_edge`, `past_overflow_edge`); integers must be equal.
+    `candidate` may carry leading call dimensions over `expected`; `atol` (per element of `expected`) replaces
+    `tol.atol`."""
     if not (expected.is_floating_point() or expected.is_complex()):
         return candidate != expected.to(candidate.dtype)
     c = candidate.to(torch.float64)
