@@ -33,6 +33,7 @@ ERRORS = [
     (["eval", "problems", "--problem", "rms_norm"], "candidate file problems is a directory, not a file"),
     (["problems", "--suite", "README.md"], "suite directory README.md is a file, not a directory"),
     (["roofline", "no_such_op"], "no problem named"),
+    (["roofline"], "name the problem whose roofline to count"),
     (["hw", "calibrate", "--device", "cpu"], "needs a CUDA GPU"),
     (["eval", "eager", "--problem", "rms_norm", "--device", "tpu"], "unknown device"),
 ]

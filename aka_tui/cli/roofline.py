@@ -37,6 +37,11 @@ def cmd_roofline(args: argparse.Namespace) -> int:
 
     if args.from_report:
         return _import_from_report(args)
+    if not args.problem:
+        from aka_tui.errors import ProblemNotFound
+
+        raise ProblemNotFound("name the problem whose roofline to count (`aka roofline PROBLEM`, names from "
+                              "`aka problems`), or import a report's with --from-report FILE")
     problem = find_problem(args, args.problem)
     profile = get_profile(args.hardware) if args.hardware else detect_profile("auto")
     published = problem.source_format != "native"
