@@ -15,6 +15,7 @@ import torch
 
 from aka_tui.bench.measure.calls import MeasureFailure, trace_of
 from aka_tui.bench.measure.samples import Sampler, parent_sampler, timed_sampler
+from aka_tui.bench.problem import unsettled
 from aka_tui.bench.problem.inputs import clone_inputs, make_inputs, modified_inputs, seed_everything, upcast_inputs
 from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.bench.problem.seeds import derive_seed
@@ -68,6 +69,7 @@ class Case:
     timed_expected: list[torch.Tensor] = field(default_factory=list)  # ref_exact at the timed positions
     # inputs the reference wrote into, with what it left there: the candidate may (must) write them likewise
     ref_written: dict[str, torch.Tensor] = field(default_factory=dict)
+    answers: dict[str, torch.Tensor] | None = None  # integer leaves under input noise (`ShapeCases.answers`)
 
 
 FLOAT64_MEMORY_SHARE = 0.25  # of the device's free memory the float64 copies of the inputs may take
@@ -122,6 +124,23 @@ class ShapeCases:
                                          out_of_memory.traceback_text)
                 self._cases[index] = self._build(index)  # once more, with the room made
         return self._cases[index]
+
+    def answers(self, index: int) -> dict[str, torch.Tensor]:
+        """The reference's integer outputs on case `index` in `unsettled.DRAWS` runs on its inputs under
+        rounding-level noise ([draws, numel] per leaf), computed the first time a candidate's integer output
+        differs on that case; none for a reference that works in place, or one whose perturbed run fails."""
+        case = self.case(index)
+        if case.answers is None:
+            model = self.exact_model or self.ref_model
+            given = upcast_inputs(case.inputs) if self.exact_model is not None else case.inputs
+            seed = derive_seed(self.problem.name, self.shape.shape_id, index, f"unsettled{case.seed}")
+            try:
+                with torch.no_grad():
+                    case.answers = {} if self.in_place_outputs is not None else \
+                        unsettled.alternatives(lambda inputs: model(**inputs), given, seed)
+            except Exception:  # the reference's limitation: integer outputs stay exact
+                case.answers = {}
+        return case.answers
 
     def _make_room(self) -> bool:
         """Room for building a case on a device that is short of memory: the kept cases but the first are

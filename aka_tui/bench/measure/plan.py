@@ -243,7 +243,8 @@ class ShapePlan:
             self.result.max_abs = max(self.result.max_abs, naive.max_abs_error or 0.0)
             return
         comparison = compare_outputs(out, case.ref_native, case.ref_exact, self.problem.tolerance_for,
-                                     self.problem.max_mismatch_fraction)
+                                     self.problem.max_mismatch_fraction,
+                                     lambda name: self.cases.answers(case.index).get(name))
         if not comparison.ok:
             raise MeasureFailure("wrong_output", stage,
                                  f"seed {case.seed}: {comparison.reason}; {self.replay_hint(case.seed)}")

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from aka_tui.bench.problem import unsettled
 from aka_tui.bench.problem.seeds import derive_seed
 from aka_tui.bench.problem.tolerance import (
     Tolerance,
@@ -131,12 +132,14 @@ def bad_elements(candidate: torch.Tensor, expected: torch.Tensor, tol: Tolerance
 
 
 def failing_calls(samples: list[list[torch.Tensor]], expected: list[torch.Tensor], tolerance_for: Any,
-                  max_mismatch_fraction: float, row_rms: list[torch.Tensor | None] | None = None
-                  ) -> list[tuple[int, str]]:
+                  max_mismatch_fraction: float, row_rms: list[torch.Tensor | None] | None = None,
+                  answers_for: Callable[[int], torch.Tensor | None] | None = None) -> list[tuple[int, str]]:
     """(call index, why) for every call whose sample is outside tolerance, or all zero where the reference is not.
 
     `samples[i]` is call i's list of leaf samples; `expected` the reference's (float64 where there is one);
-    `row_rms` the sampler's (`Sampler.row_rms`), for the per-row atol the full comparison uses."""
+    `row_rms` the sampler's (`Sampler.row_rms`), for the per-row atol the full comparison uses; `answers_for(j)`
+    the reference's answers under input noise at leaf j's positions ([draws, K]), asked for only where an
+    integer leaf's sample differs (`unsettled.py`)."""
     if not samples:
         return []
     failures: dict[int, str] = {}
@@ -151,6 +154,10 @@ def failing_calls(samples: list[list[torch.Tensor]], expected: list[torch.Tensor
             rows = row_rms[j] if row_rms is not None else None
             atol = row_atol(written, tol, rows) if rows is not None else None
         bad = bad_elements(stacked, ref, tol, atol=atol)
+        if answers_for is not None and not ref.is_floating_point() and bool(bad.any()):
+            answers = answers_for(j)
+            if answers is not None:
+                bad = bad & ~unsettled.admissible(stacked, answers)
         fraction = bad.to(torch.float64).mean(dim=1)
         zero = (stacked == 0).all(dim=1) & bool((ref != 0).any())
         for i in torch.nonzero((fraction > max_mismatch_fraction) | zero).flatten().tolist():

@@ -11,6 +11,7 @@ are tampering or wrong output. The functions take the `ShapePlan` whose state th
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Sequence
@@ -145,7 +146,8 @@ def _verify_timed(plan: ShapePlan, observed: list[_Observed], run: TimingRun) ->
         mine = [o for o in observed if o.set_index == i]
         case = plan.cases.case(i)
         bad = failing_calls([o.samples for o in mine], case.timed_expected, plan.problem.tolerance_for,
-                            plan.problem.max_mismatch_fraction, case.timed.row_rms())
+                            plan.problem.max_mismatch_fraction, case.timed.row_rms(),
+                            functools.partial(_answers_at_samples, plan, i))
         if bad:
             k, why = bad[0]
             raise MeasureFailure("wrong_output", "timing",
@@ -157,6 +159,14 @@ def _verify_timed(plan: ShapePlan, observed: list[_Observed], run: TimingRun) ->
     plan.result.verification.update(timed_calls=sum(o.launches is not None for o in observed),
                                     sampled_calls=len(observed))
     _device_time(plan, run)
+
+
+def _answers_at_samples(plan: ShapePlan, index: int, leaf: int) -> torch.Tensor | None:
+    """The reference's integer answers under input noise on case `index` (`ShapeCases.answers`), at the timed
+    sample positions of output leaf `leaf`: [draws, K], or None."""
+    sampled = plan.cases.case(index).timed.leaves[leaf]
+    answers = plan.cases.answers(index).get(sampled.name)
+    return None if answers is None else answers.index_select(1, sampled.index.to(answers.device))
 
 
 def _device_time(plan: ShapePlan, run: TimingRun) -> None:

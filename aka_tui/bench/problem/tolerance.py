@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
+
+from aka_tui.bench.problem.unsettled import integer_mismatch
 
 
 @dataclass(frozen=True)
@@ -172,12 +174,12 @@ def check_plain_tensor(name: str, value: Any) -> str | None:
     return None
 
 
-def compare_outputs(candidate: Any, reference_native: Any, reference_exact: Any,
-                    tolerance_for: Any, max_mismatch_fraction: float) -> Comparison:
-    """Compare candidate outputs with the reference.
-
-    `reference_native` fixes the expected structure, shapes, dtypes and device; `reference_exact` (the
-    float64 run, or the native run when there is none) gives the values.
+def compare_outputs(candidate: Any, reference_native: Any, reference_exact: Any, tolerance_for: Any,
+                    max_mismatch_fraction: float, answers_for: Callable[[str], torch.Tensor | None] | None = None
+                    ) -> Comparison:
+    """Compare candidate outputs with the reference. `reference_native` fixes the expected structure, shapes, dtypes and device; `reference_exact` (the
+    float64 run, or the native run when there is none) gives the values; `answers_for`, the reference's integer
+    answers under input noise, for integer rows it does not settle (`unsettled.py`; exact without it).
     """
     container = check_plain_container(candidate)
     if container:
@@ -202,10 +204,9 @@ def compare_outputs(candidate: Any, reference_native: Any, reference_exact: Any,
         if cand.numel() == 0:
             continue
         if not (ref_n.is_floating_point() or ref_n.is_complex()):
-            equal = torch.equal(cand, ref_x.to(cand.dtype))
-            if not equal:
-                wrong = (cand != ref_x.to(cand.dtype)).sum().item()
-                return Comparison(False, f"{name}: {wrong} of {cand.numel()} integer elements differ (exact match required)")
+            wrong_rows = integer_mismatch(name, cand, ref_x.to(cand.dtype), answers_for)
+            if wrong_rows:
+                return Comparison(False, wrong_rows)
             continue
         rounded = in_output_format(ref_x, ref_n.dtype)
         written = tolerance_for(cand.dtype)
