@@ -60,6 +60,7 @@ def _evaluate(name: str, tmp_path: Path) -> CandidateResult:
 def test_a_candidate_that_breaks_exact_ties_the_other_way_passes(tmp_path: Path) -> None:
     result = _evaluate("ties_broken_the_other_way", tmp_path)
     assert [s.status for s in result.shapes] == ["passed", "passed"], [s.error for s in result.shapes]
+    assert all(s.verification.get("integer_tie_breaks") for s in result.shapes)  # recorded in the report
 
 
 @pytest.mark.parametrize("name, message", [

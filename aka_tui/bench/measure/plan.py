@@ -250,6 +250,9 @@ class ShapePlan:
                                  f"seed {case.seed}: {comparison.reason}; {self.replay_hint(case.seed)}")
         self.result.max_abs = max(self.result.max_abs, comparison.max_abs_error or 0.0)
         self.result.max_rel = max(self.result.max_rel, comparison.max_rel_error or 0.0)
+        if case.answers:  # the seeds whose integers passed on rows only the reference's noisy runs gave
+            tie_breaks = self.result.verification.setdefault("integer_tie_breaks", [])
+            tie_breaks.extend([case.seed] if case.seed not in tie_breaks else [])
 
     def _sampled(self, case: Case, out: Any, stage: str) -> list[torch.Tensor]:
         try:
