@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # H200 (session 49): the offline agent on the 20 published operators, one iteration each (the fp8 GEMM starts
-# from its accuracy step), its exports in one scoring run; then, with PROBES=1 (the first argument), session 48's
+# from its accuracy step), its exports in one scoring run; then, given the argument 1, session 48's
 # fp8 MoE probes. Session 48's job (docs/benchmarks/2026-12-06-s48/h200-job.sh) with the probes made optional,
 # for a device budget that failed starts have cut.
 set -u
