@@ -114,3 +114,36 @@ def test_transfer_finds_an_in_place_kernel_for_an_in_place_reference(returns: st
     kernels = [k for k in reference_kernels(load_kb(default_kb_dir())) if k.family == "kv_cache"]
     matches = find_transfers(problem, kernels, probes, default_suite_dir())
     assert [m.kernel.family for m in matches] == ["kv_cache"]
+
+
+
+def test_inputs_parked_on_the_host_while_the_reference_runs_make_the_same_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs too large for a second device copy wait on the host while the reference runs (`cases._parked`):
+    the case is the one built with a device copy, bit for bit: pristine inputs, what the reference wrote where,
+    its outputs."""
+    from aka_tui.bench.measure import cases
+    from aka_tui.bench.problem.inputs import same_bits
+    from aka_tui.bench.problem.module_loading import import_file
+
+    problem = load_problem(PROBLEM)
+    shape = problem.shapes_for("all")[-1]
+    modules = import_file(problem.reference_path, "ref_parked"), import_file(problem.input_path, "inp_parked")
+
+    def build() -> cases.Case:
+        seeds = cases.case_seeds(problem, shape, 1)
+        return cases.ShapeCases(problem, shape, "cpu", *modules, seeds, True, 1, 2).case(0)
+
+    plain = build()
+    hosted: list[bool] = []
+    park = cases._parked
+    monkeypatch.setattr(cases, "_parked", lambda inputs, device: hosted.append(True) or park(inputs, device))
+    monkeypatch.setattr(cases, "PARK_CPU_BYTES", 0)
+    parked = build()
+    assert hosted and park(parked.inputs, "cpu") is not None
+    assert sorted(plain.ref_written) == sorted(parked.ref_written) == ["key_cache", "value_cache"]
+    for name, value in plain.inputs.items():
+        assert same_bits(value, parked.inputs[name]), name
+    for name in plain.ref_written:
+        assert same_bits(plain.ref_written[name], parked.ref_written[name]), name
+        assert not same_bits(parked.inputs[name], parked.ref_written[name])  # the pristine copy, not the written one
+    assert all(same_bits(a, b) for a, b in zip(plain.ref_native, parked.ref_native))
