@@ -239,8 +239,8 @@ PARK_CPU_BYTES = 1 << 62  # never on the CPU (a test lowers it)
 def _parked(inputs: dict[str, Any], device: str) -> dict[str, Any] | None:
     """A host copy of inputs large for the device, so the reference runs on the only device copy (None: small
     enough for a device clone). The pristine inputs are kept apart from the ones the reference is given, to see
-    what it writes; a published fp8 MoE's 10.5 GiB of weights on a device where its reference takes 84 GiB more
-    (H200, session 47: out of memory) need not be there twice."""
+    what it writes; a published fp8 MoE's 10.5 GiB of weights beside a reference whose float32 copies of them
+    peak at ~98 GiB (counted from its code; out of memory on an H200, session 47) need not be there twice."""
     size = sum(t.numel() * t.element_size() for t in inputs.values() if isinstance(t, torch.Tensor))
     limit = torch.cuda.mem_get_info()[0] * PARK_SHARE if device.startswith("cuda") else PARK_CPU_BYTES
     if size <= limit:
