@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # H200 (session 49): the offline agent on the 20 published operators, one iteration each (the fp8 GEMM starts
 # from its accuracy step), its exports in one scoring run; then, given the argument 1, session 48's
-# fp8 MoE probes. Session 48's job (docs/benchmarks/2026-12-06-s48/h200-job.sh) with the probes made optional,
-# for a device budget that failed starts have cut.
+# fp8 MoE probes; given 0 as a second argument, the sessions alone (their own table). Session 48's job
+# (docs/benchmarks/2026-12-06-s48/h200-job.sh) with its parts made optional, for a device budget that failed
+# starts have cut.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/gitpython*.whl .whl/gitdb*.whl .whl/smmap*.whl > /tmp/pub/pip.txt 2>&1
 export PYTHONPATH=.:/tmp/site AKA_HOME=/tmp/akah AKA_BWRAP=$PWD/.bwrap/bwrap PYTHONUNBUFFERED=1
@@ -12,6 +13,7 @@ began=$(date +%s); echo "B2 agent start $(date -u +%H:%M:%S)" >> /tmp/pub/progre
 OUT=/tmp/pub/agent SHARDS=10 SHARD_TIMEOUT=560 OPT_ARGS="--iterations 1 --wall-time 120 --cases 1 --remeasure-rounds 0 --no-baseline --no-kb --transfer-budget 60 --op-timeout 270" \
   SESSIONS=/tmp/pub/agent-sessions CANDS=/tmp/pub/agent-cands bash scripts/optimize_suite_device.sh agent .atrex > /tmp/pub/agent-run.txt 2>&1
 echo "B2 agent exit $? in $(( $(date +%s) - began )) s; $(ls /tmp/pub/agent-cands | wc -l) exported" >> /tmp/pub/progress.txt
+[ "${2:-1}" = 1 ] || { echo "B2 scoring run skipped" >> /tmp/pub/progress.txt; exit 0; }
 began=$(date +%s)
 python3 -m aka_tui bench run --suite .atrex --candidates /tmp/pub/agent-cands --cases 1 --shape-timeout 60 \
   --out /tmp/pub --name agent1-h200 > /tmp/pub/agent-score-log.txt 2>&1
