@@ -15,17 +15,17 @@ import copy
 import secrets
 import threading
 from dataclasses import replace
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
 from aka_tui.bench.measure.cases import case_seeds, reference_model
 from aka_tui.bench.measure.job import MeasureJob
 from aka_tui.bench.measure.results import ShapeResult, StageError
-from aka_tui.bench.measure.samples import bad_elements, decode, parent_sampler
+from aka_tui.bench.measure.samples import Leaf, bad_elements, decode, parent_sampler
 from aka_tui.bench.problem import unsettled
 from aka_tui.bench.problem.fuzz import resolve_shape
-from aka_tui.bench.problem.inputs import clone_inputs, make_inputs, upcast_inputs
+from aka_tui.bench.problem.inputs import make_inputs, upcast_inputs
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.bench.problem.tolerance import output_rms, row_atol, scaled_to
@@ -69,7 +69,7 @@ def _check_shape(problem: Problem, job: MeasureJob, device: str, result: ShapeRe
     if not 0 <= case < len(seeds) or seeds[case] != seed or len(evidence) != len(seeds):
         return _tampered(result, f"reported outputs for seeds the evaluator did not choose (case {case}, seed {seed})")
     try:
-        expected, sampler_leaves, at_rows = _reference_samples(problem, job, device, shape, case, seed)
+        expected, sampled, at_rows = _reference_samples(problem, job, device, shape, case, seed)
     except Exception as exc:  # the problem itself failed here: not the candidate's verdict
         return replace(result, verification=result.verification | {
             "parent_check": f"not run: the reference failed in the parent ({type(exc).__name__}: {exc})"[:300]})
@@ -77,15 +77,15 @@ def _check_shape(problem: Problem, job: MeasureJob, device: str, result: ShapeRe
     if len(reported) != len(expected) or any(r.numel() != e.numel() for r, e in zip(reported, expected)):
         return _tampered(result, f"seed {seed}: the reported outputs do not have the reference's structure")
     checked = 0
-    for j, (got, want, dtype, rows) in enumerate(zip(reported, expected, sampler_leaves, at_rows)):
-        written = tol = problem.tolerance_for(dtype)
+    for j, (got, want, leaf, rows) in enumerate(zip(reported, expected, sampled, at_rows)):
+        written = tol = problem.tolerance_for(leaf.dtype)
         if want.is_floating_point():
             tol = scaled_to(written, output_rms(want))  # as the worker's checks scale it (from the samples' RMS)
         atol = row_atol(written, tol, rows) if rows is not None and want.is_floating_point() else None
         bad = bad_elements(got, want.cpu(), tol, TOLERANCE_SCALE, atol)
         allowed = problem.max_mismatch_fraction + STRAY_FRACTION
         if got.numel() and not want.is_floating_point() and float(bad.to(torch.float64).mean()) > allowed:
-            answers = _noisy_answers(problem, job, device, shape, case, seed, j)
+            answers = _noisy_answers(problem, device, shape, seed, leaf)
             if answers is not None:  # a tie-break the reference itself makes either way (`unsettled.py`)
                 bad = bad & ~unsettled.admissible(got, answers)
         checked += got.numel()
@@ -97,53 +97,51 @@ def _check_shape(problem: Problem, job: MeasureJob, device: str, result: ShapeRe
         "parent_check": f"seed {seed}: {checked} sampled elements agree with the parent's reference"})
 
 
-def _noisy_answers(problem: Problem, job: MeasureJob, device: str, shape: Any, case: int, seed: int,
-                   leaf: int) -> torch.Tensor | None:
-    """The reference's answers under rounding-level noise on the case's inputs (`unsettled.alternatives`, the
-    float64 model where it runs) at the parent's positions of integer leaf `leaf`: [draws, K] on the CPU, or
-    None when its runs fail."""
-    ref_module, input_module = _modules(problem)
+@contextlib.contextmanager
+def _on_device(device: str) -> Iterator[None]:
+    """The parent's reference runs: one at a time (the RNG is process-wide), on `device`, without gradients,
+    the device's cached blocks returned after."""
     cuda = device.startswith("cuda")
     index = torch.device(device).index if cuda and ":" in device else (torch.cuda.current_device() if cuda else None)
     try:
         with _LOCK, torch.random.fork_rng(devices=[index] if cuda else []), torch.no_grad():
-            context = torch.cuda.device(index) if cuda else contextlib.nullcontext()
-            with context:
-                inputs = make_inputs(problem, input_module, shape, device, seed)
-                model = reference_model(problem, shape, ref_module, device)
-                sampled = parent_sampler(model(**clone_inputs(inputs)), job.sample_seed, shape.shape_id, case).leaves
-                try:
-                    exact, given = copy.deepcopy(model).double(), upcast_inputs(inputs)
-                    answers = unsettled.alternatives(lambda x: exact(**x), given, seed)
-                except Exception:  # no float64 run: the native one, as the worker's yardstick falls back
-                    answers = unsettled.alternatives(lambda x: model(**x), inputs, seed)
-                found = answers.get(sampled[leaf].name)
-                return None if found is None else found.index_select(1, sampled[leaf].index.to(found.device)).cpu()
-    except Exception:  # the problem's failure here: the samples are judged exactly
-        return None
+            with torch.cuda.device(index) if cuda else contextlib.nullcontext():
+                yield
     finally:
         if cuda:
             torch.cuda.empty_cache()
 
 
-def _reference_samples(problem: Problem, job: MeasureJob, device: str, shape: Any, case: int,
-                       seed: int) -> tuple[list[torch.Tensor], list[torch.dtype], list[torch.Tensor | None]]:
-    """The native reference of one case, computed here, at the parent's sample positions (values, dtypes, and
-    the row RMS there)."""
+def _noisy_answers(problem: Problem, device: str, shape: Any, seed: int, leaf: Leaf) -> torch.Tensor | None:
+    """The reference's answers under rounding-level noise on the case's inputs (`unsettled.alternatives`, the
+    float64 model where it runs) at the parent's positions of integer leaf `leaf`: [draws, K] on the CPU, or
+    None when its runs fail."""
     ref_module, input_module = _modules(problem)
-    cuda = device.startswith("cuda")
-    index = torch.device(device).index if cuda and ":" in device else (torch.cuda.current_device() if cuda else None)
-    with _LOCK, torch.random.fork_rng(devices=[index] if cuda else []):
-        context = torch.cuda.device(index) if cuda else contextlib.nullcontext()
-        with context, torch.no_grad():
+    try:
+        with _on_device(device):
             inputs = make_inputs(problem, input_module, shape, device, seed)
-            native = reference_model(problem, shape, ref_module, device)(**inputs)
-            sampler = parent_sampler(native, job.sample_seed, shape.shape_id, case)
-            values = [v.cpu() for v in sampler.take(native)]
-            dtypes = [leaf.dtype for leaf in sampler.leaves]
-            at_rows = [r.cpu() if r is not None else None for r in sampler.row_rms()]
-            del inputs, native
-        if cuda:
-            torch.cuda.empty_cache()
-    return values, dtypes, at_rows
+            model = reference_model(problem, shape, ref_module, device)
+            try:
+                exact, given = copy.deepcopy(model).double(), upcast_inputs(inputs)
+                answers = unsettled.alternatives(lambda x: exact(**x), given, seed)
+            except Exception:  # no float64 run: the native one, as the worker's yardstick falls back
+                answers = unsettled.alternatives(lambda x: model(**x), inputs, seed)
+            found = answers.get(leaf.name)
+            return None if found is None else found.index_select(1, leaf.index.to(found.device)).cpu()
+    except Exception:  # the problem's failure here: the samples are judged exactly
+        return None
 
+
+def _reference_samples(problem: Problem, job: MeasureJob, device: str, shape: Any, case: int,
+                       seed: int) -> tuple[list[torch.Tensor], list[Leaf], list[torch.Tensor | None]]:
+    """The native reference of one case, computed here, at the parent's sample positions (values, the sampled
+    leaves, and the row RMS there)."""
+    ref_module, input_module = _modules(problem)
+    with _on_device(device):
+        inputs = make_inputs(problem, input_module, shape, device, seed)
+        native = reference_model(problem, shape, ref_module, device)(**inputs)
+        sampler = parent_sampler(native, job.sample_seed, shape.shape_id, case)
+        values = [v.cpu() for v in sampler.take(native)]
+        at_rows = [r.cpu() if r is not None else None for r in sampler.row_rms()]
+        del inputs, native
+    return values, sampler.leaves, at_rows

@@ -252,7 +252,8 @@ class ShapePlan:
         self.result.max_rel = max(self.result.max_rel, comparison.max_rel_error or 0.0)
         if case.answers:  # the seeds whose integers passed on rows only the reference's noisy runs gave
             tie_breaks = self.result.verification.setdefault("integer_tie_breaks", [])
-            tie_breaks.extend([case.seed] if case.seed not in tie_breaks else [])
+            if case.seed not in tie_breaks:
+                tie_breaks.append(case.seed)
 
     def _sampled(self, case: Case, out: Any, stage: str) -> list[torch.Tensor]:
         try:

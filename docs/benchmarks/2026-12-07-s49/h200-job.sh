@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # H200 (session 49): the offline agent on the 20 published operators, one iteration each (the fp8 GEMM starts
 # from its accuracy step), its exports in one scoring run; then, given the argument 1, session 48's
-# fp8 MoE probes; given 0 as a second argument, the sessions alone (their own table). Session 48's job
-# (docs/benchmarks/2026-12-06-s48/h200-job.sh) with its parts made optional, for a device budget that failed
-# starts have cut.
+# fp8 MoE probes; given 0 as a second argument, the sessions alone (their own table). With `1 1` it is session
+# 48's job (docs/benchmarks/2026-12-06-s48/h200-job.sh runs it so); the parts are optional for a device budget
+# that failed starts have cut.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/gitpython*.whl .whl/gitdb*.whl .whl/smmap*.whl > /tmp/pub/pip.txt 2>&1
 export PYTHONPATH=.:/tmp/site AKA_HOME=/tmp/akah AKA_BWRAP=$PWD/.bwrap/bwrap PYTHONUNBUFFERED=1
