@@ -85,3 +85,7 @@ def run_calls(model: Callable[..., Any], plan: Plan[T],
                 out = model(**call.inputs)
         except Exception as exc:  # the candidate's error is data
             pending = CandidateRaised(exc, call.stage)
+        # The plan owns the inputs: its next stage may build another case, whose reference can need all of the
+        # device's memory (a copy of a case's inputs held here outlived its call and ran a 256-expert MoE
+        # reference out of the H200's memory).
+        del call
