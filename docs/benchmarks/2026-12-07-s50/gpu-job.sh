@@ -7,11 +7,11 @@
 set -u
 bash docs/benchmarks/2026-12-07-s49/h200-job.sh 0 1
 began=$(date +%s)
-PYTHONPATH=.:/tmp/site timeout 300 python3 -m pytest -q -m gpu tests/gpu/test_cases_on_cuda_gpu.py \
+export PYTHONPATH=.:/tmp/site AKA_HOME=/tmp/akah AKA_BWRAP=$PWD/.bwrap/bwrap PYTHONUNBUFFERED=1
+timeout 300 python3 -m pytest -q -m gpu tests/gpu/test_cases_on_cuda_gpu.py \
   "tests/gpu/test_gpu_eval.py::test_correct_triton_rms_norm_is_real_and_timed_with_events" > /tmp/pub/gpu-tests.txt 2>&1
 echo "T gpu tests exit $? in $(( $(date +%s) - began )) s: $(tail -n 1 /tmp/pub/gpu-tests.txt)" >> /tmp/pub/progress.txt
 [ "${1:-0}" = 1 ] || { echo "D probes skipped" >> /tmp/pub/progress.txt; exit 0; }
-export PYTHONPATH=.:/tmp/site AKA_HOME=/tmp/akah AKA_BWRAP=$PWD/.bwrap/bwrap PYTHONUNBUFFERED=1
 C=.cands/pub45/fp8_blockscale_fused_moe.py P=.atrex/fp8_blockscale_fused_moe
 timeout 150 python3 docs/benchmarks/2026-12-06-s48/moe_nan_probe.py $P $C 1 655245665 > /tmp/pub/moe-nan-probe.txt 2>&1
 echo "D nan probe done $(date -u +%H:%M:%S)" >> /tmp/pub/progress.txt
