@@ -20,6 +20,7 @@ from aka_tui.bench.measure.timing import Timers
 from aka_tui.bench.problem.inputs import same_bits
 from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.problem.tolerance import flatten_outputs
 from tests.bench.test_unsettled_integers import _CANDIDATE, BODIES
 from tests.bench.test_unsettled_integers import PROBLEM as TIED
 
@@ -76,10 +77,13 @@ def test_the_audited_case_is_built_with_the_checked_calls_memory_given_back() ->
     plan = ShapePlan(problem, shape_cases, PlanOptions(device="cuda", timing=False, watch_threads=False),
                      Timers.capture(), TritonLaunchRecorder())
     run_calls(candidate, plan.run())
-    case0 = sum(t.numel() * t.element_size() for t in shape_cases.case(0).inputs.values()
-                if isinstance(t, torch.Tensor))
+    case0 = shape_cases.case(0)
+    inputs = sum(t.numel() * t.element_size() for t in case0.inputs.values() if isinstance(t, torch.Tensor))
+    output = sum(v.numel() * v.element_size() for _, v in flatten_outputs(case0.ref_native))
     assert held[1][0] == 0, "a checked call's inputs were alive while the audited case was built"
-    assert held[1][1] - held[0][1] < 2 * case0, "more than case 0 was held on the device at the audited build"
+    # Case 0's inputs and reference output, and the last call's output (the loop passes it into the plan, so it
+    # lives until the plan's next call): 384 MiB at this shape on an H100; with the checked call's inputs, 512.
+    assert held[1][1] - held[0][1] < inputs + 2 * output + (4 << 20), "more was held at the audited build"
 
 
 @pytest.mark.parametrize("name, passes", [("ties_broken_the_other_way", True), ("two_slots_swapped", False)])

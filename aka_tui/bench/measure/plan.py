@@ -261,6 +261,13 @@ class ShapePlan:
         except SampleMismatch as exc:
             raise MeasureFailure("wrong_output", stage, f"{exc} (seed {case.seed})") from None
 
+    def answers_at_samples(self, index: int, leaf: int) -> torch.Tensor | None:
+        """The reference's integer answers under input noise on case `index` (`ShapeCases.answers`), at the timed
+        sample positions of output leaf `leaf`: [draws, K], or None. For the timed and the profiled calls' checks."""
+        sampled = self.cases.case(index).timed.leaves[leaf]
+        answers = self.cases.answers(index).get(sampled.name)
+        return None if answers is None else answers.index_select(1, sampled.index.to(answers.device))
+
     def audit_call(self) -> Generator[Call, Any, AuditReport]:
         """A case of its own under the aten dispatch audit and the Triton launch record (design brief §5): inputs
         no checked call has seen, so what the forward computes on new inputs is what is audited (a forward that

@@ -7,6 +7,7 @@ work on inputs it has seen before shows it as timed calls far faster than the pr
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generator
 
@@ -55,7 +56,8 @@ def profiled_calls(plan: ShapePlan, report: AuditReport) -> Generator[Call, Any,
     for i, out in enumerate(outputs):
         case = plan.cases.case(i)
         bad = failing_calls([plan._sampled(case, out, "audit (profiled call)")], case.timed_expected,
-                            plan.problem.tolerance_for, plan.problem.max_mismatch_fraction, case.timed.row_rms())
+                            plan.problem.tolerance_for, plan.problem.max_mismatch_fraction, case.timed.row_rms(),
+                            functools.partial(plan.answers_at_samples, i))
         if bad:
             raise MeasureFailure("wrong_output", "audit", f"seed {case.seed} (profiled call): {bad[0][1]}")
     del outputs, copies

@@ -147,7 +147,7 @@ def _verify_timed(plan: ShapePlan, observed: list[_Observed], run: TimingRun) ->
         case = plan.cases.case(i)
         bad = failing_calls([o.samples for o in mine], case.timed_expected, plan.problem.tolerance_for,
                             plan.problem.max_mismatch_fraction, case.timed.row_rms(),
-                            functools.partial(_answers_at_samples, plan, i))
+                            functools.partial(plan.answers_at_samples, i))
         if bad:
             k, why = bad[0]
             raise MeasureFailure("wrong_output", "timing",
@@ -159,14 +159,6 @@ def _verify_timed(plan: ShapePlan, observed: list[_Observed], run: TimingRun) ->
     plan.result.verification.update(timed_calls=sum(o.launches is not None for o in observed),
                                     sampled_calls=len(observed))
     _device_time(plan, run)
-
-
-def _answers_at_samples(plan: ShapePlan, index: int, leaf: int) -> torch.Tensor | None:
-    """The reference's integer answers under input noise on case `index` (`ShapeCases.answers`), at the timed
-    sample positions of output leaf `leaf`: [draws, K], or None."""
-    sampled = plan.cases.case(index).timed.leaves[leaf]
-    answers = plan.cases.answers(index).get(sampled.name)
-    return None if answers is None else answers.index_select(1, sampled.index.to(answers.device))
 
 
 def _device_time(plan: ShapePlan, run: TimingRun) -> None:
