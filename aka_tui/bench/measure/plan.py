@@ -31,7 +31,7 @@ from aka_tui.bench.measure.cases import Case, ShapeCases
 from aka_tui.bench.measure.integrity import ThreadStartCounter, new_threads, thread_census
 from aka_tui.bench.measure.job import DEFAULT_CPU_REPS, DEFAULT_INPUT_SETS
 from aka_tui.bench.measure.results import AuditReport, TimingStats
-from aka_tui.bench.measure.samples import SampleMismatch, encode
+from aka_tui.bench.measure.samples import SampleMismatch, encode, failing_calls
 from aka_tui.bench.measure.timed_checks import drive_protocol, input_checksums
 from aka_tui.bench.measure.timing import Timers
 from aka_tui.bench.problem.inputs import clone_inputs, same_bits
@@ -261,9 +261,17 @@ class ShapePlan:
         except SampleMismatch as exc:
             raise MeasureFailure("wrong_output", stage, f"{exc} (seed {case.seed})") from None
 
-    def answers_at_samples(self, index: int, leaf: int) -> torch.Tensor | None:
+    def failing_samples(self, index: int, calls: list[list[torch.Tensor]]) -> list[tuple[int, str]]:
+        """The calls on case `index` whose sampled outputs are wrong (`samples.failing_calls`), the timed and the
+        profiled calls alike: the same tolerances, per-row atol and integer tie-breaks as the full comparison."""
+        case = self.cases.case(index)
+        return failing_calls(calls, case.timed_expected, self.problem.tolerance_for,
+                             self.problem.max_mismatch_fraction, case.timed.row_rms(),
+                             lambda leaf: self._answers_at_samples(index, leaf))
+
+    def _answers_at_samples(self, index: int, leaf: int) -> torch.Tensor | None:
         """The reference's integer answers under input noise on case `index` (`ShapeCases.answers`), at the timed
-        sample positions of output leaf `leaf`: [draws, K], or None. For the timed and the profiled calls' checks."""
+        sample positions of output leaf `leaf`: [draws, K], or None."""
         sampled = self.cases.case(index).timed.leaves[leaf]
         answers = self.cases.answers(index).get(sampled.name)
         return None if answers is None else answers.index_select(1, sampled.index.to(answers.device))

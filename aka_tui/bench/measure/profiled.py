@@ -7,7 +7,6 @@ work on inputs it has seen before shows it as timed calls far faster than the pr
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generator
 
@@ -16,7 +15,6 @@ import torch
 from aka_tui.bench.measure import attribution
 from aka_tui.bench.measure.calls import Call, MeasureFailure
 from aka_tui.bench.measure.results import AuditReport
-from aka_tui.bench.measure.samples import failing_calls
 from aka_tui.bench.problem.inputs import clone_inputs
 
 if TYPE_CHECKING:
@@ -55,9 +53,7 @@ def profiled_calls(plan: ShapePlan, report: AuditReport) -> Generator[Call, Any,
         session.__exit__(None, None, None)
     for i, out in enumerate(outputs):
         case = plan.cases.case(i)
-        bad = failing_calls([plan._sampled(case, out, "audit (profiled call)")], case.timed_expected,
-                            plan.problem.tolerance_for, plan.problem.max_mismatch_fraction, case.timed.row_rms(),
-                            functools.partial(plan.answers_at_samples, i))
+        bad = plan.failing_samples(i, [plan._sampled(case, out, "audit (profiled call)")])
         if bad:
             raise MeasureFailure("wrong_output", "audit", f"seed {case.seed} (profiled call): {bad[0][1]}")
     del outputs, copies

@@ -11,7 +11,6 @@ are tampering or wrong output. The functions take the `ShapePlan` whose state th
 
 from __future__ import annotations
 
-import functools
 import statistics
 import time
 from collections.abc import Sequence
@@ -24,7 +23,6 @@ from aka_tui.bench.measure.audit import launch_difference
 from aka_tui.bench.measure.calls import Call, MeasureFailure
 from aka_tui.bench.measure.integrity import new_threads, thread_census
 from aka_tui.bench.measure.results import TimingStats
-from aka_tui.bench.measure.samples import failing_calls
 from aka_tui.bench.measure.timing import TimedCall, TimingHooks, TimingRun, cpu_protocol, cuda_protocol, escaped_work
 
 if TYPE_CHECKING:
@@ -145,9 +143,7 @@ def _verify_timed(plan: ShapePlan, observed: list[_Observed], run: TimingRun) ->
     for i in sorted({o.set_index for o in observed}):
         mine = [o for o in observed if o.set_index == i]
         case = plan.cases.case(i)
-        bad = failing_calls([o.samples for o in mine], case.timed_expected, plan.problem.tolerance_for,
-                            plan.problem.max_mismatch_fraction, case.timed.row_rms(),
-                            functools.partial(plan.answers_at_samples, i))
+        bad = plan.failing_samples(i, [o.samples for o in mine])
         if bad:
             k, why = bad[0]
             raise MeasureFailure("wrong_output", "timing",
