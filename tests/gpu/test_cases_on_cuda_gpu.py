@@ -41,8 +41,18 @@ def test_inputs_parked_on_the_host_make_the_same_case_on_the_gpu(monkeypatch: py
 
     assert cases.available_gpu_bytes() >= torch.cuda.mem_get_info()[0]
     plain = build()
+    hosted: list[bool] = []
+    park = cases._parked
+
+    def spied(inputs: dict[str, Any], device: str) -> dict[str, Any] | None:
+        host = park(inputs, device)
+        hosted.append(host is not None)
+        return host
+
+    monkeypatch.setattr(cases, "_parked", spied)
     monkeypatch.setattr(cases, "PARK_SHARE", 0.0)
     parked = build()
+    assert hosted == [True], "the inputs were not parked on the host"
     assert sorted(plain.ref_written) == sorted(parked.ref_written) == ["key_cache", "value_cache"]
     for name, value in plain.inputs.items():
         assert same_bits(value, parked.inputs[name]), name
