@@ -104,3 +104,41 @@ def test_sampled_checks_accept_an_element_a_noisy_run_gave() -> None:
     tol = lambda dtype: Tolerance(0.0, 0.0)  # noqa: E731
     assert [i for i, _ in failing_calls(calls, expected, tol, 0.0)] == [0, 1]
     assert [i for i, _ in failing_calls(calls, expected, tol, 0.0, answers_for=lambda j: answers)] == [1]
+
+
+def _top2(logits: torch.Tensor) -> torch.Tensor:
+    return torch.topk(torch.softmax(logits, dim=-1), 2, dim=-1).indices.to(torch.int32)
+
+
+def test_enough_runs_to_give_every_tied_row_its_other_order() -> None:
+    """400 of 3200 rows with their two best scores tied exactly (float64: the noise always breaks the tie, each
+    way at odds 1/2): a candidate breaking every tie the other way passes with the default number of runs; eight
+    runs (the earlier default) leave some rows ungiven at these seeds."""
+    logits = torch.randn(3200, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    logits[::8, :2] = 10.0  # above every other score
+    expected = _top2(logits)
+    other_way = expected.clone()
+    other_way[::8] = expected[::8, [1, 0]]
+    run = lambda inputs: _top2(inputs["logits"])  # noqa: E731
+    for seed in (1, 2, 3):
+        answers = unsettled.alternatives(run, {"logits": logits}, seed)["out"]
+        assert answers.shape[0] == unsettled.DRAWS
+        assert unsettled.integer_mismatch("ids", other_way, expected, lambda name: answers) is None
+        few = unsettled.alternatives(run, {"logits": logits}, seed, draws=8)["out"]
+        assert "no run of the reference gives" in (unsettled.integer_mismatch("ids", other_way, expected,
+                                                                              lambda name: few) or "")
+
+
+def test_one_run_when_no_input_takes_noise_and_fewer_past_the_byte_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def run(inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        calls.append(1)
+        return torch.argsort(inputs["keys"]).to(torch.int32)
+
+    answers = unsettled.alternatives(run, {"keys": torch.tensor([3.0, 1.0, 2.0]), "n": torch.arange(3)}, seed=5)
+    assert len(calls) == 1 and answers["out"].shape == (1, 3)
+    answers = unsettled.alternatives(run, {"keys": torch.tensor([3.5, 1.0, 2.0])}, seed=5)
+    assert len(calls) == 1 + unsettled.DRAWS and answers["out"].shape == (unsettled.DRAWS, 3)
+    monkeypatch.setattr(unsettled, "ANSWER_BYTES", 2 * 3 * 4)  # two runs of three int32 indices
+    assert unsettled.alternatives(run, {"keys": torch.tensor([3.5, 1.0, 2.0])}, seed=5)["out"].shape == (2, 3)

@@ -133,7 +133,7 @@ class ShapeCases:
         return self._cases[index]
 
     def answers(self, index: int) -> dict[str, torch.Tensor]:
-        """The reference's integer outputs on case `index` in `unsettled.DRAWS` runs on its inputs under
+        """The reference's integer outputs on case `index` in up to `unsettled.DRAWS` runs on its inputs under
         rounding-level noise ([draws, numel] per leaf), computed the first time a candidate's integer output
         differs on that case; none for a reference that works in place, or one whose perturbed run fails."""
         case = self.case(index)

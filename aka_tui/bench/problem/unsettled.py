@@ -3,8 +3,8 @@
 An integer output computed from floating-point values (a top-k's indices, an argmax, a sort's order) has no
 single right answer where two of those values differ by less than rounding: a faithful kernel that sums in
 another order picks the other index, as the reference itself would with its inputs a few ulps away. So where a
-candidate's integer output differs from the reference's, the reference runs `DRAWS` more times on inputs scaled
-by 1 + RELATIVE_NOISE·u (u uniform in [-1, 1); about eight float32 ulps), and a differing row (the last axis of
+candidate's integer output differs from the reference's, the reference runs up to `DRAWS` more times on inputs
+scaled by 1 + RELATIVE_NOISE·u (u uniform in [-1, 1); about eight float32 ulps), and a differing row (the last axis of
 an output with two or more axes; an element of a vector) is accepted when, and only when, one of those runs gave
 that very row. A whole row, so a candidate cannot mix answers (the same index twice where two were tied).
 
@@ -21,7 +21,11 @@ from typing import Any, Callable
 
 import torch
 
-DRAWS = 8  # a pair tied within the noise swaps in a draw with odds ~1/2: missed in all eight at ~1/256
+# A pair tied within the noise swaps in a draw with odds ~1/2. With eight draws a row was missed at 1/256, so a
+# case with ten tied rows failed a faithful tie-break one time in 26 (seen on an H100, 2026-12-07); with 32 a
+# pair is missed at 2^-32, and a three-way tie's given order (1/6 a draw) at 0.3%.
+DRAWS = 32
+ANSWER_BYTES = 1 << 30  # the draws kept per integer leaf stop short of DRAWS beyond this many bytes
 RELATIVE_NOISE = 2.0 ** -20
 MAX_FRACTION = 0.25  # of an integer output's elements, beyond which no alternative is looked for
 _PERTURBED = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -33,14 +37,18 @@ def perturbed(inputs: dict[str, Any], seed: int) -> dict[str, Any]:
     dtype: noise below a narrow dtype's precision rounds away, and such an input stays as it was)."""
     out: dict[str, Any] = {}
     for i, (name, value) in enumerate(inputs.items()):
-        if not isinstance(value, torch.Tensor) or value.dtype not in _PERTURBED or value.numel() == 0 \
-                or bool(torch.equal(value, value.round())):
+        if not _takes_noise(value):
             out[name] = value.clone() if isinstance(value, torch.Tensor) else value
             continue
         generator = torch.Generator(device=value.device).manual_seed(seed + 7919 * i)
         u = torch.rand(value.shape, generator=generator, device=value.device, dtype=torch.float64) * 2 - 1
         out[name] = (value.to(torch.float64) * (1 + RELATIVE_NOISE * u)).to(value.dtype)
     return out
+
+
+def _takes_noise(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.dtype in _PERTURBED and value.numel() > 0 \
+        and not bool(torch.equal(value, value.round()))
 
 
 def integer_leaves(output: Any) -> dict[str, torch.Tensor]:
@@ -53,13 +61,18 @@ def integer_leaves(output: Any) -> dict[str, torch.Tensor]:
 
 def alternatives(run: Callable[[dict[str, Any]], Any], inputs: dict[str, Any], seed: int,
                  draws: int = DRAWS) -> dict[str, torch.Tensor]:
-    """Per integer leaf, the reference's answers in `draws` runs on perturbed copies of `inputs`: a
-    [draws, numel] tensor (flat, in the leaf's dtype). `run` is the reference as the yardstick ran it (the
-    float64 model on upcast inputs, or the native one)."""
+    """Per integer leaf, the reference's answers in up to `draws` runs on perturbed copies of `inputs`: a
+    [runs, numel] tensor (flat, in the leaf's dtype). `run` is the reference as the yardstick ran it (the
+    float64 model on upcast inputs, or the native one). One run when no input takes noise (its integers are the
+    reference's own, every run alike); fewer once the runs kept reach `ANSWER_BYTES`."""
     runs: dict[str, list[torch.Tensor]] = {}
-    for d in range(draws):
+    kept = 0
+    for d in range(draws if any(_takes_noise(v) for v in inputs.values()) else 1):
         for name, leaf in integer_leaves(run(perturbed(inputs, seed + 104729 * d))).items():
             runs.setdefault(name, []).append(leaf.detach().reshape(-1))
+            kept += leaf.numel() * leaf.element_size()
+        if kept >= ANSWER_BYTES:
+            break
     return {name: torch.stack(values) for name, values in runs.items()}
 
 
