@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from aka_tui.bench.measure.audit import TritonLaunchRecorder, describe_launch, launch_difference
-from aka_tui.bench.measure.calls import Call, MeasureFailure, run_calls
+from aka_tui.bench.measure.calls import Call, MeasureFailure, called, run_calls
 from aka_tui.bench.measure.channel import ChannelTampered, Reader, new_key, sender
 from aka_tui.bench.measure.integrity import IntegritySnapshot
 from aka_tui.bench.measure.job import CandidateRef, MeasureJob
@@ -39,7 +39,7 @@ def test_every_call_comes_from_one_place_and_errors_reach_the_plan_cleanup() -> 
         try:
             outs = []
             for v in values:
-                outs.append((yield Call({"x": v}, f"stage {v}")))
+                outs.append((yield from called(Call({"x": v}, f"stage {v}"))))
             return outs
         finally:
             cleaned.append("done")

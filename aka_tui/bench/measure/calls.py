@@ -1,7 +1,7 @@
 """The one loop every candidate call goes through, and the failures a measurement ends with.
 
-A measurement is a plan: a generator that yields the calls it wants made (`Call`) and receives their outputs;
-everything else (references, comparisons, events, flushes, profiler sessions, samples) runs inside the plan
+A measurement is a plan: a generator that yields the calls it wants made (`Call`) and takes each one's output
+from it (`called`); everything else (references, comparisons, events, flushes, profiler sessions, samples) runs inside the plan
 between two calls. `run_calls` makes each call from the same line, so the candidate's `forward` sees the same
 frames above it whether the call is checked, audited, profiled, timed or a warm-up.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import traceback
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, TypeVar
 
 import torch
@@ -24,12 +24,26 @@ T = TypeVar("T")
 Plan = Generator["Call", Any, T]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Call:
-    """One call of the candidate: its inputs, and the stage a failure in it is reported under."""
+    """One call of the candidate: its inputs, the stage a failure in it is reported under, and its output once
+    made, until the plan takes it."""
 
     inputs: dict[str, Any]
     stage: str
+    output: Any = field(default=None, repr=False)
+
+    def take(self) -> Any:
+        out, self.output = self.output, None
+        return out
+
+
+def called(call: Call) -> Generator[Call, Any, Any]:
+    """Yield `call` to the loop and return its output: the plan's only way to a call's result. The loop keeps no
+    reference to the output (nor the inputs) once the plan goes on, so a case the plan builds next has the
+    device's memory without them."""
+    yield call
+    return call.take()
 
 
 class MeasureFailure(Exception):
@@ -65,11 +79,10 @@ def run_calls(model: Callable[..., Any], plan: Plan[T],
 
     An exception from the candidate is thrown into the plan (whose cleanup runs) and comes back as a
     `MeasureFailure` (`runtime_error`, or `cuda_error` for a fatal CUDA error)."""
-    out: Any = None
     pending: CandidateRaised | None = None
     while True:
         try:
-            call = plan.throw(pending) if pending is not None else plan.send(out)
+            call = plan.throw(pending) if pending is not None else plan.send(None)
         except StopIteration as stop:
             return stop.value
         except CandidateRaised as raised:
@@ -79,13 +92,13 @@ def run_calls(model: Callable[..., Any], plan: Plan[T],
                                      trace_of(exc))
             failure.cause = exc
             raise failure from None
-        out, pending = None, None
+        pending = None
         try:
             with torch.no_grad(), watch(call) if watch is not None else nullcontext():
-                out = model(**call.inputs)
+                call.output = model(**call.inputs)
         except Exception as exc:  # the candidate's error is data
             pending = CandidateRaised(exc, call.stage)
-        # The plan owns the inputs: its next stage may build another case, whose reference can need all of the
-        # device's memory (a copy of a case's inputs held here outlived its call and ran a 256-expert MoE
-        # reference out of the H200's memory).
+        # The plan owns the inputs and the output (`called`): its next stage may build another case, whose
+        # reference can need all of the device's memory (a copy of a case's inputs held here outlived its call and
+        # ran a 256-expert MoE reference out of the H200's memory).
         del call

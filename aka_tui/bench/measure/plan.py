@@ -26,7 +26,7 @@ import torch
 from aka_tui.bench.measure import poison, timed_checks
 from aka_tui.bench.measure.attribution import DEFAULT_OWN_SHARE_THRESHOLD
 from aka_tui.bench.measure.audit import TritonLaunchRecorder, audit_mode, build_report, launch_difference
-from aka_tui.bench.measure.calls import Call, MeasureFailure
+from aka_tui.bench.measure.calls import Call, MeasureFailure, called
 from aka_tui.bench.measure.cases import Case, ShapeCases
 from aka_tui.bench.measure.integrity import ThreadStartCounter, new_threads, thread_census
 from aka_tui.bench.measure.job import DEFAULT_CPU_REPS, DEFAULT_INPUT_SETS
@@ -175,7 +175,7 @@ class ShapePlan:
         watch = self.opts.watch_threads and self.thread_starts is not None
         before = thread_census() if watch else set()
         mark = self.thread_starts.mark() if watch and self.thread_starts else 0
-        out = yield Call(inputs, stage)
+        out = yield from called(Call(inputs, stage))
         self.sync()
         if watch and self.thread_starts is not None:
             names = sorted(set(new_threads(before) + self.thread_starts.since(mark)))

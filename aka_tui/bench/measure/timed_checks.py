@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generator
 import torch
 
 from aka_tui.bench.measure.audit import launch_difference
-from aka_tui.bench.measure.calls import Call, MeasureFailure
+from aka_tui.bench.measure.calls import Call, MeasureFailure, called
 from aka_tui.bench.measure.integrity import new_threads, thread_census
 from aka_tui.bench.measure.results import TimingStats
 from aka_tui.bench.measure.timing import TimedCall, TimingHooks, TimingRun, cpu_protocol, cuda_protocol, escaped_work
@@ -110,7 +110,7 @@ def _hooks(plan: ShapePlan, sets: list[dict[str, Any]], pristine: dict[int, dict
         began = clock()
         for i in range(len(sets)):
             prepare(i)
-            out = yield Call(sets[i], "timing")
+            out = yield from called(Call(sets[i], "timing"))
             plan.sync()
             plan.reference_launches[i] = plan.recorder.end_call()
             plan._compare(plan.cases.case(i), out, f"check {name} (on the timed inputs)")
@@ -198,9 +198,11 @@ def drive_protocol(protocol: Generator[Any, Any, TimingRun], sets: list[dict[str
             request = protocol.send(out)
         except StopIteration as stop:
             return stop.value
-        call = request if isinstance(request, Call) else Call(sets[request.set_index], "timing")
         out = None
-        out = yield call
+        if isinstance(request, Call):  # an interleaved check's call: its output is the check's to take
+            yield request
+        else:
+            out = yield from called(Call(sets[request.set_index], "timing"))
 
 
 def _restore(inputs: dict[str, Any], pristine: dict[str, torch.Tensor]) -> None:
