@@ -85,3 +85,11 @@ def test_an_in_place_reference_returning_its_inputs_is_seeded(tmp_path: Path) ->
     kernel = (next((tmp_path / "sessions").iterdir()) / "iterations" / "0001" / "kernel.py").read_text()
     assert "_ALIASES = ('key_cache', 'value_cache')" in kernel
     assert all(name.startswith("_seed_kernel") for s in result["shapes"] for name in s["audit"]["own_kernels"])
+
+
+@pytest.mark.slow
+def test_optimize_seeds_a_problem_with_boolean_and_byte_tensors(tmp_path: Path) -> None:
+    """Masks in and out (`bool`, `uint8` in the published metadata): the problem loads, the seed's kernel reads
+    and writes them, and the boolean output is held to the reference exactly."""
+    started_correct_and_real(UNSEEN / "seen_token_penalty", tmp_path / "sessions", "starting point: compiler seed",
+                             "compiler seed (inductor)")

@@ -99,6 +99,26 @@ def test_unknown_dtype(good_problem: Path) -> None:
     _assert_clear(good_problem, "rms_norm", "problem.json", "float7")
 
 
+@pytest.mark.parametrize("name, dtype", [("bool", torch.bool), ("uint8", torch.uint8), ("int16", torch.int16),
+                                         ("torch.bool", torch.bool), ("UINT8", torch.uint8)])
+def test_mask_and_byte_dtypes_are_known(name: str, dtype: torch.dtype) -> None:
+    from aka_tui.bench.problem.dtypes import parse_dtype
+
+    assert parse_dtype(name) == dtype
+
+
+def test_dtypes_of_newer_torch_builds_are_known_where_torch_has_them() -> None:
+    from aka_tui.bench.problem.dtypes import parse_dtype
+
+    for name, attr in (("uint32", "uint32"), ("float8_e8m0fnu", "float8_e8m0fnu"), ("fp4x2", "float4_e2m1fn_x2")):
+        expected = getattr(torch, attr, None)
+        if isinstance(expected, torch.dtype):
+            assert parse_dtype(name) == expected
+        else:
+            with pytest.raises(KeyError):
+                parse_dtype(name)
+
+
 def test_unknown_dtype_in_a_shape(good_problem: Path) -> None:
     shapes = json.loads((good_problem / "shapes.json").read_text())
     next(iter(shapes.values()))["input_kwargs"]["dtype"] = "bfloat17"

@@ -14,8 +14,16 @@ DTYPE_BY_NAME: dict[str, torch.dtype] = {
     # The "fnuz" encodings (no negative zero, one NaN) used by AMD GPUs and written by some references.
     "float8_e4m3fnuz": torch.float8_e4m3fnuz, "fp8_e4m3fnuz": torch.float8_e4m3fnuz,
     "float8_e5m2fnuz": torch.float8_e5m2fnuz, "fp8_e5m2fnuz": torch.float8_e5m2fnuz,
-    "int8": torch.int8, "int32": torch.int32, "int64": torch.int64,
+    "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
+    "uint8": torch.uint8, "bool": torch.bool,
 }
+# Names of dtypes only newer PyTorch builds have (microscaling exponents, packed fp4, wide unsigned integers):
+# known where the running torch defines them, so a problem using one loads wherever it can run.
+for _name, _attr in (("uint16", "uint16"), ("uint32", "uint32"), ("uint64", "uint64"),
+                     ("float8_e8m0fnu", "float8_e8m0fnu"), ("fp8_e8m0", "float8_e8m0fnu"), ("e8m0", "float8_e8m0fnu"),
+                     ("float4_e2m1fn_x2", "float4_e2m1fn_x2"), ("fp4x2", "float4_e2m1fn_x2")):
+    if isinstance(getattr(torch, _attr, None), torch.dtype):
+        DTYPE_BY_NAME[_name] = getattr(torch, _attr)
 
 # Roofline execution path that FLOPs of a problem with this primary dtype are charged to.
 PATH_BY_DTYPE: dict[torch.dtype, str] = {
