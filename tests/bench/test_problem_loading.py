@@ -100,7 +100,8 @@ def test_unknown_dtype(good_problem: Path) -> None:
 
 
 @pytest.mark.parametrize("name, dtype", [("bool", torch.bool), ("uint8", torch.uint8), ("int16", torch.int16),
-                                         ("torch.bool", torch.bool), ("UINT8", torch.uint8)])
+                                         ("torch.bool", torch.bool), ("UINT8", torch.uint8),
+                                         ("double", torch.float64), ("fp8_e4m3fn", torch.float8_e4m3fn)])
 def test_mask_and_byte_dtypes_are_known(name: str, dtype: torch.dtype) -> None:
     from aka_tui.bench.problem.dtypes import parse_dtype
 

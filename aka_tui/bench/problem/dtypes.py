@@ -5,16 +5,17 @@ from __future__ import annotations
 import torch
 
 DTYPE_BY_NAME: dict[str, torch.dtype] = {
-    "float64": torch.float64, "fp64": torch.float64,
-    "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
-    "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
+    "float64": torch.float64, "fp64": torch.float64, "f64": torch.float64, "double": torch.float64,
+    "float32": torch.float32, "fp32": torch.float32, "f32": torch.float32, "float": torch.float32,
+    "float16": torch.float16, "fp16": torch.float16, "f16": torch.float16, "half": torch.float16,
     "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
     "float8_e4m3fn": torch.float8_e4m3fn, "fp8": torch.float8_e4m3fn, "fp8_e4m3": torch.float8_e4m3fn,
+    "fp8_e4m3fn": torch.float8_e4m3fn, "e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2,
     "float8_e5m2": torch.float8_e5m2, "fp8_e5m2": torch.float8_e5m2,
     # The "fnuz" encodings (no negative zero, one NaN) used by AMD GPUs and written by some references.
     "float8_e4m3fnuz": torch.float8_e4m3fnuz, "fp8_e4m3fnuz": torch.float8_e4m3fnuz,
     "float8_e5m2fnuz": torch.float8_e5m2fnuz, "fp8_e5m2fnuz": torch.float8_e5m2fnuz,
-    "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
+    "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64, "long": torch.int64,
     "uint8": torch.uint8, "bool": torch.bool,
 }
 # Names of dtypes only newer PyTorch builds have (microscaling exponents, packed fp4, wide unsigned integers):
