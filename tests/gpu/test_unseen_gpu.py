@@ -34,12 +34,13 @@ def _evaluate(problem_name: str, source: str) -> object:
     return score_op(problem, result, detect_profile("cuda")), result
 
 
-def test_compiler_seed_on_cuda_is_real_and_timed() -> None:
-    problem = load_problem(UNSEEN / "centered_swish")
+@pytest.mark.parametrize("name", ["centered_swish", "seen_token_penalty"])  # the second: bool and uint8 tensors
+def test_compiler_seed_on_cuda_is_real_and_timed(name: str) -> None:
+    problem = load_problem(UNSEEN / name)
     probes = make_probes(problem, "cuda")
     seed = build_seed(problem, probes, "full", "cuda")
     assert seed.source is not None, seed.reason
-    op, result = _evaluate("centered_swish", seed.source)
+    op, result = _evaluate(name, seed.source)
     assert op.correct and op.real, [(s.shape_id, s.status, s.error, s.audit) for s in result.shapes]
     assert op.s_op > 0
     for shape in result.shapes:
