@@ -17,6 +17,9 @@ from typing import Any, Iterator
 import torch
 
 _SOURCE_RE = re.compile(r"^L\['(\w+)'\](?:\.(size|stride)\(\)\[(\d+)\])?$")
+# a tensor the reference holds: L['self']._modules['norm']._parameters['weight'] is state-dict name norm.weight
+_HELD_RE = re.compile(r"^L\['self'\]((?:\._modules\['\w+'\])*)\._(?:parameters|buffers)\['(\w+)'\]$")
+HELD_PREFIX = "self."  # a placeholder's input name for a held tensor: no forward argument's name has a dot
 
 
 class CaptureError(Exception):
@@ -29,7 +32,8 @@ class _Captured(Exception):
 
 @dataclass(frozen=True)
 class Placeholder:
-    """One argument of the generated `call`: a forward input, or a size/stride of one."""
+    """One argument of the generated `call`: a forward input, a size/stride of one, or a parameter or buffer of
+    the reference (input name `self.<state-dict name>`)."""
 
     input_name: str
     prop: str | None  # None (the input itself), "size" or "stride"
@@ -57,6 +61,11 @@ def _placeholders(gm: Any) -> list[Placeholder]:
             continue
         grapharg = node.meta.get("grapharg")
         name = _source_name(grapharg.source) if grapharg is not None and grapharg.source is not None else ""
+        held = _HELD_RE.match(name)
+        if held is not None:
+            modules = re.findall(r"\['(\w+)'\]", held.group(1))
+            out.append(Placeholder(HELD_PREFIX + ".".join([*modules, held.group(2)]), None, None))
+            continue
         found = _SOURCE_RE.match(name)
         if found is None:
             raise CaptureError(f"the traced graph reads {name or node.name}, which is not a forward input or its "
@@ -143,6 +152,8 @@ def capture(model: torch.nn.Module, inputs: dict[str, Any]) -> CapturedGraph:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    line = next((t for t in text if t.strip() and not t.startswith("Set TORCH")), type(exc).__name__)
-    return line[:240]
+    """The first informative line: past dynamo's "backend='…' raised:" header to the error it wraps."""
+    text = [t.strip() for t in str(exc).strip().splitlines() if t.strip() and not t.startswith("Set TORCH")]
+    while len(text) > 1 and text[0].endswith("raised:"):
+        text = text[1:]
+    return (text[0] if text else type(exc).__name__)[:240]

@@ -119,13 +119,25 @@ def load_modules(problem: Problem) -> tuple[ModuleType, ModuleType]:
     return import_file(problem.reference_path, "probe_ref"), import_file(problem.input_path, "probe_in")
 
 
+HELD_SEED = 20261207  # the random generator's seed while a probe's reference Model is built
+
+
+def reference_model(reference: ModuleType, init: dict[str, Any], device: Any) -> Any:
+    """`Model(**init)` on the device, evaluation mode, built with the random generator at a fixed seed: a
+    reference that draws its parameters or buffers at random holds the same ones in every probe, and a
+    candidate checked on the probes can be given them (the evaluator gives it the reference's state dict)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(HELD_SEED)
+        model = reference.Model(**init)
+    return model.to(device).eval() if isinstance(model, torch.nn.Module) else model
+
+
 def run_reference(reference: ModuleType, shape: Shape,
                   inputs: dict[str, Any]) -> tuple[Any, frozenset[str], tuple[str | None, ...]]:
     """The reference's forward on a copy of `inputs`, the inputs it wrote into, and per flat output the input
     it is (an in-place reference returning what it wrote), else None."""
-    model = reference.Model(**(shape.init_kwargs or {}))
     device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
-    model = model.to(device).eval()
+    model = reference_model(reference, shape.init_kwargs or {}, device)
     given = clone_inputs(inputs)
     with torch.no_grad():
         result = model(**given)

@@ -12,10 +12,10 @@ from typing import Any
 import torch
 
 from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kernel_tunables, parse_program
-from aka_tui.agent.inductor_capture import CaptureError, capture
-from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
+from aka_tui.agent.inductor_capture import HELD_PREFIX, CaptureError, capture
+from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close, reference_model
 from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
-from aka_tui.agent.seed_templates import HEADER, MODEL, RUNTIME
+from aka_tui.agent.seed_templates import HEADER, HELD_INIT, HELD_METHODS, MODEL, RUNTIME
 from aka_tui.bench.problem.model import Problem, Shape
 
 
@@ -117,7 +117,10 @@ def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram]
     parts += ["\n\n" + _program_source(i, p) for i, p in enumerate(programs)]
     table = "".join(f"\n    ({keys[p.key][0]!r}, {keys[p.key][1]!r}, _program_{i})," for i, p in enumerate(programs))
     parts.append(f"\n\n_PROGRAMS = [{table}\n]\n_STRUCTURE = {structure!r}\n_ALIASES = {tuple(aliases)!r}\n")
+    held = any(e.startswith("inputs['" + HELD_PREFIX) for p in programs for e in p.arg_exprs)
     parts.append(MODEL.format(init_params=init_params, forward_params=forward_params,
+                               held_init=HELD_INIT if held else "", held_methods=HELD_METHODS if held else "",
+                               program_inputs="{**inputs, **self._seed_held}" if held else "inputs",
                                init_dict="{" + ", ".join(f"{n!r}: {n}" for n in init_names) + "}",
                                forward_dict="{" + ", ".join(f"{n!r}: {n}" for n in forward_names) + "}"))
     return "".join(parts)
@@ -241,6 +244,7 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
     from pathlib import Path
 
     from aka_tui.agent.own_semantics import import_interpreted
+    from aka_tui.agent.probe import load_modules
     from aka_tui.bench.problem.module_loading import import_file
 
     tolerance = problem.tolerance_for(problem.dtype)
@@ -258,6 +262,9 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
                 if probe.shape.shape_id in unchecked:
                     continue
                 model = module.Model(**(probe.shape.init_kwargs or {}))
+                held = reference_model(load_modules(problem)[0], probe.shape.init_kwargs or {}, "cpu").state_dict()
+                if held:  # the evaluator gives a candidate the reference's state dict; so do the probes
+                    model.load_state_dict({k: v.to(_probe_device_of(probe)) for k, v in held.items()})
                 # masked lanes of an interpreted kernel compute log(0) and the like: numpy's warnings are noise
                 with torch.no_grad(), warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
@@ -277,3 +284,7 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
                         f"not a wrong result; a GPU runs it): {detail}", [])
             return f"the compiler seed failed on the probes: {detail}", []
     return "", unchecked
+
+
+def _probe_device_of(probe: Probe) -> torch.device:
+    return next((v.device for v in probe.inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))

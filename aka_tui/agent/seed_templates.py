@@ -123,7 +123,7 @@ MODEL = '''
 class Model(torch.nn.Module):
     def __init__(self{init_params}):
         super().__init__()
-        self._seed_init = {init_dict}
+        self._seed_init = {init_dict}{held_init}
 
     def forward(self{forward_params}):
         inputs = {forward_dict}
@@ -131,7 +131,7 @@ class Model(torch.nn.Module):
         if program is None:
             raise NotImplementedError("no program was generated for these input dtypes")
         device = next(v.device for v in inputs.values() if isinstance(v, torch.Tensor))
-        outputs = list(program(inputs, device))
+        outputs = list(program({program_inputs}, device))
         if len(outputs) < len(_ALIASES) and len(outputs) == sum(a is None for a in _ALIASES):
             # outputs that are the reference's own (mutated) inputs: the generated code wrote them in place
             produced = iter(outputs)
@@ -141,4 +141,17 @@ class Model(torch.nn.Module):
         if _STRUCTURE[0] == "tuple":
             return tuple(outputs)
         return outputs[0]
+{held_methods}'''
+
+# The reference's parameters and buffers, for a seed whose programs read them: the evaluator loads the reference's
+# state dict into the candidate, and the seed keeps each tensor under its state-dict name for its programs.
+HELD_INIT = """
+        self._seed_held = {}"""
+HELD_METHODS = '''
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """The reference's parameters and buffers, kept by state-dict name (the programs read them)."""
+        for key, value in state_dict.items():
+            if key.startswith(prefix):
+                self._seed_held["self." + key[len(prefix):]] = value.detach().clone()
 '''

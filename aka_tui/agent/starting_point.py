@@ -115,11 +115,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
                         start_text: str | None = None) -> StartingPoint:
     """The first path that applies; ProposerError with one line naming what would help when none does.
     `start_text`: a person's kernel written in the app (as `start_file` is one on disk)."""
-    from aka_tui.agent.adapter import adapter_source, transferred_kernel
     from aka_tui.agent.probe import load_modules
-    from aka_tui.agent.transfer import find_transfers, kb_semantics, match_kernel
-    from aka_tui.agent.transfer_check import adapted_kernel_fails
-    from aka_tui.bench.problem.lookup import default_suite_dir
     from aka_tui.knowledge.reference_kernels import reference_kernels
     from aka_tui.knowledge.store import default_kb_dir, load_kb
 
@@ -137,11 +133,48 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
             raise ProposerError(f"--start {start_file}: cannot be read: {exc.strerror}") from None
         kernel = person_kernel(source, start_file, problem.family)
         return StartingPoint(kernel, "person", f"a person's kernel {start_file.name}")
+    reference, _ = load_modules(problem)
     kernels = reference_kernels(load_kb(kb_dir or default_kb_dir()))
     probes = matching_probes(problem, device)
-    reference, _ = load_modules(problem)
-    suite_dir = default_suite_dir()
     tried: list[str] = []
+    held = held_tensors(reference.Model, problem)
+    if held:  # an adapter declares no parameters; the compiler seed keeps the reference's state dict
+        tried.append(f"its reference Model holds parameters or buffers ({', '.join(held[:4])}"
+                     f"{', …' if len(held) > 4 else ''}), which no knowledge-base transfer takes")
+        log(f"the reference holds parameters or buffers ({', '.join(held[:4])}): no knowledge-base transfer")
+    else:
+        point = _from_the_kb(problem, reference, kernels, probes, transfer_budget_s, tried, log)
+        if point is not None:
+            return point
+    if allow_seed:
+        from aka_tui.agent.seed_source import build_seed
+        from aka_tui.knowledge.reference_kernels import kernel_from_source
+
+        log(("" if held else "no knowledge-base kernel matches; ")
+            + "lowering the reference with torch.compile (inductor) to Triton")
+        seed_probes = probes if _probe_device(probes) == device else _probes_on(problem, device)
+        seed = build_seed(problem, seed_probes, tier, device)
+        if seed.source is not None:
+            log(seed.reason)
+            kernel = kernel_from_source(seed.source, problem.reference_path, "compiler-seed", "compiler-seed",
+                                        problem.family)
+            return StartingPoint(kernel, "compiler-seed", seed.reason, tried)
+        tried.append(seed.reason)
+    raise ProposerError(f"no starting kernel for {problem.name}: " + "; ".join(tried)
+                        + ". What would help: a reference kernel for this computation in kb/family/ (TUNABLES / "
+                        "SEARCH_SPACE), a kernel of yours with `aka optimize --start FILE`, or `--proposer "
+                        "anthropic` with ANTHROPIC_API_KEY set")
+
+
+def _from_the_kb(problem: Any, reference: Any, kernels: list[ReferenceKernel], probes: list[Any],
+                 transfer_budget_s: float, tried: list[str], log: Callable[[str], None]) -> StartingPoint | None:
+    """The knowledge base's own kernel for the operator, else the best transfer; None (and why, in `tried`)."""
+    from aka_tui.agent.adapter import adapter_source, transferred_kernel
+    from aka_tui.agent.transfer import find_transfers, kb_semantics, match_kernel
+    from aka_tui.agent.transfer_check import adapted_kernel_fails
+    from aka_tui.bench.problem.lookup import default_suite_dir
+
+    suite_dir = default_suite_dir()
     for kernel in (k for k in kernels if problem.name in k.ops):  # an entry that declares this operator
         semantics = kb_semantics(kernel, suite_dir)
         if semantics is None or not _same_interface(reference.Model, semantics.model_class):
@@ -166,20 +199,17 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
                              f"transfer from {match.kernel.entry_id}", tried)
     tried.append(f"no knowledge-base kernel reproduces its outputs ({len(kernels)} tried on "
                  f"{len(probes)} probe shapes" + "".join(f"; {line}" for line in passed_over) + ")")
-    if allow_seed:
-        from aka_tui.agent.seed_source import build_seed
-        from aka_tui.knowledge.reference_kernels import kernel_from_source
+    return None
 
-        log("no knowledge-base kernel matches; lowering the reference with torch.compile (inductor) to Triton")
-        seed_probes = probes if _probe_device(probes) == device else _probes_on(problem, device)
-        seed = build_seed(problem, seed_probes, tier, device)
-        if seed.source is not None:
-            log(seed.reason)
-            kernel = kernel_from_source(seed.source, problem.reference_path, "compiler-seed", "compiler-seed",
-                                        problem.family)
-            return StartingPoint(kernel, "compiler-seed", seed.reason, tried)
-        tried.append(seed.reason)
-    raise ProposerError(f"no starting kernel for {problem.name}: " + "; ".join(tried)
-                        + ". What would help: a reference kernel for this computation in kb/family/ (TUNABLES / "
-                        "SEARCH_SPACE), a kernel of yours with `aka optimize --start FILE`, or `--proposer "
-                        "anthropic` with ANTHROPIC_API_KEY set")
+
+def held_tensors(model_class: Any, problem: Any) -> list[str]:
+    """The state-dict names of the reference Model built for the problem's smallest shape: tensors it holds
+    rather than takes (the evaluator gives a candidate the reference's state dict by name)."""
+    import torch
+
+    shapes = problem.shapes_for("smoke") or list(problem.shapes.values())
+    try:
+        model = model_class(**(shapes[0].init_kwargs or {}))
+    except Exception:  # the probes report a reference that cannot be built, in their own words
+        return []
+    return list(model.state_dict()) if isinstance(model, torch.nn.Module) else []

@@ -537,3 +537,13 @@ def test_a_wide_top_k_is_the_head_of_the_ranking() -> None:
         assert torch.equal(indices, want.indices), (dim, largest)
         torch.testing.assert_close(values, want.values, equal_nan=True)
     assert selection_topk(torch.arange(300), k) is NotImplemented
+
+
+def test_a_capture_failure_names_the_error_dynamo_wrapped() -> None:
+    from aka_tui.agent.inductor_capture import _first_line
+
+    wrapped = RuntimeError("backend='backend' raised:\nCaptureError: the traced graph reads L_self_gamma_\n\n"
+                           "Set TORCH_LOGS for more")
+    assert _first_line(wrapped) == "CaptureError: the traced graph reads L_self_gamma_"
+    assert _first_line(RuntimeError("plain failure\nmore")) == "plain failure"
+    assert _first_line(RuntimeError("")) == "RuntimeError"

@@ -454,3 +454,17 @@ def test_optimize_runs_a_layer_norm_without_affine_parameters_as_a_real_kernel(t
     started_correct_and_real(UNSEEN / "plain_layer_norm", tmp_path / "sessions",
                              "starting point: transfer from layer-norm-reference-kernel",
                              "transfer from layer-norm-reference-kernel")
+
+
+def test_a_reference_holding_parameters_is_not_transferred_and_says_so_without_a_seed(tmp_path: Path) -> None:
+    """The evaluator loads the reference's state dict into a candidate by name, and a transfer adapter declares
+    no parameters (a transfer that mapped the scale to ones failed at the candidate's init): such a reference
+    goes to the compiler seed, and without it stops with one line naming the tensors and what would help."""
+    problem = load_problem(UNSEEN / "held_scale_norm")
+    with pytest.raises(ProposerError, match=r"holds parameters or buffers \(scale, shift.offset\).*--start FILE") \
+            as caught:
+        find_starting_point(problem, "cpu", "smoke", allow_seed=False)
+    assert "\n" not in str(caught.value)
+    own = tmp_path / "mine.py"  # a person's kernel is still taken
+    shutil.copyfile(default_kb_dir() / "family" / "norm" / "fused_add_rms_norm.py", own)
+    assert find_starting_point(problem, "cpu", "smoke", start_file=own).path == "person"
