@@ -9,6 +9,7 @@ by probe runs (`transfer.py`); then inductor's Triton lowering of the reference 
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
 from dataclasses import dataclass, field
@@ -208,8 +209,12 @@ def held_tensors(model_class: Any, problem: Any) -> list[str]:
     import torch
 
     shapes = problem.shapes_for("smoke") or list(problem.shapes.values())
-    try:
-        model = model_class(**(shapes[0].init_kwargs or {}))
-    except Exception:  # the probes report a reference that cannot be built, in their own words
-        return []
-    return list(model.state_dict()) if isinstance(model, torch.nn.Module) else []
+    init = shapes[0].init_kwargs or {}
+    for where in ("meta", None):  # no memory for the tensors first (a reference may allocate large weights)
+        try:
+            with torch.device(where) if where else contextlib.nullcontext():
+                model = model_class(**init)
+            return list(model.state_dict()) if isinstance(model, torch.nn.Module) else []
+        except Exception:  # built for real next; the probes report a reference that cannot be built at all
+            continue
+    return []
