@@ -468,3 +468,12 @@ def test_a_reference_holding_parameters_is_not_transferred_and_says_so_without_a
     own = tmp_path / "mine.py"  # a person's kernel is still taken
     shutil.copyfile(default_kb_dir() / "family" / "norm" / "fused_add_rms_norm.py", own)
     assert find_starting_point(problem, "cpu", "smoke", start_file=own).path == "person"
+
+
+def test_a_reference_with_a_table_outside_its_state_dict_gets_one_line() -> None:
+    """A non-persistent buffer built at init (a rotary cos/sin table) is not in the state dict the evaluator gives
+    a candidate, so no offline path can read it: one line naming it and what would help."""
+    problem = load_problem(UNSEEN / "init_table_rope")
+    with pytest.raises(ProposerError, match=r"not in its state dict \(cos_sin_cache\).*--start FILE") as caught:
+        find_starting_point(problem, "cpu", "smoke")
+    assert "\n" not in str(caught.value)
