@@ -119,7 +119,8 @@ def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram]
     parts.append(f"\n\n_PROGRAMS = [{table}\n]\n_STRUCTURE = {structure!r}\n_ALIASES = {tuple(aliases)!r}\n")
     held = any(e.startswith("inputs['" + HELD_PREFIX) for p in programs for e in p.arg_exprs)
     parts.append(MODEL.format(init_params=init_params, forward_params=forward_params,
-                               held_init=HELD_INIT if held else "", held_methods=HELD_METHODS if held else "",
+                               # kept whatever the programs read: a held tensor no program reads must load too
+                               held_init=HELD_INIT, held_methods=HELD_METHODS,
                                program_inputs="{**inputs, **self._seed_held}" if held else "inputs",
                                init_dict="{" + ", ".join(f"{n!r}: {n}" for n in init_names) + "}",
                                forward_dict="{" + ", ".join(f"{n!r}: {n}" for n in forward_names) + "}"))

@@ -90,7 +90,8 @@ def test_an_in_place_reference_returning_its_inputs_is_seeded(tmp_path: Path) ->
 @pytest.mark.slow
 def test_optimize_seeds_a_problem_with_boolean_and_byte_tensors(tmp_path: Path) -> None:
     """Masks in and out (`bool`, `uint8` in the published metadata): the problem loads, the seed's kernel reads
-    and writes them, and the boolean output is held to the reference exactly."""
+    and writes them, and the boolean output is held to the reference exactly. The reference also holds a buffer
+    its forward never reads: the seed's Model loads it with the state dict all the same."""
     started_correct_and_real(UNSEEN / "seen_token_penalty", tmp_path / "sessions", "starting point: compiler seed",
                              "compiler seed (inductor)")
 

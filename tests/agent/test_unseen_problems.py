@@ -461,7 +461,7 @@ def test_a_reference_holding_parameters_is_not_transferred_and_says_so_without_a
     no parameters (a transfer that mapped the scale to ones failed at the candidate's init): such a reference
     goes to the compiler seed, and without it stops with one line naming the tensors and what would help."""
     problem = load_problem(UNSEEN / "held_scale_norm")
-    with pytest.raises(ProposerError, match=r"holds parameters or buffers \(scale, shift.offset\).*--start FILE") \
+    with pytest.raises(ProposerError, match=r"holds parameters or buffers \(scale, calls, shift.offset\).*--start FILE") \
             as caught:
         find_starting_point(problem, "cpu", "smoke", allow_seed=False)
     assert "\n" not in str(caught.value)

@@ -1,6 +1,6 @@
 """Made-up test problem (published format): residual add and RMSNorm whose scale is a parameter the reference
 holds and whose shift is a buffer of a submodule, both drawn at random (the published problems pass every tensor
-as a forward input); outputs in the order (sum, normed)."""
+as a forward input), and a buffer it never reads; outputs in the order (sum, normed)."""
 
 import torch
 import torch.nn as nn
@@ -19,6 +19,7 @@ class Model(nn.Module):
         self.epsilon = epsilon
         self.scale = nn.Parameter(1.0 + 0.1 * torch.randn(hidden))
         self.shift = _Shift(hidden)
+        self.register_buffer("calls", torch.zeros(1))  # held, never read by forward
 
     def forward(self, residual: torch.Tensor, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         summed = (hidden_states.float() + residual.float()).to(hidden_states.dtype)
