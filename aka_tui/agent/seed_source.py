@@ -15,7 +15,7 @@ from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kerne
 from aka_tui.agent.inductor_capture import HELD_PREFIX, CaptureError, capture
 from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close, reference_model
 from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
-from aka_tui.agent.seed_templates import HEADER, HELD_INIT, HELD_METHODS, MODEL, RUNTIME
+from aka_tui.agent.seed_templates import HEADER, MODEL, RUNTIME
 from aka_tui.bench.problem.model import Problem, Shape
 
 
@@ -119,8 +119,6 @@ def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram]
     parts.append(f"\n\n_PROGRAMS = [{table}\n]\n_STRUCTURE = {structure!r}\n_ALIASES = {tuple(aliases)!r}\n")
     held = any(e.startswith("inputs['" + HELD_PREFIX) for p in programs for e in p.arg_exprs)
     parts.append(MODEL.format(init_params=init_params, forward_params=forward_params,
-                               # kept whatever the programs read: a held tensor no program reads must load too
-                               held_init=HELD_INIT, held_methods=HELD_METHODS,
                                program_inputs="{**inputs, **self._seed_held}" if held else "inputs",
                                init_dict="{" + ", ".join(f"{n!r}: {n}" for n in init_names) + "}",
                                forward_dict="{" + ", ".join(f"{n!r}: {n}" for n in forward_names) + "}"))
@@ -256,6 +254,7 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
             # on a CPU the seed's kernels run in Triton's interpreter, which this process's Triton (imported
             # with inductor's, compiling) only gives a kernel defined while TRITON_INTERPRET is set
             module = import_interpreted(path) if device == "cpu" else import_file(path, "seed_check")
+            reference = load_modules(problem)[0]
             smallest = min(probes, key=_input_bytes) if probes else None
             unchecked = [p.shape.shape_id for p in probes if device == "cpu" and p is not smallest
                          and _input_bytes(p) > CPU_CHECK_BYTES]
@@ -263,9 +262,9 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
                 if probe.shape.shape_id in unchecked:
                     continue
                 model = module.Model(**(probe.shape.init_kwargs or {}))
-                held = reference_model(load_modules(problem)[0], probe.shape.init_kwargs or {}, "cpu").state_dict()
+                held = reference_model(reference, probe.shape.init_kwargs or {}, _probe_device_of(probe)).state_dict()
                 if held:  # the evaluator gives a candidate the reference's state dict; so do the probes
-                    model.load_state_dict({k: v.to(_probe_device_of(probe)) for k, v in held.items()})
+                    model.load_state_dict(held)
                 # masked lanes of an interpreted kernel compute log(0) and the like: numpy's warnings are noise
                 with torch.no_grad(), warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)

@@ -123,7 +123,8 @@ MODEL = '''
 class Model(torch.nn.Module):
     def __init__(self{init_params}):
         super().__init__()
-        self._seed_init = {init_dict}{held_init}
+        self._seed_init = {init_dict}
+        self._seed_held = {{}}  # the reference's parameters and buffers by state-dict name (_load_from_state_dict)
 
     def forward(self{forward_params}):
         inputs = {forward_dict}
@@ -141,17 +142,13 @@ class Model(torch.nn.Module):
         if _STRUCTURE[0] == "tuple":
             return tuple(outputs)
         return outputs[0]
-{held_methods}'''
 
-# The reference's parameters and buffers, for a seed whose programs read them: the evaluator loads the reference's
-# state dict into the candidate, and the seed keeps each tensor under its state-dict name for its programs.
-HELD_INIT = """
-        self._seed_held = {}"""
-HELD_METHODS = '''
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs):
-        """The reference's parameters and buffers, kept by state-dict name (the programs read them)."""
+        """The reference's parameters and buffers (the evaluator loads its state dict into the candidate), kept
+        by state-dict name for the programs that read them; a tensor no program reads loads all the same."""
         for key, value in state_dict.items():
             if key.startswith(prefix):
                 self._seed_held["self." + key[len(prefix):]] = value.detach().clone()
 '''
+

@@ -138,14 +138,13 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
     kernels = reference_kernels(load_kb(kb_dir or default_kb_dir()))
     probes = matching_probes(problem, device)
     tried: list[str] = []
-    tables = held_tensors(reference.Model, problem, persistent=False)
+    held, tables = reference_tensors(reference.Model, problem)
     if tables:
         raise ProposerError(
             f"no starting kernel for {problem.name}: its reference computes buffers at init that are not in its "
             f"state dict ({', '.join(tables[:4])}{', …' if len(tables) > 4 else ''}), and the evaluator gives a "
             "candidate the state dict only. What would help: a kernel of yours that builds the same tables, with "
             "`aka optimize --start FILE`, or `--proposer anthropic` with ANTHROPIC_API_KEY set")
-    held = held_tensors(reference.Model, problem)
     if held:  # an adapter declares no parameters; the compiler seed keeps the reference's state dict
         tried.append(f"its reference Model holds parameters or buffers ({', '.join(held[:4])}"
                      f"{', …' if len(held) > 4 else ''}), which no knowledge-base transfer takes")
@@ -210,10 +209,10 @@ def _from_the_kb(problem: Any, reference: Any, kernels: list[ReferenceKernel], p
     return None
 
 
-def held_tensors(model_class: Any, problem: Any, persistent: bool = True) -> list[str]:
-    """The state-dict names of the reference Model built for the problem's smallest shape: tensors it holds
-    rather than takes (the evaluator gives a candidate the reference's state dict by name); with `persistent`
-    False, its buffers outside the state dict instead (tables it computes at init, which no candidate is given)."""
+def reference_tensors(model_class: Any, problem: Any) -> tuple[list[str], list[str]]:
+    """What the reference Model built for the problem's smallest shape holds rather than takes: its state-dict
+    names (the evaluator gives a candidate the reference's state dict by name), and its buffers outside the state
+    dict (tables it computes at init, which no candidate is given)."""
     import torch
 
     shapes = problem.shapes_for("smoke") or list(problem.shapes.values())
@@ -223,9 +222,9 @@ def held_tensors(model_class: Any, problem: Any, persistent: bool = True) -> lis
             with torch.device(where) if where else contextlib.nullcontext():
                 model = model_class(**init)
             if not isinstance(model, torch.nn.Module):
-                return []
+                return [], []
             state = list(model.state_dict())
-            return state if persistent else [name for name, _ in model.named_buffers() if name not in state]
+            return state, [name for name, _ in model.named_buffers() if name not in state]
         except Exception:  # built for real next; the probes report a reference that cannot be built at all
             continue
-    return []
+    return [], []
