@@ -47,7 +47,7 @@ def main() -> int:
                 continue
             shape_ids = ([s.shape_id for s in load_problem(problem_dir).shapes_for("smoke")] if args.all_shapes
                          else None)  # None: the first smoke shape
-            result = run_in_process(problem_dir, kernel.path, args.arch, shape_ids)
+            result, _ = run_in_process(problem_dir, kernel.path, args.arch, shape_ids)
             if not result.ok:
                 failed += 1
                 print(f"FAIL {kernel.path.name} on {op}: {result.error}")

@@ -114,8 +114,9 @@ def capture(model: torch.nn.Module, inputs: dict[str, Any]) -> CapturedGraph:
     """Inductor's generated wrapper source for `model(**inputs)`; CaptureError with the reason otherwise."""
     import torch._dynamo
     from torch._inductor import graph as inductor_graph
-    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
+    from aka_tui.agent.seed_complex import real_pairs
     from aka_tui.agent.seed_decompositions import seed_decompositions
 
     device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
@@ -129,9 +130,12 @@ def capture(model: torch.nn.Module, inputs: dict[str, Any]) -> CapturedGraph:
         sources.append(str(getattr(code, "value", code)))
         raise _Captured()
 
+    def lower(gm: Any, example_inputs: list[Any], **kwargs: Any) -> Any:  # the aten graph inductor lowers
+        return compile_fx_inner(real_pairs(gm, example_inputs) or gm, example_inputs, **kwargs)
+
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         placeholders.append(_placeholders(gm))
-        return compile_fx(gm, example_inputs, decompositions=seed_decompositions())
+        return compile_fx(gm, example_inputs, inner_compile=lower, decompositions=seed_decompositions())
 
     torch._dynamo.reset()
     inductor_graph.GraphLowering.codegen = codegen  # type: ignore[method-assign]

@@ -60,3 +60,21 @@ def test_architectures_are_read_as_compute_capabilities(text: str, arch: int) ->
 def test_a_malformed_architecture_is_one_clear_error() -> None:
     with pytest.raises(AkaError, match="like sm_90"):
         parse_arch("hopper")
+
+
+SIZED_BY_A_KERNEL = REPO / "tests/data/candidates/rms_norm_sized_by_a_kernel.py"
+
+
+def test_host_reads_of_kernel_outputs_get_the_values_of_an_interpreted_run() -> None:
+    """No kernel runs in the compile-only check: the candidate's `.item()` of its first kernel's output would read
+    an unwritten buffer and stop before its second launch. The values come from an interpreted run instead."""
+    problem = load_problem(PROBLEMS / "rms_norm")
+    reference = import_file(problem.reference_path, "target_compile_reference")
+    candidate = import_file(SIZED_BY_A_KERNEL, "target_compile_sized_by_a_kernel")
+    x, w = torch.randn(5, 100), torch.randn(100)
+    torch.testing.assert_close(candidate.Model(100)(x, w), reference.Model(100)(x, w), rtol=1e-5, atol=1e-5)
+    result = compile_for_target(PROBLEMS / "rms_norm", SIZED_BY_A_KERNEL, 90)
+    assert result.ok, result.error
+    assert [name for name, _ in result.kernels] == ["_widest_row_kernel", "_rms_norm_kernel"]
+    assert result.replayed == 1 and "1 host read(s) of kernel outputs from an interpreted run" in result.line()
+

@@ -34,8 +34,10 @@ def _evaluate(problem_name: str, source: str) -> object:
     return score_op(problem, result, detect_profile("cuda")), result
 
 
-# seen_token_penalty: bool and uint8 tensors; held_scale_norm: a parameter and a buffer the reference holds
-@pytest.mark.parametrize("name", ["centered_swish", "seen_token_penalty", "held_scale_norm"])
+# seen_token_penalty: bool and uint8 tensors; held_scale_norm: a parameter and a buffer the reference holds;
+# complex_rotation: complex arithmetic as real pairs; longest_prefix_mean: a size read back on the host
+@pytest.mark.parametrize("name", ["centered_swish", "seen_token_penalty", "held_scale_norm", "complex_rotation",
+                                  "longest_prefix_mean"])
 def test_compiler_seed_on_cuda_is_real_and_timed(name: str) -> None:
     problem = load_problem(UNSEEN / name)
     probes = make_probes(problem, "cuda")

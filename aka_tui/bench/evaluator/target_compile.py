@@ -10,6 +10,10 @@ on a device.
 
 The candidate's Python runs, so `compile_for_target` runs it in the sandbox, in its own process, without the
 interpreter. `python -m aka_tui.bench.evaluator.target_compile` is that process.
+
+No kernel writes its outputs in that run. Where the candidate reads one back on the host and the run then fails,
+the check runs the candidate once under the interpreter on the same inputs, records what its code read
+(host_reads.py), and compiles again with those values given back in order.
 """
 
 from __future__ import annotations
@@ -22,13 +26,16 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from aka_tui.bench.sandbox import bwrap
 from aka_tui.bench.sandbox.containment import ResourceLimits, printable
 from aka_tui.environment import environment_snapshot
 from aka_tui.errors import AkaError
 from aka_tui.secrets import scrub
+
+if TYPE_CHECKING:
+    from aka_tui.bench.evaluator.host_reads import HostReads
 
 _ARCH = re.compile(r"^(?:sm_?)?(\d{2,3})a?$")
 
@@ -41,6 +48,7 @@ class TargetCompile:
     kernels: tuple[tuple[str, int], ...] = ()
     error: str = ""
     sandbox: str = ""
+    replayed: int = 0  # host reads of kernel outputs given the values of an interpreted run
 
     @property
     def ok(self) -> bool:
@@ -50,7 +58,8 @@ class TargetCompile:
         if self.error:
             return f"sm_{self.arch}: does not compile: {self.error}"
         names = sorted({name for name, _ in self.kernels})
-        return (f"sm_{self.arch}: compiles ({len(self.kernels)} launch(es) of {', '.join(names)})" if names
+        replayed = f"; {self.replayed} host read(s) of kernel outputs from an interpreted run" if self.replayed else ""
+        return (f"sm_{self.arch}: compiles ({len(self.kernels)} launch(es) of {', '.join(names)}{replayed})" if names
                 else f"sm_{self.arch}: no Triton launch on these shapes (nothing to compile)")
 
 
@@ -81,6 +90,7 @@ class _TargetDriver:
 
 
 _COMPILED: list[tuple[str, int]] | None = None  # the launches compiled in this process, once installed
+_LAUNCH_SEEN: list[Callable[[], None] | None] = [None]  # told of each compile-only launch while a candidate runs
 
 
 def install_compile_only(arch: int) -> list[tuple[str, int]]:
@@ -102,6 +112,8 @@ def install_compile_only(arch: int) -> list[tuple[str, int]]:
     def warm_run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         kernel = run(self, *args, grid=grid, warmup=True, **kwargs)
         compiled.append((self.fn.__name__, kernel.asm["ptx"].count("\n")))
+        if _LAUNCH_SEEN[0] is not None:
+            _LAUNCH_SEEN[0]()
         return kernel
 
     JITFunction.run = warm_run  # type: ignore[method-assign]
@@ -109,69 +121,127 @@ def install_compile_only(arch: int) -> list[tuple[str, int]]:
     return compiled
 
 
-def run_in_process(problem_dir: Path, candidate: Path, arch: int, shape_ids: list[str] | None = None) -> TargetCompile:
-    """The check in this process (trusted code only: `compile_for_target` is the sandboxed form); the kernels
-    of this call only, when called for several candidates."""
+def _run_candidate(problem_dir: Path, candidate: Path, shape_ids: list[str] | None, replay: list[Any] | None,
+                   compiled: list[tuple[str, int]] | None) -> tuple[str, HostReads]:
+    """The candidate's Model on the problem's shapes (default: its first smoke shape) with CPU tensors, its host
+    reads recorded (or replayed); the failure's first line, or "". `compiled` is the compile-only launch list
+    (None under the interpreter)."""
     import torch
 
+    from aka_tui.bench.evaluator.host_reads import host_reads  # imports torch: not before TRITON_INTERPRET is set
     from aka_tui.bench.problem.inputs import make_inputs
     from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.bench.problem.module_loading import import_file
 
+    problem = load_problem(problem_dir)
+    with host_reads(str(candidate), replay) as reads:
+        try:
+            shapes = [problem.shapes[s] for s in shape_ids] if shape_ids else problem.shapes_for("smoke")[:1]
+            module = import_file(candidate, "target_compile_candidate")
+            inputs_module = import_file(problem.input_path, "target_compile_inputs")
+            for shape in shapes:
+                inputs = make_inputs(problem, inputs_module, shape, "cpu", 0)
+                with torch.no_grad():
+                    if compiled is not None:
+                        _LAUNCH_SEEN[0] = lambda: setattr(reads, "launched", True)
+                    module.Model(**shape.init_kwargs)(**inputs)
+        except Exception as exc:  # the failure's first line is the answer
+            lines = str(exc).strip().splitlines()
+            detail = next((ln.strip() for ln in lines if "Error" in ln), lines[0] if lines else "")
+            return f"{type(exc).__name__}: {detail[:300]}", reads
+        finally:
+            _LAUNCH_SEEN[0] = None
+    return "", reads
+
+
+def run_in_process(problem_dir: Path, candidate: Path, arch: int, shape_ids: list[str] | None = None,
+                   replay: list[Any] | None = None) -> tuple[TargetCompile, int]:
+    """The check in this process (trusted code only: `compile_for_target` is the sandboxed form); the kernels
+    of this call only, when called for several candidates. Also: how many host reads came after a compile-only
+    launch with no value to replay."""
     compiled = install_compile_only(arch)
     compiled.clear()
-    problem = load_problem(problem_dir)
-    try:
-        shapes = [problem.shapes[s] for s in shape_ids] if shape_ids else problem.shapes_for("smoke")[:1]
-        module = import_file(candidate, "target_compile_candidate")
-        inputs_module = import_file(problem.input_path, "target_compile_inputs")
-        for shape in shapes:
-            inputs = make_inputs(problem, inputs_module, shape, "cpu", 0)
-            with torch.no_grad():
-                module.Model(**shape.init_kwargs)(**inputs)
-    except Exception as exc:  # the failure's first line is the answer
-        lines = str(exc).strip().splitlines()
-        detail = next((ln.strip() for ln in lines if "Error" in ln), lines[0] if lines else "")
-        return TargetCompile(arch, tuple(compiled), f"{type(exc).__name__}: {detail[:300]}")
-    return TargetCompile(arch, tuple(compiled))
+    error, reads = _run_candidate(problem_dir, candidate, shape_ids, replay, compiled)
+    replayed = min(len(replay), len(reads.values)) if replay else 0
+    return TargetCompile(arch, tuple(compiled), error, replayed=replayed), reads.after_launch
+
+
+def record_in_process(problem_dir: Path, candidate: Path, shape_ids: list[str] | None = None) -> list[Any] | None:
+    """The candidate's host reads with its kernels run by the interpreter (a process with TRITON_INTERPRET=1);
+    None when the run fails or the reads are too many to replay."""
+    error, reads = _run_candidate(problem_dir, candidate, shape_ids, None, None)
+    return None if error else reads.record()
 
 
 def compile_for_target(problem_dir: Path, candidate: Path, arch: int = 90, shape_ids: list[str] | None = None,
                        sandbox: str | None = None, timeout_s: float = 600.0) -> TargetCompile:
     """Compile the candidate's launches on the problem's shapes (default: its first smoke shape) for `arch`, in a
-    sandboxed process of their own."""
+    sandboxed process of their own; where it fails after reading kernel outputs on the host, again with the
+    values an interpreted run read."""
+    paths = [str(problem_dir.resolve()), str(candidate.resolve()), str(arch), *(shape_ids or [])]
+    data, failure, where = _spawn(["compile", *paths], (problem_dir, candidate), sandbox, timeout_s)
+    if data is None:
+        return TargetCompile(arch, error=failure, sandbox=where)
+    result = _result(arch, data, where)
+    if result.ok or not data.get("unwritten_reads"):
+        return result
+    record, _, _ = _spawn(["record", *paths], (problem_dir, candidate), sandbox, timeout_s, interpret=True)
+    if record is None or not isinstance(record.get("reads"), list):
+        return result
+    again, _, _ = _spawn(["compile", *paths], (problem_dir, candidate), sandbox, timeout_s,
+                         stdin=json.dumps(record["reads"]).encode())
+    return result if again is None else _result(arch, again, where)
+
+
+def _result(arch: int, data: dict[str, Any], sandbox: str) -> TargetCompile:
+    return TargetCompile(arch, tuple((str(n), int(k)) for n, k in data["kernels"]), scrub(str(data["error"])),
+                         sandbox, int(data.get("replayed") or 0))
+
+
+def _spawn(argv: list[str], paths: tuple[Path, Path], sandbox: str | None, timeout_s: float, interpret: bool = False,
+           stdin: bytes | None = None) -> tuple[dict[str, Any] | None, str, str]:
+    """This module as a sandboxed process: its JSON line (None if it printed none), else the failure's line, and
+    the sandbox's line."""
     env = {k: v for k, v in environment_snapshot().items() if k != "TRITON_INTERPRET"}
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
     with tempfile.TemporaryDirectory(prefix="aka-target-compile-", ignore_cleanup_errors=True) as tmp:
-        view = bwrap.View(Path(tmp), (problem_dir.resolve(), candidate.resolve()), (), False, {})
+        view = bwrap.View(Path(tmp), tuple(p.resolve() for p in paths), (), False, {})
         limits = ResourceLimits(memory_bytes=8 << 30, cpu_s=timeout_s, tasks=256)
-        argv = [sys.executable, "-m", __name__, str(problem_dir.resolve()), str(candidate.resolve()), str(arch),
-                *(shape_ids or [])]
-        process, report = bwrap.spawn(argv, view, limits, sandbox, env_source=env, stdin=subprocess.DEVNULL,
+        process, report = bwrap.spawn([sys.executable, "-m", __name__, *argv], view, limits, sandbox,
+                                      env_source=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            out, err = process.proc.communicate(timeout=timeout_s)
+            out, err = process.proc.communicate(input=stdin, timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            return TargetCompile(arch, error=f"not done in {timeout_s:.0f} s", sandbox=report.line())
+            return None, f"not done in {timeout_s:.0f} s", report.line()
         finally:
             process.kill()
             process.close()
     for line in reversed(out.decode(errors="replace").splitlines()):
         if line.startswith("{"):
-            data = printable(json.loads(line))  # kernel names and errors are the candidate's to choose
-            return TargetCompile(arch, tuple((str(n), int(k)) for n, k in data["kernels"]), scrub(data["error"]),
-                                 report.line())
+            try:  # kernel names and errors are the candidate's to choose
+                return printable(json.loads(line)), "", report.line()
+            except ValueError:
+                break
     tail = [ln for ln in printable(err.decode(errors="replace")).splitlines() if ln.strip()]
-    return TargetCompile(arch, error=scrub(tail[-1][:300]) if tail else f"the check exited with {process.proc.returncode}",
-                         sandbox=report.line())
+    return None, (scrub(tail[-1][:300]) if tail else f"the check exited with {process.proc.returncode}"), report.line()
 
 
 def _main(argv: list[str]) -> int:
-    problem_dir, candidate, arch, *shape_ids = argv
-    result = run_in_process(Path(problem_dir), Path(candidate), int(arch), shape_ids or None)
-    print(json.dumps({"kernels": result.kernels, "error": result.error}))
+    mode, problem_dir, candidate, arch, *shape_ids = argv
+    if mode == "record":
+        print(json.dumps({"reads": record_in_process(Path(problem_dir), Path(candidate), shape_ids or None)}))
+        return 0
+    replay = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    result, unwritten = run_in_process(Path(problem_dir), Path(candidate), int(arch), shape_ids or None,
+                                       json.loads(replay) if replay else None)
+    print(json.dumps({"kernels": result.kernels, "error": result.error, "unwritten_reads": unwritten,
+                      "replayed": result.replayed}))
     return 0
 
 
 if __name__ == "__main__":
-    os.environ.pop("TRITON_INTERPRET", None)  # before anything imports Triton
+    if sys.argv[1:2] != ["record"]:
+        os.environ.pop("TRITON_INTERPRET", None)  # before anything imports Triton
     sys.exit(_main(sys.argv[1:]))
