@@ -15,6 +15,7 @@ from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kerne
 from aka_tui.agent.inductor_capture import HELD_PREFIX, CaptureError, capture
 from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close, reference_model
 from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
+from aka_tui.agent.seed_tables import TABLES_INIT, TABLES_METHOD, TablesError, embedded_reference
 from aka_tui.agent.seed_templates import HEADER, MODEL, RUNTIME
 from aka_tui.bench.problem.model import Problem, Shape
 
@@ -93,9 +94,11 @@ def _signature(fn: Any) -> tuple[str, list[str]]:
 
 def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram], kernels: dict[str, SeedKernel],
              structure: tuple, keys: dict[str, tuple[dict[str, Any], list[str]]],
-             aliases: tuple[str | None, ...] = ()) -> str:
+             aliases: tuple[str | None, ...] = (), tables: list[str] | None = None) -> str:
     """The candidate file. `aliases`: per reference output, the input it is (an in-place reference returning
-    what it wrote into: inductor's code writes those inputs and leaves them out of its results), else None."""
+    what it wrote into: inductor's code writes those inputs and leaves them out of its results), else None.
+    `tables`: the reference's buffers outside its state dict, which the candidate builds with the reference's
+    code (seed_tables.py)."""
     tunables: dict[str, Any] = {}
     space: dict[str, Any] = {}
     for kernel in kernels.values():
@@ -118,8 +121,13 @@ def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram]
     table = "".join(f"\n    ({keys[p.key][0]!r}, {keys[p.key][1]!r}, _program_{i})," for i, p in enumerate(programs))
     parts.append(f"\n\n_PROGRAMS = [{table}\n]\n_STRUCTURE = {structure!r}\n_ALIASES = {tuple(aliases)!r}\n")
     held = any(e.startswith("inputs['" + HELD_PREFIX) for p in programs for e in p.arg_exprs)
+    if tables:
+        parts.append(embedded_reference(problem.reference_path, tables))
+    sources = ["inputs", *(["self._seed_held"] if held else []), *(["self._seed_tables()"] if tables else [])]
     parts.append(MODEL.format(init_params=init_params, forward_params=forward_params,
-                               program_inputs="{**inputs, **self._seed_held}" if held else "inputs",
+                               program_inputs="{" + ", ".join(f"**{s}" for s in sources) + "}" if len(sources) > 1
+                               else "inputs",
+                               tables_init=TABLES_INIT if tables else "", tables_method=TABLES_METHOD if tables else "",
                                init_dict="{" + ", ".join(f"{n!r}: {n}" for n in init_names) + "}",
                                forward_dict="{" + ", ".join(f"{n!r}: {n}" for n in forward_names) + "}"))
     return "".join(parts)
@@ -193,9 +201,11 @@ def _capture_shapes(problem: Problem, tier: str | None) -> list[Shape]:
 def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: str) -> SeedResult:
     """Capture every program the problem's shapes of `tier` need, write the candidate, verify it on the probes."""
     from aka_tui.agent.probe import load_modules
+    from aka_tui.agent.starting_point import reference_tensors
     from aka_tui.bench.problem.inputs import make_inputs
 
     reference, input_module = load_modules(problem)
+    tables = reference_tensors(reference.Model, problem)[1]
     groups: dict[str, tuple[Shape, dict[str, Any], tuple[dict[str, Any], list[str]]]] = {}
     for index, shape in enumerate(_capture_shapes(problem, tier)):
         inputs = make_inputs(problem, input_module, shape, device, 7 + index)
@@ -210,10 +220,10 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
         for key, (shape, inputs, _dtypes) in groups.items():
             model = reference.Model(**(shape.init_kwargs or {})).to(device).eval()
             programs.append(parse_program(key, capture(model, inputs), kernels))
-    except (CaptureError, SeedError) as exc:
+        source = assemble(problem, reference.Model, programs, kernels, probes[0].structure,
+                          {k: v[2] for k, v in groups.items()}, probes[0].aliases, tables)
+    except (CaptureError, SeedError, TablesError) as exc:
         return SeedResult(None, str(exc))
-    source = assemble(problem, reference.Model, programs, kernels, probes[0].structure,
-                      {k: v[2] for k, v in groups.items()}, probes[0].aliases)
     problem_found, unchecked = verify_seed(source, problem, probes, device)
     if problem_found:
         return SeedResult(None, problem_found)

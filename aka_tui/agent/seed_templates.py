@@ -125,7 +125,7 @@ class Model(torch.nn.Module):
         super().__init__()
         self._seed_init = {init_dict}
         self._seed_held = {{}}  # the reference's parameters and buffers by state-dict name (_load_from_state_dict)
-
+{tables_init}
     def forward(self{forward_params}):
         inputs = {forward_dict}
         program = _seed_program(self._seed_init, inputs)
@@ -142,7 +142,7 @@ class Model(torch.nn.Module):
         if _STRUCTURE[0] == "tuple":
             return tuple(outputs)
         return outputs[0]
-
+{tables_method}
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs):
         """The reference's parameters and buffers (the evaluator loads its state dict into the candidate), kept

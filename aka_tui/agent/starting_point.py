@@ -139,17 +139,16 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
     probes = matching_probes(problem, device)
     tried: list[str] = []
     held, tables = reference_tensors(reference.Model, problem)
-    if tables:
-        raise ProposerError(
-            f"no starting kernel for {problem.name}: its reference computes buffers at init that are not in its "
-            f"state dict ({', '.join(tables[:4])}{', …' if len(tables) > 4 else ''}), and the evaluator gives a "
-            "candidate the state dict only. What would help: a kernel of yours that builds the same tables, with "
-            "`aka optimize --start FILE`, or `--proposer anthropic` with ANTHROPIC_API_KEY set")
-    if held:  # an adapter declares no parameters; the compiler seed keeps the reference's state dict
-        tried.append(f"its reference Model holds parameters or buffers ({', '.join(held[:4])}"
-                     f"{', …' if len(held) > 4 else ''}), which no knowledge-base transfer takes")
-        log(f"the reference holds parameters or buffers ({', '.join(held[:4])}): no knowledge-base transfer")
-    else:
+    if tables:  # no candidate is given them: the compiler seed builds them with the reference's code
+        tried.append(f"its reference computes buffers at init that are not in its state dict ({_listed(tables)}), "
+                     "which no knowledge-base transfer builds")
+        log(f"the reference builds tables at init outside its state dict ({_listed(tables)}): no knowledge-base "
+            "transfer")
+    elif held:  # an adapter declares no parameters; the compiler seed keeps the reference's state dict
+        tried.append(f"its reference Model holds parameters or buffers ({_listed(held)}), which no "
+                     "knowledge-base transfer takes")
+        log(f"the reference holds parameters or buffers ({_listed(held)}): no knowledge-base transfer")
+    if not held and not tables:
         point = _from_the_kb(problem, reference, kernels, probes, transfer_budget_s, tried, log)
         if point is not None:
             return point
@@ -157,7 +156,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
         from aka_tui.agent.seed_source import build_seed
         from aka_tui.knowledge.reference_kernels import kernel_from_source
 
-        log(("" if held else "no knowledge-base kernel matches; ")
+        log(("" if held or tables else "no knowledge-base kernel matches; ")
             + "lowering the reference with torch.compile (inductor) to Triton")
         seed_probes = probes if _probe_device(probes) == device else _probes_on(problem, device)
         seed = build_seed(problem, seed_probes, tier, device)
@@ -171,6 +170,10 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
                         + ". What would help: a reference kernel for this computation in kb/family/ (TUNABLES / "
                         "SEARCH_SPACE), a kernel of yours with `aka optimize --start FILE`, or `--proposer "
                         "anthropic` with ANTHROPIC_API_KEY set")
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (", …" if len(names) > 4 else "")
 
 
 def _from_the_kb(problem: Any, reference: Any, kernels: list[ReferenceKernel], probes: list[Any],

@@ -127,3 +127,14 @@ def test_a_seed_sized_by_a_host_read_compiles_for_the_gpu(tmp_path: Path) -> Non
     session = next((tmp_path / "sessions").iterdir())
     events = (session / "events.jsonl").read_text()
     assert "does not compile" not in events and '"accepted": true' in events
+
+
+@pytest.mark.slow
+def test_optimize_seeds_a_reference_that_builds_a_table_at_init(tmp_path: Path) -> None:
+    """A rotary cos/sin table built at init outside the state dict (no candidate is given it): the seed's Model
+    builds it with the reference's own code, copied in as a function, and its kernels read it."""
+    started_correct_and_real(UNSEEN / "init_table_rope", tmp_path / "sessions", "starting point: compiler seed",
+                             "compiler seed (inductor)")
+    kernel = (next((tmp_path / "sessions").iterdir()) / "iterations" / "0001" / "kernel.py").read_text()
+    assert "def _seed_reference():" in kernel and "_TABLES = ('cos_sin_cache',)" in kernel
+    assert "inputs['self.cos_sin_cache']" in kernel
