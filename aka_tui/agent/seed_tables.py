@@ -48,7 +48,7 @@ def embedded_reference(reference_path: Path, tables: list[str]) -> str:
                                                                           kw_defaults=[], defaults=[]),
                                body=body, decorator_list=[], returns=None)
     if "type_params" in ast.FunctionDef._fields:  # Python 3.12 on
-        function.type_params = []
+        function.type_params = []  # type: ignore[attr-defined]
     source = ast.unparse(ast.fix_missing_locations(ast.Module([function], type_ignores=[])))
     return (f"\n\n# The reference's file: its Model builds the tables ({', '.join(tables)}) at init.\n"
             f"{source}\n\n\n_TABLES = {tuple(tables)!r}\n")
