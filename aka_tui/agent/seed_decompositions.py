@@ -29,6 +29,9 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
   does not have), and does not on the CPU: the same rewrite on both keeps a seed checked on the CPU the same
   program on the GPU (a sort's indices are such a scatter).
 
+- a repeat_interleave with a tensor of repeats (indices repeated) is a search of the running totals of the
+  repeats, with the total read back on the host (a data-dependent size), as the library call reads it.
+
 Every decomposition returns `NotImplemented` for the cases it does not cover, which leaves the op to inductor.
 """
 
@@ -153,6 +156,20 @@ def _rank_sort_stable(input: torch.Tensor, *, stable: bool | None = None, dim: i
     return rank_sort(input, dim, descending)
 
 
+def repeated_indices(repeats: torch.Tensor, *, output_size: Any = None) -> Any:
+    """aten.repeat_interleave.Tensor (index i repeated repeats[i] times) as a search: output j is the number of
+    running totals of `repeats` at most j, for j below the total. The total is read back on the host where no
+    `output_size` is given, as the library call does; NotImplemented for other than one dimension."""
+    if repeats.dim() != 1:
+        return NotImplemented
+    ends = torch.cumsum(repeats, 0)
+    if output_size is None:
+        output_size = ends[-1].item() if repeats.numel() else 0
+        torch._check(output_size >= 0)
+    positions = torch.arange(output_size, device=repeats.device, dtype=ends.dtype)
+    return torch.searchsorted(ends, positions, right=True).to(repeats.dtype)
+
+
 SCATTER_CARRIERS = {torch.int64: torch.float64, torch.bool: torch.uint8}
 
 
@@ -176,4 +193,5 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     table[torch.ops.aten.sort.default] = rank_sort
     table[torch.ops.aten.sort.stable] = _rank_sort_stable
     table[torch.ops.aten.scatter.src] = scatter_in_a_carrier
+    table[torch.ops.aten.repeat_interleave.Tensor] = repeated_indices
     return table

@@ -547,3 +547,26 @@ def test_a_capture_failure_names_the_error_dynamo_wrapped() -> None:
     assert _first_line(wrapped) == "CaptureError: the traced graph reads L_self_gamma_"
     assert _first_line(RuntimeError("plain failure\nmore")) == "plain failure"
     assert _first_line(RuntimeError("")) == "RuntimeError"
+
+
+def test_repeated_indices_are_a_search_of_the_running_totals() -> None:
+    """torch.repeat_interleave with a tensor of repeats is a library call under inductor; as a search of the
+    running totals (the total read back on the host) inductor writes it as its own kernels, with torch's values."""
+    import torch
+
+    from aka_tui.agent.compile_seed import extern_calls
+    from aka_tui.agent.inductor_capture import capture
+    from aka_tui.agent.seed_decompositions import repeated_indices
+
+    for repeats in (torch.tensor([2, 0, 3, 1, 0]), torch.tensor([0, 0]), torch.randint(0, 5, (40,))):
+        want = torch.repeat_interleave(repeats)
+        assert torch.equal(repeated_indices(repeats), want)
+        assert torch.equal(repeated_indices(repeats, output_size=want.numel()), want)
+
+    class Expand(torch.nn.Module):
+        def forward(self, values: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+            return torch.repeat_interleave(values, counts, dim=0)
+
+    graph = capture(Expand(), {"values": torch.randn(6, 4), "counts": torch.randint(0, 4, (6,))})
+    assert not extern_calls(graph.source), extern_calls(graph.source)
+    assert "@triton.jit" in graph.source
