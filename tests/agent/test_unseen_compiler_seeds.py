@@ -99,10 +99,13 @@ def test_optimize_seeds_a_problem_with_boolean_and_byte_tensors(tmp_path: Path) 
 @pytest.mark.slow
 def test_optimize_seeds_a_reference_that_holds_its_parameters(tmp_path: Path) -> None:
     """A parameter and a submodule's buffer, drawn at random: the seed's programs read them under their
-    state-dict names, kept from the state dict the evaluator loads into the candidate."""
+    state-dict names, kept from the state dict the evaluator loads into the candidate. The GPU compile check
+    builds the candidate as the evaluator does (the state dict loaded), so the start compiles and is accepted."""
     started_correct_and_real(UNSEEN / "held_scale_norm", tmp_path / "sessions", "starting point: compiler seed",
-                             "compiler seed (inductor)")
-    kernel = (next((tmp_path / "sessions").iterdir()) / "iterations" / "0001" / "kernel.py").read_text()
+                             "compiler seed (inductor)", "--compile-for", "sm_90")
+    session = next((tmp_path / "sessions").iterdir())
+    assert '"accepted": true' in (session / "events.jsonl").read_text()
+    kernel = (session / "iterations" / "0001" / "kernel.py").read_text()
     assert "inputs['self.scale']" in kernel and "inputs['self.shift.offset']" in kernel
 
 

@@ -139,12 +139,17 @@ def _run_candidate(problem_dir: Path, candidate: Path, shape_ids: list[str] | No
             shapes = [problem.shapes[s] for s in shape_ids] if shape_ids else problem.shapes_for("smoke")[:1]
             module = import_file(candidate, "target_compile_candidate")
             inputs_module = import_file(problem.input_path, "target_compile_inputs")
+            reference = import_file(problem.reference_path, "target_compile_reference")
             for shape in shapes:
                 inputs = make_inputs(problem, inputs_module, shape, "cpu", 0)
+                model = module.Model(**shape.init_kwargs)
+                state = reference.Model(**shape.init_kwargs).state_dict()
+                if state and isinstance(model, torch.nn.Module):  # as the evaluator builds a candidate
+                    model.load_state_dict(state)
                 with torch.no_grad():
                     if compiled is not None:
                         _LAUNCH_SEEN[0] = lambda: setattr(reads, "launched", True)
-                    module.Model(**shape.init_kwargs)(**inputs)
+                    model(**inputs)
         except Exception as exc:  # the failure's first line is the answer
             lines = str(exc).strip().splitlines()
             detail = next((ln.strip() for ln in lines if "Error" in ln), lines[0] if lines else "")
