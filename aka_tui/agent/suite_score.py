@@ -9,7 +9,6 @@ profile of the GPU that measured it, exactly as `aka bench` scores a candidate.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,6 +141,3 @@ def outcome_rows(report: BenchReport, outcomes: list[SessionOutcome]) -> list[li
 OUTCOME_HEADERS = ["op", "w%", "before S_raw (eager)", "after S_op", "kernel", "min own_share",
                    "accepted iter/recorded", "wall s", "session"]
 
-
-def outcomes_json(outcomes: list[SessionOutcome]) -> str:
-    return json.dumps([o.__dict__ for o in outcomes], indent=1)
