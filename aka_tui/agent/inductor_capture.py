@@ -115,6 +115,7 @@ def capture(model: torch.nn.Module, inputs: dict[str, Any]) -> CapturedGraph:
     import torch._dynamo
     from torch._inductor import graph as inductor_graph
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from aka_tui.agent.seed_complex import real_pairs
     from aka_tui.agent.seed_decompositions import seed_decompositions
@@ -140,7 +141,9 @@ def capture(model: torch.nn.Module, inputs: dict[str, Any]) -> CapturedGraph:
     torch._dynamo.reset()
     inductor_graph.GraphLowering.codegen = codegen  # type: ignore[method-assign]
     try:
-        with _inductor_settings(device.type), torch.no_grad():
+        # attention as its math (matrix products the seed's GEMM takes, a softmax inductor writes), not a call
+        # of a fused attention library kernel that no candidate can own
+        with _inductor_settings(device.type), torch.no_grad(), sdpa_kernel([SDPBackend.MATH]):
             compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=True)
             compiled(**inputs)
     except Exception as exc:  # inductor wraps our stop signal; anything else is a real failure

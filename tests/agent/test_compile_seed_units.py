@@ -570,3 +570,29 @@ def test_repeated_indices_are_a_search_of_the_running_totals() -> None:
     graph = capture(Expand(), {"values": torch.randn(6, 4), "counts": torch.randint(0, 4, (6,))})
     assert not extern_calls(graph.source), extern_calls(graph.source)
     assert "@triton.jit" in graph.source
+
+
+def test_attention_is_captured_as_its_math_for_the_seeds_own_gemm() -> None:
+    """scaled_dot_product_attention would lower to a fused attention library kernel (flash on the CPU as on a
+    GPU), which no candidate owns; captured with the math backend it is matrix products (the seed's own GEMM
+    takes them) and a softmax inductor writes, with a mask and with grouped query heads."""
+    import torch
+    import torch.nn.functional as F
+
+    from aka_tui.agent.compile_seed import extern_calls
+    from aka_tui.agent.inductor_capture import capture
+
+    class Biased(torch.nn.Module):
+        def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+
+    class Grouped(torch.nn.Module):
+        def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+    q, kv = torch.randn(2, 4, 16, 32), torch.randn(2, 2, 16, 32)
+    for model, inputs in ((Biased(), {"q": q, "k": q.clone(), "v": q.clone(), "bias": torch.randn(2, 4, 16, 16)}),
+                          (Grouped(), {"q": q, "k": kv, "v": kv.clone()})):
+        graph = capture(model, inputs)
+        assert set(extern_calls(graph.source)) == {"extern_kernels.bmm"}, extern_calls(graph.source)
+        assert "@triton.jit" in graph.source
