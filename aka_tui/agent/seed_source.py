@@ -272,6 +272,8 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
                 if probe.shape.shape_id in unchecked:
                     continue
                 model = module.Model(**(probe.shape.init_kwargs or {}))
+                if isinstance(model, torch.nn.Module):  # on the probe's device, as the evaluator moves a candidate
+                    model = model.to(_probe_device_of(probe)).eval()
                 held = reference_model(reference, probe.shape.init_kwargs or {}, _probe_device_of(probe)).state_dict()
                 if held:  # the evaluator gives a candidate the reference's state dict; so do the probes
                     model.load_state_dict(held)
