@@ -472,7 +472,7 @@ def test_a_reference_holding_parameters_is_not_transferred_and_says_so_without_a
 
 def test_a_reference_with_a_table_outside_its_state_dict_gets_no_transfer_and_one_line_without_a_seed() -> None:
     """A non-persistent buffer built at init (a rotary cos/sin table) is not in the state dict the evaluator gives
-    a candidate: no transfer reads it, only the compiler seed builds it (test_unseen_compiler_seeds.py), and
+    a candidate: no transfer reads it, only the compiler seed builds it (test_seeded_reference_forms.py), and
     without the seed the line names it and what would help."""
     problem = load_problem(UNSEEN / "init_table_rope")
     with pytest.raises(ProposerError, match=r"not in its state dict \(cos_sin_cache\).*--start FILE") as caught:
