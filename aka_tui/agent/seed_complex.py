@@ -184,6 +184,8 @@ def real_pairs(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> torch.fx.
             return None
         if node.op == "output" and any(_is_complex(a) for a in node.all_input_nodes):
             return None  # a complex result: the candidate would have to return one
+        if node.op in ("placeholder", "get_attr") and _is_complex(node):
+            return None  # a complex input or constant: nothing holds it as a pair
 
     def run(*args: Any) -> Any:
         env: dict[torch.fx.Node, Any] = {}
@@ -205,5 +207,5 @@ def real_pairs(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> torch.fx.
     try:
         with fake_mode if fake_mode is not None else torch.no_grad():
             return make_fx(run, decomposition_table=select_decomp_table())(*example_inputs)
-    except NotReal:
+    except (NotReal, AttributeError, RuntimeError, TypeError, ValueError):  # a case the rules get wrong: inductor's graph as it was
         return None

@@ -39,6 +39,11 @@ def test_a_graph_without_a_rule_or_with_a_complex_result_is_left_alone() -> None
     def complex_result(x: torch.Tensor) -> torch.Tensor:
         return torch.view_as_complex(x) * 2
 
+    def complex_input(z: torch.Tensor) -> torch.Tensor:  # a complex input: nothing holds it as a pair
+        return torch.view_as_real(z * 2)
+
+    z = torch.randn(4, 4, dtype=torch.complex64)
+    assert real_pairs(make_fx(complex_input, tracing_mode="fake")(z), [z]) is None
     for f in (product, complex_result):
         assert real_pairs(make_fx(f, tracing_mode="fake")(x), [x]) is None
     assert real_pairs(make_fx(torch.sin, tracing_mode="fake")(x), [x]) is None  # nothing complex
