@@ -7,6 +7,7 @@ returns for the same inputs.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 from collections.abc import Iterator
@@ -132,12 +133,35 @@ def reference_model(reference: ModuleType, init: dict[str, Any], device: Any) ->
     return model.to(device).eval() if isinstance(model, torch.nn.Module) else model
 
 
+def reference_tensors(model_class: Any, problem: Any) -> tuple[list[str], list[str]]:
+    """What the reference Model built for the problem's smallest shape holds rather than takes: its state-dict
+    names (the evaluator gives a candidate the reference's state dict by name), and its buffers outside the state
+    dict (tables it computes at init, which no candidate is given)."""
+    shapes = problem.shapes_for("smoke") or list(problem.shapes.values())
+    init = shapes[0].init_kwargs or {}
+    for where in ("meta", None):  # no memory for the tensors first (a reference may allocate large weights)
+        try:
+            with torch.device(where) if where else contextlib.nullcontext():
+                model = model_class(**init)
+            if not isinstance(model, torch.nn.Module):
+                return [], []
+            state = list(model.state_dict())
+            return state, [name for name, _ in model.named_buffers() if name not in state]
+        except Exception:  # built for real next; the probes report a reference that cannot be built at all
+            continue
+    return [], []
+
+
+def inputs_device(inputs: dict[str, Any]) -> torch.device:
+    """The device of the first tensor among `inputs` (the CPU where there is none)."""
+    return next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
+
+
 def run_reference(reference: ModuleType, shape: Shape,
                   inputs: dict[str, Any]) -> tuple[Any, frozenset[str], tuple[str | None, ...]]:
     """The reference's forward on a copy of `inputs`, the inputs it wrote into, and per flat output the input
     it is (an in-place reference returning what it wrote), else None."""
-    device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))
-    model = reference_model(reference, shape.init_kwargs or {}, device)
+    model = reference_model(reference, shape.init_kwargs or {}, inputs_device(inputs))
     given = clone_inputs(inputs)
     with torch.no_grad():
         result = model(**given)

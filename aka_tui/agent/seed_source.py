@@ -13,7 +13,7 @@ import torch
 
 from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kernel_tunables, parse_program
 from aka_tui.agent.inductor_capture import HELD_PREFIX, CaptureError, capture
-from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close, reference_model
+from aka_tui.agent.probe import Probe, flatten_outputs, inputs_device, outputs_close, reference_model
 from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
 from aka_tui.agent.seed_tables import TABLES_INIT, TABLES_METHOD, TablesError, embedded_reference
 from aka_tui.agent.seed_templates import HEADER, MODEL, RUNTIME
@@ -200,8 +200,7 @@ def _capture_shapes(problem: Problem, tier: str | None) -> list[Shape]:
 
 def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: str) -> SeedResult:
     """Capture every program the problem's shapes of `tier` need, write the candidate, verify it on the probes."""
-    from aka_tui.agent.probe import load_modules
-    from aka_tui.agent.starting_point import reference_tensors
+    from aka_tui.agent.probe import load_modules, reference_tensors
     from aka_tui.bench.problem.inputs import make_inputs
 
     reference, input_module = load_modules(problem)
@@ -271,10 +270,11 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
             for probe in probes:
                 if probe.shape.shape_id in unchecked:
                     continue
+                device_of_probe = inputs_device(probe.inputs)
                 model = module.Model(**(probe.shape.init_kwargs or {}))
                 if isinstance(model, torch.nn.Module):  # on the probe's device, as the evaluator moves a candidate
-                    model = model.to(_probe_device_of(probe)).eval()
-                held = reference_model(reference, probe.shape.init_kwargs or {}, _probe_device_of(probe)).state_dict()
+                    model = model.to(device_of_probe).eval()
+                held = reference_model(reference, probe.shape.init_kwargs or {}, device_of_probe).state_dict()
                 if held:  # the evaluator gives a candidate the reference's state dict; so do the probes
                     model.load_state_dict(held)
                 # masked lanes of an interpreted kernel compute log(0) and the like: numpy's warnings are noise
@@ -296,7 +296,3 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
                         f"not a wrong result; a GPU runs it): {detail}", [])
             return f"the compiler seed failed on the probes: {detail}", []
     return "", unchecked
-
-
-def _probe_device_of(probe: Probe) -> torch.device:
-    return next((v.device for v in probe.inputs.values() if isinstance(v, torch.Tensor)), torch.device("cpu"))

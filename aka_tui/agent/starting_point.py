@@ -9,7 +9,6 @@ by probe runs (`transfer.py`); then inductor's Triton lowering of the reference 
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import time
 from dataclasses import dataclass, field
@@ -116,7 +115,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
                         start_text: str | None = None) -> StartingPoint:
     """The first path that applies; ProposerError with one line naming what would help when none does.
     `start_text`: a person's kernel written in the app (as `start_file` is one on disk)."""
-    from aka_tui.agent.probe import load_modules
+    from aka_tui.agent.probe import load_modules, reference_tensors
     from aka_tui.knowledge.reference_kernels import reference_kernels
     from aka_tui.knowledge.store import default_kb_dir, load_kb
 
@@ -210,24 +209,3 @@ def _from_the_kb(problem: Any, reference: Any, kernels: list[ReferenceKernel], p
     tried.append(f"no knowledge-base kernel reproduces its outputs ({len(kernels)} tried on "
                  f"{len(probes)} probe shapes" + "".join(f"; {line}" for line in passed_over) + ")")
     return None
-
-
-def reference_tensors(model_class: Any, problem: Any) -> tuple[list[str], list[str]]:
-    """What the reference Model built for the problem's smallest shape holds rather than takes: its state-dict
-    names (the evaluator gives a candidate the reference's state dict by name), and its buffers outside the state
-    dict (tables it computes at init, which no candidate is given)."""
-    import torch
-
-    shapes = problem.shapes_for("smoke") or list(problem.shapes.values())
-    init = shapes[0].init_kwargs or {}
-    for where in ("meta", None):  # no memory for the tensors first (a reference may allocate large weights)
-        try:
-            with torch.device(where) if where else contextlib.nullcontext():
-                model = model_class(**init)
-            if not isinstance(model, torch.nn.Module):
-                return [], []
-            state = list(model.state_dict())
-            return state, [name for name, _ in model.named_buffers() if name not in state]
-        except Exception:  # built for real next; the probes report a reference that cannot be built at all
-            continue
-    return [], []

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -23,20 +23,20 @@ MAX_VALUES = 100_000  # scalars a record may hold (a `.tolist()` of a large tens
 
 
 class HostReads:
-    """The reads seen so far; `launched` is set by the caller once a compile-only launch has run, and
-    `after_launch` counts the reads that came after one (their values were never written)."""
+    """The reads seen so far; `after_launch` counts those with no value to replay that came after a compile-only
+    launch (`launched()` says whether one has run): their values were never written."""
 
-    def __init__(self, replay: list[Any] | None) -> None:
+    def __init__(self, replay: list[Any] | None, launched: Callable[[], bool]) -> None:
         self.values: list[Any] = []
         self.replay = replay
-        self.launched = False
+        self.launched = launched
         self.after_launch = 0
 
     def seen(self, value: Any) -> Any:
         index = len(self.values)
         if self.replay is not None and index < len(self.replay):
             value = self.replay[index]
-        elif self.launched:
+        elif self.launched():
             self.after_launch += 1
         self.values.append(value)
         return value
@@ -51,10 +51,11 @@ def _size(value: Any) -> int:
 
 
 @contextlib.contextmanager
-def host_reads(candidate_file: str, replay: list[Any] | None = None) -> Iterator[HostReads]:
+def host_reads(candidate_file: str, replay: list[Any] | None = None,
+               launched: Callable[[], bool] = lambda: False) -> Iterator[HostReads]:
     """While open, the tensor reads made from `candidate_file` go through a HostReads (recorded, or replayed
     from `replay`)."""
-    reads = HostReads(replay)
+    reads = HostReads(replay, launched)
     originals = {name: getattr(torch.Tensor, name) for name in _READS}
 
     def wrapped(original: Any) -> Any:

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from aka_tui.bench.sandbox import bwrap
 from aka_tui.bench.sandbox.containment import ResourceLimits, printable
@@ -90,7 +90,6 @@ class _TargetDriver:
 
 
 _COMPILED: list[tuple[str, int]] | None = None  # the launches compiled in this process, once installed
-_LAUNCH_SEEN: list[Callable[[], None] | None] = [None]  # told of each compile-only launch while a candidate runs
 
 
 def install_compile_only(arch: int) -> list[tuple[str, int]]:
@@ -112,8 +111,6 @@ def install_compile_only(arch: int) -> list[tuple[str, int]]:
     def warm_run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         kernel = run(self, *args, grid=grid, warmup=True, **kwargs)
         compiled.append((self.fn.__name__, kernel.asm["ptx"].count("\n")))
-        if _LAUNCH_SEEN[0] is not None:
-            _LAUNCH_SEEN[0]()
         return kernel
 
     JITFunction.run = warm_run  # type: ignore[method-assign]
@@ -134,7 +131,7 @@ def _run_candidate(problem_dir: Path, candidate: Path, shape_ids: list[str] | No
     from aka_tui.bench.problem.module_loading import import_file
 
     problem = load_problem(problem_dir)
-    with host_reads(str(candidate), replay) as reads:
+    with host_reads(str(candidate), replay, lambda: bool(compiled)) as reads:
         try:
             shapes = [problem.shapes[s] for s in shape_ids] if shape_ids else problem.shapes_for("smoke")[:1]
             module = import_file(candidate, "target_compile_candidate")
@@ -147,15 +144,11 @@ def _run_candidate(problem_dir: Path, candidate: Path, shape_ids: list[str] | No
                 if state and isinstance(model, torch.nn.Module):  # as the evaluator builds a candidate
                     model.load_state_dict(state)
                 with torch.no_grad():
-                    if compiled is not None:
-                        _LAUNCH_SEEN[0] = lambda: setattr(reads, "launched", True)
                     model(**inputs)
         except Exception as exc:  # the failure's first line is the answer
             lines = str(exc).strip().splitlines()
             detail = next((ln.strip() for ln in lines if "Error" in ln), lines[0] if lines else "")
             return f"{type(exc).__name__}: {detail[:300]}", reads
-        finally:
-            _LAUNCH_SEEN[0] = None
     return "", reads
 
 
