@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import PROBLEMS
 
@@ -36,9 +39,9 @@ print(json.dumps({"code": code, "events": [e["event"] for e in events],
 """
 
 
-def _run_worker(candidate: Path) -> dict:
+def _run_worker(candidate: Path, problem: Path = PROBLEMS / "rms_norm") -> dict:
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(PROBLEMS / "rms_norm"), str(candidate)],
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(problem), str(candidate)],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -46,6 +49,16 @@ def _run_worker(candidate: Path) -> dict:
 
 def test_a_plain_kernel_is_evaluated_without_loading_the_compiler() -> None:
     report = _run_worker(PROBLEMS / "rms_norm/solutions/correct/triton_rms_norm.py")
+    assert report["code"] == 0 and report["statuses"] == ["passed"] and report["real"] == [True], report
+    assert report["loaded"] == [], report
+
+
+def test_a_roofline_counted_in_the_worker_loads_no_compiler(tmp_path: Path) -> None:
+    """A problem without counted rooflines (a new directory): the worker counts the reference's FLOPs under a
+    dispatch mode, which must not load dynamo (that would stop the worker for a re-run with it up front)."""
+    problem = tmp_path / "rms_norm"
+    shutil.copytree(PROBLEMS / "rms_norm", problem, ignore=shutil.ignore_patterns("roofline.json", "solutions"))
+    report = _run_worker(PROBLEMS / "rms_norm/solutions/correct/triton_rms_norm.py", problem)
     assert report["code"] == 0 and report["statuses"] == ["passed"] and report["real"] == [True], report
     assert report["loaded"] == [], report
 
@@ -90,11 +103,26 @@ def test_who_gets_the_compiler_up_front(tmp_path: Path) -> None:
         options = EvalOptions(device=device, tier="smoke", hardening=hardening)
         return dynamo_up_front(build_job(problem, spec, options, device, get_profile("cpu"), ["x"], []))
 
+    mentioned = tmp_path / "mentioned.py"  # comments and strings that name it load nothing
+    mentioned.write_text('"""Faster than torch.compile; no torch._dynamo here."""\n# torch._inductor wrote 2 kernels\n'
+                         + plain.read_text() + '\nNOTE = f"see torch.compile {1}"\n')
     assert not up_front(CandidateSpec.file(plain), "cpu")
+    assert not up_front(CandidateSpec.file(mentioned), "cpu")
     assert up_front(CandidateSpec.file(named), "cpu")
     assert up_front(CandidateSpec.file(plain), "cuda")
     assert not up_front(CandidateSpec.file(plain), "cuda", hardening=False)
     assert up_front(CandidateSpec("compile"), "cpu") and not up_front(CandidateSpec("eager"), "cuda")
+
+
+@pytest.mark.parametrize("source, named", [
+    ("import torch._dynamo", True), ("compiled = torch . compile(f)", True), ("torch.export.export(m, ())", True),
+    ("from torch._inductor.runtime import triton_helpers", True), ("x = 1  # torch.compile", False),
+    ('"""torch._dynamo"""', False), ("s = 'torch.compile'", False), ('"""torch.compile', True)])
+def test_the_compiler_is_named_by_code_not_by_comments_or_strings(source: str, named: bool) -> None:
+    """An unparsable source is read whole (the hint errs towards loading it up front)."""
+    from aka_tui.bench.evaluator.worker import names_compiler
+
+    assert names_compiler(source) is named
 
 
 def test_a_second_request_for_the_rerun_ends_the_evaluation() -> None:

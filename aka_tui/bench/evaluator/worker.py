@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import gc
 import importlib
+import io
 import re
 import time
+import tokenize
 import traceback
 from dataclasses import asdict
 from pathlib import Path
@@ -45,6 +47,25 @@ def _trace(exc: BaseException) -> str:
 _NAMES_COMPILER = re.compile(r"\b(_dynamo|_inductor|torch\s*\.\s*compile|torch\s*\.\s*export)\b")
 
 
+def names_compiler(source: str) -> bool:
+    """Whether the source's code (not its comments or strings) names torch's compiler. Only a hint that saves
+    a re-run: a candidate that loads the compiler some other way (a name built in a string) is re-run with it
+    loaded up front (`CompilerImportedLate`). Comments and docstrings that mention torch.compile are common in
+    kernels and would cost every evaluation's worker 1.5-2 s on the CPU."""
+    code: list[str] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type not in (tokenize.COMMENT, tokenize.STRING) and token.type not in _FSTRING_PARTS:
+                code.append(token.string)
+    except (tokenize.TokenError, SyntaxError):
+        return bool(_NAMES_COMPILER.search(source))
+    return bool(_NAMES_COMPILER.search(" ".join(code)))
+
+
+_FSTRING_PARTS = {getattr(tokenize, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END")
+                  if hasattr(tokenize, name)}
+
+
 def dynamo_up_front(job: MeasureJob) -> bool:
     """Import torch._dynamo before the integrity snapshot? Importing it rewraps `torch.manual_seed` and friends,
     which would read as tampering if the candidate did it, but it costs 1.5-2 s of every worker's start. Only a
@@ -58,7 +79,7 @@ def dynamo_up_front(job: MeasureJob) -> bool:
     if job.device.startswith("cuda"):
         return True  # the profiled calls (torch.profiler) load it for every hardened file candidate there
     try:
-        return bool(_NAMES_COMPILER.search(Path(job.candidate.path).read_text(errors="replace")))
+        return names_compiler(Path(job.candidate.path).read_text(errors="replace"))
     except OSError:
         return False
 

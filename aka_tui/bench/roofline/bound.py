@@ -12,7 +12,7 @@ from torch.utils._pytree import tree_leaves
 from aka_tui.bench.problem.dtypes import execution_path
 from aka_tui.bench.problem.model import Problem, RooflineEntry, Shape
 from aka_tui.bench.problem.native import roofline_inputs_hash
-from aka_tui.bench.roofline.flop_count import FlopCountingMode, tensor_bytes_once
+from aka_tui.bench.roofline.flop_count import flop_counting_mode, tensor_bytes_once
 from aka_tui.bench.roofline.hardware import HardwareProfile
 
 ROOFLINE_FILE_VERSION = 1
@@ -48,7 +48,7 @@ def measure_entry(problem: Problem, shape: Shape, reference_module: Any, make_in
     """
     inputs = make_inputs()
     model = build_model()
-    counter = FlopCountingMode()
+    counter = flop_counting_mode()
     with torch.no_grad(), counter:
         outputs = model(**inputs)
     source = "counted"

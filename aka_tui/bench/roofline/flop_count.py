@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from typing import Any
 
@@ -57,6 +58,29 @@ class FlopCountingMode(TorchDispatchMode):
         if flops:
             self.flops_by_op[name] += flops
         return out
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """No dynamo-disable wrap: TorchDispatchMode's wrap imports dynamo on the first op (1.5-2 s, and in an
+        evaluation's worker a re-run with it loaded up front); `flop_counting_mode()` picks the wrapped class
+        once dynamo is loaded."""
+        return False
+
+
+class _DynamoSafeFlopCountingMode(FlopCountingMode):
+    """The same counter with TorchDispatchMode's dynamo-disable wrap (made by `__init_subclass__`), for a
+    process where dynamo runs (a reference that compiles itself)."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return True
+
+    __torch_dispatch__ = FlopCountingMode.__torch_dispatch__
+
+
+def flop_counting_mode() -> FlopCountingMode:
+    """A fresh FLOP counter; the dynamo-safe one once torch._dynamo is loaded."""
+    return _DynamoSafeFlopCountingMode() if "torch._dynamo" in sys.modules else FlopCountingMode()
 
 
 def _storage_key(t: torch.Tensor) -> tuple:
