@@ -6,7 +6,14 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
 - a depthwise convolution (groups = input channels = output channels, not transposed, 1-D or 2-D, at most
   `MAX_TAPS` taps) is a sum over its taps of a strided slice of the padded input times one weight per channel,
   accumulated in float32 as a convolution library does; inductor fuses it (with the bias and whatever follows)
-  into one pointwise kernel. A dense convolution stays a library call (a GEMM: the seed says so).
+  into one pointwise kernel.
+
+- any other convolution (dense or grouped, not transposed, 1-D or 2-D, at most `MAX_TAPS` taps) is a matrix
+  product over its windows: the strided slices of the padded input for each tap are stacked beside the input
+  channels (an im2col copy inductor writes as its own kernel) and multiplied by the weight viewed as
+  [groups, out per group, in per group x taps]; inductor calls a library GEMM for that product, which the seed
+  computes with its own (`seed_gemm.py`). The windows cost `taps` times the input's memory: a real start for
+  the loop to improve, not a fast convolution.
 
 - a top-k of a floating tensor with k at most `MAX_TOPK` is k rounds of selection along the dimension: each
   round takes the largest value not yet taken (NaN first, as torch.topk ranks it) and the first position
@@ -31,6 +38,10 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
 
 - a repeat_interleave with a tensor of repeats (indices repeated) is a search of the running totals of the
   repeats, with the total read back on the host (a data-dependent size), as the library call reads it.
+
+- a nonzero (and so a masked_select, or boolean indexing) is the same search: the j-th nonzero element is where
+  the running count of nonzero elements first exceeds j, with the count read back on the host as the library
+  call reads it; the flat positions are unravelled into coordinates.
 
 Every decomposition returns `NotImplemented` for the cases it does not cover, which leaves the op to inductor.
 """
@@ -59,20 +70,28 @@ def depthwise_convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch
     if weight.shape[1] != 1 or weight.shape[0] != groups or channels != groups or groups == 1:
         return NotImplemented
     taps = [int(t) for t in weight.shape[2:]]
-    count = 1
-    for t in taps:
-        count *= t
-    if count > MAX_TAPS:
+    if _count(taps) > MAX_TAPS:
         return NotImplemented
-    pads: list[int] = []
-    for p in reversed([int(p) for p in padding]):  # F.pad takes the last dimension first
-        pads += [p, p]
-    x = F.pad(input, pads).float()
     w = weight.float()
     # Sizes stay symbolic (a traced program serves every length); only the taps are unrolled.
-    sizes = [(x.shape[2 + d] - int(dilation[d]) * (taps[d] - 1) - 1) // int(stride[d]) + 1
-             for d in range(spatial)]
+    _, windows = _tap_windows(_padded(input, padding).float(), taps, stride, dilation)
     out: torch.Tensor | None = None
+    for offsets, window in zip(itertools.product(*(range(t) for t in taps)), windows):
+        tap = w[(slice(None), 0) + offsets].reshape([1, channels] + [1] * spatial)
+        term = window * tap
+        out = term if out is None else out + term
+    assert out is not None  # at least one tap
+    if bias is not None:
+        out = out + bias.float().reshape([1, channels] + [1] * spatial)
+    return out.to(input.dtype)
+
+
+def _tap_windows(x: torch.Tensor, taps: list[int], stride: Any, dilation: Any) -> tuple[list[Any], list[torch.Tensor]]:
+    """The output's spatial sizes and, per tap (in the weight's order), the strided slice of the padded input
+    `x` that tap multiplies."""
+    spatial = len(taps)
+    sizes = [(x.shape[2 + d] - int(dilation[d]) * (taps[d] - 1) - 1) // int(stride[d]) + 1 for d in range(spatial)]
+    windows = []
     for offsets in itertools.product(*(range(t) for t in taps)):
         window = x
         for d, k in enumerate(offsets):
@@ -83,13 +102,52 @@ def depthwise_convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch
                 index = [slice(None)] * window.dim()
                 index[2 + d] = slice(None, None, int(stride[d]))
                 window = window[tuple(index)]
-        tap = w[(slice(None), 0) + offsets].reshape([1, channels] + [1] * spatial)
-        term = window * tap
-        out = term if out is None else out + term
-    assert out is not None  # at least one tap
+        windows.append(window)
+    return sizes, windows
+
+
+def _padded(input: torch.Tensor, padding: Any) -> torch.Tensor:  # noqa: A002
+    pads: list[int] = []
+    for p in reversed([int(p) for p in padding]):  # F.pad takes the last dimension first
+        pads += [p, p]
+    return F.pad(input, pads)
+
+
+def convolution_as_products(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,  # noqa: A002
+                            stride: Any, padding: Any, dilation: Any, transposed: bool, output_padding: Any,
+                            groups: int) -> Any:
+    """aten.convolution: a depthwise one as a sum over its taps, any other as a GEMM over its windows (im2col);
+    NotImplemented for a transposed convolution, more than 2 spatial dimensions or more than MAX_TAPS taps."""
+    depthwise = depthwise_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                                      groups)
+    if depthwise is not NotImplemented:
+        return depthwise
+    spatial = input.dim() - 2
+    if transposed or spatial not in (1, 2) or weight.dim() != input.dim():
+        return NotImplemented
+    taps = [int(t) for t in weight.shape[2:]]
+    if _count(taps) > MAX_TAPS:
+        return NotImplemented
+    batch, channels = input.shape[0], input.shape[1]
+    out_channels = weight.shape[0]
+    sizes, windows = _tap_windows(_padded(input, padding), taps, stride, dilation)
+    # [batch, groups, in per group, taps, positions]: each group's input channels beside their taps, as the
+    # weight's [out, in per group, *taps] flattens
+    cols = torch.stack([w.reshape(batch, groups, channels // groups, -1) for w in windows], dim=3)
+    cols = cols.reshape(batch, groups, (channels // groups) * len(windows), -1)
+    kernel = weight.reshape(groups, out_channels // groups, -1)
+    out = torch.matmul(kernel.unsqueeze(0), cols)  # [batch, groups, out per group, positions]
+    out = out.reshape([batch, out_channels] + sizes)
     if bias is not None:
-        out = out + bias.float().reshape([1, channels] + [1] * spatial)
-    return out.to(input.dtype)
+        out = out + bias.reshape([1, out_channels] + [1] * spatial)
+    return out
+
+
+def _count(taps: list[int]) -> int:
+    count = 1
+    for t in taps:
+        count *= t
+    return count
 
 
 def selection_topk(input: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
@@ -170,6 +228,31 @@ def repeated_indices(repeats: torch.Tensor, *, output_size: Any = None) -> Any:
     return torch.searchsorted(ends, positions, right=True).to(repeats.dtype)
 
 
+
+def nonzero_by_search(input: torch.Tensor) -> Any:  # noqa: A002
+    """aten.nonzero ([count, dims] coordinates of the nonzero elements, in row-major order) as a search of the
+    running count; NotImplemented for a 0-d tensor."""
+    if input.dim() == 0:
+        return NotImplemented
+    ends = torch.cumsum((input != 0).reshape(-1).to(torch.int64), 0)
+    total = ends[-1].item() if input.numel() else 0
+    torch._check(total >= 0)
+    positions = torch.arange(total, device=input.device, dtype=torch.int64)
+    flat = torch.searchsorted(ends, positions, right=True)
+    coordinates = []
+    for size in reversed(input.shape):
+        coordinates.append(flat % size)
+        flat = flat // size
+    return torch.stack(coordinates[::-1], dim=1)
+
+
+def masked_select_by_search(input: torch.Tensor, mask: torch.Tensor) -> Any:  # noqa: A002
+    """aten.masked_select: the elements where the (broadcast) mask is set, in row-major order."""
+    values, mask = torch.broadcast_tensors(input, mask)
+    index = nonzero_by_search(mask.reshape(-1))
+    return values.reshape(-1)[index.reshape(-1)]
+
+
 SCATTER_CARRIERS = {torch.int64: torch.float64, torch.bool: torch.uint8}
 
 
@@ -188,10 +271,12 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     from torch._inductor.decomposition import select_decomp_table
 
     table = dict(select_decomp_table())
-    table[torch.ops.aten.convolution.default] = depthwise_convolution
+    table[torch.ops.aten.convolution.default] = convolution_as_products
     table[torch.ops.aten.topk.default] = selection_topk
     table[torch.ops.aten.sort.default] = rank_sort
     table[torch.ops.aten.sort.stable] = _rank_sort_stable
     table[torch.ops.aten.scatter.src] = scatter_in_a_carrier
     table[torch.ops.aten.repeat_interleave.Tensor] = repeated_indices
+    table[torch.ops.aten.nonzero.default] = nonzero_by_search
+    table[torch.ops.aten.masked_select.default] = masked_select_by_search
     return table

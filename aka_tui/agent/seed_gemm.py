@@ -1,9 +1,10 @@
-"""The compiler seed's own matrix product: where inductor calls a library GEMM (`mm`, `addmm`, `bmm`), the seed
-calls this Triton kernel instead, so a projection with a fused epilogue (inductor's own pointwise kernel after
-the product) is the candidate's kernels from end to end.
+"""The compiler seed's own matrix product: where inductor calls a library GEMM (`mm`, `addmm`, `bmm`, `baddbmm`),
+the seed calls this Triton kernel instead, so a projection with a fused epilogue (inductor's own pointwise kernel
+after the product) is the candidate's kernels from end to end.
 
-One kernel serves all three: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
-fp32 accumulation, an optional broadcast bias scaled by `beta` (`addmm`), the result cast to the output's dtype.
+One kernel serves all four: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
+fp32 accumulation, an optional broadcast bias scaled by `beta` (`addmm`, `baddbmm`), the result cast to the
+output's dtype.
 fp32 operands use IEEE dots (the library's default precision for fp32); fp16/bf16 use tensor cores. On the CPU
 bf16 tiles are widened to fp32 first (exact) and use IEEE dots: Triton's interpreter computes bf16 dots wrongly
 (3.7.1: an error of 5e10 on a 32 x 32 product of unit normals; fp16 and fp32 are right). Tiles,
@@ -100,4 +101,8 @@ def _seed_addmm(bias, a, b, *, alpha=1, beta=1, out):
 
 def _seed_bmm(a, b, *, out):
     return _seed_gemm(a, b, out)
+
+
+def _seed_baddbmm(bias, a, b, *, alpha=1, beta=1, out):
+    return _seed_gemm(a, b, out, bias, alpha, beta)
 '''

@@ -37,9 +37,11 @@ def _evaluate(problem_name: str, source: str) -> object:
 # seen_token_penalty: bool and uint8 tensors; held_scale_norm: a parameter and a buffer the reference holds;
 # complex_rotation: complex arithmetic as real pairs; longest_prefix_mean: a size read back on the host;
 # init_table_rope: a table the reference builds at init outside its state dict; distance_biased_attention:
-# scaled_dot_product_attention as its math (the seed's GEMM)
+# scaled_dot_product_attention as its math (the seed's GEMM); kept_token_rows: nonzero as a search of the
+# running count (a data-dependent size)
 @pytest.mark.parametrize("name", ["centered_swish", "seen_token_penalty", "held_scale_norm", "complex_rotation",
-                                  "longest_prefix_mean", "init_table_rope", "distance_biased_attention"])
+                                  "longest_prefix_mean", "init_table_rope", "distance_biased_attention",
+                                  "kept_token_rows"])
 def test_compiler_seed_on_cuda_is_real_and_timed(name: str) -> None:
     problem = load_problem(UNSEEN / name)
     probes = make_probes(problem, "cuda")
