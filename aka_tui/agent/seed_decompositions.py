@@ -29,6 +29,8 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
   one row reduction of comparisons that inductor writes as its own kernel, and the values and indices are
   scattered to their places. That costs n comparisons an element (n^2 a row, no n x n tensor is formed):
   a real starting point for references that sort (top-p filters), not a fast sort.
+  A median is the lower middle place of that ranking (the index of the first of equal values, as torch gives it
+  on the CPU), or NaN at the first NaN's index for a slice holding one.
 
 - a scatter without a reduction of int64 or bool values moves them in a carrier dtype inductor scatters in its
   own kernels: int64 as the bits of float64 (a bitcast view: no arithmetic touches them), bool as uint8. On a GPU
@@ -214,6 +216,31 @@ def _rank_sort_stable(input: torch.Tensor, *, stable: bool | None = None, dim: i
     return rank_sort(input, dim, descending)
 
 
+def median_by_rank(input: torch.Tensor, dim: int, keepdim: bool = False) -> Any:  # noqa: A002
+    """aten.median.dim (the lower median and its index) from the stable ranking; NotImplemented where the
+    ranking is."""
+    if not input.is_floating_point() or input.dim() == 0:
+        return NotImplemented
+    dim = dim % input.dim()
+    n = input.shape[dim]
+    values, indices = rank_sort(input, dim)
+    value, index = values.narrow(dim, (n - 1) // 2, 1), indices.narrow(dim, (n - 1) // 2, 1)
+    nan = torch.isnan(input)
+    position = torch.arange(n, device=input.device).view([-1] + [1] * (input.dim() - 1 - dim))
+    first_nan = torch.where(nan, position, n).amin(dim, keepdim=True)
+    has_nan = first_nan < n
+    value = torch.where(has_nan, torch.full_like(value, float("nan")), value)
+    index = torch.where(has_nan, first_nan, index)
+    return (value, index) if keepdim else (value.squeeze(dim), index.squeeze(dim))
+
+
+def whole_median_by_rank(input: torch.Tensor) -> Any:  # noqa: A002
+    """aten.median.default: the lower median of all elements."""
+    if not input.is_floating_point() or input.numel() == 0:
+        return NotImplemented
+    return median_by_rank(input.reshape(-1), 0)[0]
+
+
 def repeated_indices(repeats: torch.Tensor, *, output_size: Any = None) -> Any:
     """aten.repeat_interleave.Tensor (index i repeated repeats[i] times) as a search: output j is the number of
     running totals of `repeats` at most j, for j below the total. The total is read back on the host where no
@@ -275,6 +302,8 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     table[torch.ops.aten.topk.default] = selection_topk
     table[torch.ops.aten.sort.default] = rank_sort
     table[torch.ops.aten.sort.stable] = _rank_sort_stable
+    table[torch.ops.aten.median.dim] = median_by_rank
+    table[torch.ops.aten.median.default] = whole_median_by_rank
     table[torch.ops.aten.scatter.src] = scatter_in_a_carrier
     table[torch.ops.aten.repeat_interleave.Tensor] = repeated_indices
     table[torch.ops.aten.nonzero.default] = nonzero_by_search

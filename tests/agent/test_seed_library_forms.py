@@ -1,6 +1,7 @@
 """Reference forms inductor leaves to libraries, written by the compiler seed as its own kernels: a dense or
 grouped convolution (a GEMM over its windows), a baddbmm (the seed's GEMM with its bias), a nonzero or
-masked_select (a search of the running count, the count read back on the host)."""
+masked_select (a search of the running count, the count read back on the host), a median (a place in the
+stable ranking)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from aka_tui.agent.inductor_capture import capture
 from aka_tui.agent.seed_decompositions import (
     convolution_as_products,
     masked_select_by_search,
+    median_by_rank,
     nonzero_by_search,
+    whole_median_by_rank,
 )
 from tests.agent.optimize_runs import UNSEEN, started_correct_and_real
 
@@ -69,6 +72,28 @@ def test_nonzero_and_masked_select_are_searches_of_the_running_count() -> None:
             return torch.masked_select(x, x > threshold).sum().reshape(1)
 
     graph = capture(Picked(), {"x": torch.randn(8, 32), "threshold": 0.5})
+    assert not extern_calls(graph.source), extern_calls(graph.source)
+
+
+def test_a_median_is_the_lower_middle_of_the_stable_ranking() -> None:
+    """torch's values and indices: the first of equal values on the CPU, NaN at the first NaN's index."""
+    nan = float("nan")
+    for x in (torch.tensor([[3.0, nan, 1.0, nan, 2.0], [5.0, 1.0, 1.0, 1.0, 4.0]]),
+              torch.tensor([2.0, 1.0, 2.0, 2.0, 3.0, 1.0]), torch.randn(3, 7, 4)):
+        for dim in range(x.dim()):
+            for keepdim in (False, True):
+                value, index = median_by_rank(x, dim, keepdim)
+                want = torch.median(x, dim, keepdim=keepdim)
+                assert torch.equal(value.nan_to_num(9.0), want.values.nan_to_num(9.0)), (x, dim)
+                assert torch.equal(index, want.indices), (x, dim)
+    x = torch.randn(5, 8)
+    assert torch.equal(whole_median_by_rank(x), torch.median(x))
+
+    class Middle(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.median(x, dim=-1).values
+
+    graph = capture(Middle(), {"x": torch.randn(6, 33)})
     assert not extern_calls(graph.source), extern_calls(graph.source)
 
 
