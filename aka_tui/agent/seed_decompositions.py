@@ -255,17 +255,13 @@ def repeated_indices(repeats: torch.Tensor, *, output_size: Any = None) -> Any:
     return torch.searchsorted(ends, positions, right=True).to(repeats.dtype)
 
 
-
 def nonzero_by_search(input: torch.Tensor) -> Any:  # noqa: A002
-    """aten.nonzero ([count, dims] coordinates of the nonzero elements, in row-major order) as a search of the
-    running count; NotImplemented for a 0-d tensor."""
+    """aten.nonzero ([count, dims] coordinates of the nonzero elements, in row-major order): the flat positions
+    are `repeated_indices` of the nonzero flags (each position repeated once if set, never if not), then
+    unravelled; NotImplemented for a 0-d tensor."""
     if input.dim() == 0:
         return NotImplemented
-    ends = torch.cumsum((input != 0).reshape(-1).to(torch.int64), 0)
-    total = ends[-1].item() if input.numel() else 0
-    torch._check(total >= 0)
-    positions = torch.arange(total, device=input.device, dtype=torch.int64)
-    flat = torch.searchsorted(ends, positions, right=True)
+    flat = repeated_indices((input != 0).reshape(-1).to(torch.int64))
     coordinates = []
     for size in reversed(input.shape):
         coordinates.append(flat % size)

@@ -45,6 +45,10 @@ def _trace(exc: BaseException) -> str:
 
 # A candidate source that names the compiler (inductor's runtime helpers import dynamo too)
 _NAMES_COMPILER = re.compile(r"\b(_dynamo|_inductor|torch\s*\.\s*compile|torch\s*\.\s*export)\b")
+# tokens that are not code: comments and strings (f-strings are split into parts from Python 3.12)
+_NOT_CODE = {tokenize.COMMENT, tokenize.STRING} | {getattr(tokenize, name) for name in
+                                                   ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END")
+                                                   if hasattr(tokenize, name)}
 
 
 def names_compiler(source: str) -> bool:
@@ -52,18 +56,11 @@ def names_compiler(source: str) -> bool:
     a re-run: a candidate that loads the compiler some other way (a name built in a string) is re-run with it
     loaded up front (`CompilerImportedLate`). Comments and docstrings that mention torch.compile are common in
     kernels and would cost every evaluation's worker 1.5-2 s on the CPU."""
-    code: list[str] = []
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type not in (tokenize.COMMENT, tokenize.STRING) and token.type not in _FSTRING_PARTS:
-                code.append(token.string)
+        code = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in _NOT_CODE]
     except (tokenize.TokenError, SyntaxError):
         return bool(_NAMES_COMPILER.search(source))
     return bool(_NAMES_COMPILER.search(" ".join(code)))
-
-
-_FSTRING_PARTS = {getattr(tokenize, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END")
-                  if hasattr(tokenize, name)}
 
 
 def dynamo_up_front(job: MeasureJob) -> bool:
