@@ -6,8 +6,8 @@ each launch goes through a launcher of ours whose block sizes, warps and stages 
 TUNABLES, so the offline loop searches them. The wrapper's buffer allocation and launch order are kept; any
 call it makes into a library (extern GEMMs, attention, aten fallbacks) is refused: such a seed would not be
 the candidate's own kernels, so the agent falls back to transfer or to the model — except the matrix products
-(`mm`, `addmm`, `bmm`, `baddbmm`), which the seed computes with a Triton GEMM of its own (`seed_gemm.py`), so
-that a projection with a fused epilogue becomes the candidate's own kernels too. One program is generated
+(`mm`, `addmm`, `bmm`, `baddbmm`, `_int_mm`), which the seed computes with a Triton GEMM of its own
+(`seed_gemm.py`), so that a projection with a fused epilogue becomes the candidate's own kernels too. One program is generated
 per combination of init arguments and input dtypes among the problem's shapes (both are constants of a traced
 graph); input sizes stay symbolic.
 """
@@ -24,7 +24,7 @@ _KERNEL_RE = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''\n(.*?)'''
 _EXTERN_MARKERS = ("extern_kernels.", "async_compile.cpp", "torch.ops.", "aten.", "cpp_fused", "async_compile.cuda")
 # library matrix products the seed computes itself: the wrapper's call -> the seed's launcher (seed_gemm.py)
 OWN_GEMMS = {"extern_kernels.mm": "_seed_mm", "extern_kernels.addmm": "_seed_addmm", "extern_kernels.bmm": "_seed_bmm",
-             "extern_kernels.baddbmm": "_seed_baddbmm"}
+             "extern_kernels.baddbmm": "_seed_baddbmm", "extern_kernels._int_mm": "_seed_int_mm"}
 _GRID_TYPES = ("Grid1D", "Grid2D", "Grid2DWithYZOverflow", "Grid3D")
 BLOCK_SPACE = {"pointwise": [128, 256, 512, 1024, 2048, 4096], "x-reduction": [1, 2, 4, 8, 16, 32]}
 R_BLOCK_SPACE = [64, 128, 256, 512, 1024, 2048, 4096]
@@ -59,11 +59,29 @@ class SeedProgram:
     gemms: list[str] = field(default_factory=list)  # the library products it computes with the seed's GEMM
 
 
+_VIEW_DTYPE = "aten.view.dtype("
+
+
+def _plain_views(line: str) -> str:
+    """`aten.view.dtype(X, torch.T)` (a buffer reinterpreted as another dtype of its width, as a returned bitcast
+    view is written) as the torch view `(X).view(torch.T)`: no library work."""
+    while (start := line.find(_VIEW_DTYPE)) >= 0:
+        depth, end = 1, start + len(_VIEW_DTYPE)
+        while end < len(line) and depth:
+            depth += {"(": 1, ")": -1}.get(line[end], 0)
+            end += 1
+        found = re.fullmatch(r"(.+), (torch\.\w+)", line[start + len(_VIEW_DTYPE):end - 1], re.DOTALL)
+        if depth or found is None:
+            return line  # not the form above: left as the library call it is
+        line = f"{line[:start]}({found.group(1)}).view({found.group(2)}){line[end:]}"
+    return line
+
+
 def extern_calls(source: str, owned: tuple[str, ...] = ()) -> list[str]:
     """Library calls the generated wrapper makes (outside the Triton kernels), but those in `owned`."""
     found = []
     for line in _call_body(source):
-        code = line.split("#", 1)[0]
+        code = _plain_views(line.split("#", 1)[0])
         for marker in _EXTERN_MARKERS:
             for match in re.finditer(re.escape(marker) + r"[\w.]*", code):
                 call = match.group(0).rstrip(".")
@@ -149,6 +167,7 @@ def translate_body(body: list[str], kernel_names: dict[str, str]) -> list[str]:
         line = re.sub(r"with torch\.cuda\._DeviceGuard\(\d+\):", "if True:", line)
         line = re.sub(r"\bempty_strided_(cpu|cuda)\(", "_seed_empty(_device, ", line)
         line = re.sub(r"\breinterpret_tensor\(", "_seed_reinterpret(", line)
+        line = _plain_views(line)
         line = re.sub(r",\s*stream=\w+\)", ")", line)
         for var, launcher in kernel_names.items():
             line = re.sub(rf"\b{var}\.run\(", f"{launcher}(", line)

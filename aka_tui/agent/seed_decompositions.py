@@ -20,10 +20,10 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
   holding it, then marks that position taken. Each round is a pair of row reductions inductor writes as its
   own kernels, so the seed owns the whole computation; its cost grows with k (k passes over the row), which is
   the loop's to improve. Ties go to the lower index; `sorted=False` gets the sorted order (any order is allowed).
-  A wider top-k is the first k places of the ranking below (the same values, ties and NaN order), n comparisons
-  an element whatever k is.
+  A wider top-k, or one of integers, is the first k places of the ranking below (the same values, ties and NaN
+  order), n comparisons an element whatever k is.
 
-- a sort of a floating tensor is a ranking: each element's place is the number of elements ahead of it
+- a sort (of any real dtype: floating, integer or bool) is a ranking: each element's place is the number of elements ahead of it
   (larger for a descending sort, smaller for an ascending one; NaN ahead of every number when descending and
   behind when ascending, as torch.sort places it; equal values keep their order: a stable sort), computed as
   one row reduction of comparisons that inductor writes as its own kernel, and the values and indices are
@@ -38,12 +38,8 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
   does not have), and does not on the CPU: the same rewrite on both keeps a seed checked on the CPU the same
   program on the GPU (a sort's indices are such a scatter).
 
-- a repeat_interleave with a tensor of repeats (indices repeated) is a search of the running totals of the
-  repeats, with the total read back on the host (a data-dependent size), as the library call reads it.
-
-- a nonzero (and so a masked_select, or boolean indexing) is the same search: the j-th nonzero element is where
-  the running count of nonzero elements first exceeds j, with the count read back on the host as the library
-  call reads it; the flat positions are unravelled into coordinates.
+- the ops whose output size depends on the data (repeat_interleave, nonzero, masked_select, boolean indexing,
+  bincount, unique) are in `seed_data_dependent.py`.
 
 Every decomposition returns `NotImplemented` for the cases it does not cover, which leaves the op to inductor.
 """
@@ -155,10 +151,11 @@ def _count(taps: list[int]) -> int:
 def selection_topk(input: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
                    sorted: bool = True) -> Any:  # noqa: A002 - aten.topk's own argument names
     """aten.topk as k rounds of selection (values, int64 indices), or the first k of the stable ranking for k
-    above MAX_TOPK; NotImplemented for a symbolic k, a k longer than the dimension or an integer tensor."""
-    if not isinstance(k, int) or k <= 0 or not input.is_floating_point() or input.dim() == 0:
+    above MAX_TOPK or an integer or bool tensor (no float key holds every int64 exactly); NotImplemented for a
+    symbolic k, a k longer than the dimension or a complex tensor."""
+    if not isinstance(k, int) or k <= 0 or input.is_complex() or input.dim() == 0:
         return NotImplemented
-    if k > MAX_TOPK:
+    if k > MAX_TOPK or not input.is_floating_point():
         if k > input.shape[dim]:
             return NotImplemented  # torch.topk's own error
         ranked = rank_sort(input, dim, descending=largest)
@@ -189,21 +186,20 @@ def selection_topk(input: torch.Tensor, k: int, dim: int = -1, largest: bool = T
 
 
 def rank_sort(input: torch.Tensor, dim: int = -1, descending: bool = False) -> Any:  # noqa: A002
-    """aten.sort as a stable ranking (values, int64 indices); NotImplemented for a non-floating tensor or a
-    scalar."""
-    if not input.is_floating_point() or input.dim() == 0:
+    """aten.sort as a stable ranking (values, int64 indices); NotImplemented for a complex tensor or a scalar."""
+    if input.is_complex() or input.dim() == 0:
         return NotImplemented
     dim = dim % input.dim()
     n = input.shape[dim]
     x = input.movedim(dim, -1)
     mine, other = x.unsqueeze(-1), x.unsqueeze(-2)  # [..., n, 1] the element ranked, [..., 1, n] the rest
     position = torch.arange(n, device=input.device)
-    nan_mine, nan_other = torch.isnan(mine), torch.isnan(other)
-    if descending:
-        ahead = (other > mine) | (nan_other & ~nan_mine)
-    else:
-        ahead = (other < mine) | (nan_mine & ~nan_other)
-    tie = (other == mine) | (nan_other & nan_mine)
+    ahead = (other > mine) if descending else (other < mine)
+    tie = other == mine
+    if input.is_floating_point():  # NaN: ahead of every number when descending, behind when ascending
+        nan_mine, nan_other = torch.isnan(mine), torch.isnan(other)
+        ahead = ahead | ((nan_other & ~nan_mine) if descending else (nan_mine & ~nan_other))
+        tie = tie | (nan_other & nan_mine)
     rank = (ahead | (tie & (position.view(1, n) < position.view(n, 1)))).sum(-1)
     values = torch.empty_like(x).scatter(-1, rank, x)
     indices = torch.empty(x.shape, dtype=torch.int64, device=input.device).scatter(-1, rank,
@@ -217,8 +213,8 @@ def _rank_sort_stable(input: torch.Tensor, *, stable: bool | None = None, dim: i
 
 
 def median_by_rank(input: torch.Tensor, dim: int, keepdim: bool = False) -> Any:  # noqa: A002
-    """aten.median.dim (the lower median and its index) from the stable ranking; NotImplemented where the
-    ranking is."""
+    """aten.median.dim (the lower median and its index) from the stable ranking; NotImplemented for other than
+    a floating tensor of at least one dimension."""
     if not input.is_floating_point() or input.dim() == 0:
         return NotImplemented
     dim = dim % input.dim()
@@ -241,41 +237,6 @@ def whole_median_by_rank(input: torch.Tensor) -> Any:  # noqa: A002
     return median_by_rank(input.reshape(-1), 0)[0]
 
 
-def repeated_indices(repeats: torch.Tensor, *, output_size: Any = None) -> Any:
-    """aten.repeat_interleave.Tensor (index i repeated repeats[i] times) as a search: output j is the number of
-    running totals of `repeats` at most j, for j below the total. The total is read back on the host where no
-    `output_size` is given, as the library call does; NotImplemented for other than one dimension."""
-    if repeats.dim() != 1:
-        return NotImplemented
-    ends = torch.cumsum(repeats, 0)
-    if output_size is None:
-        output_size = ends[-1].item() if repeats.numel() else 0
-        torch._check(output_size >= 0)
-    positions = torch.arange(output_size, device=repeats.device, dtype=ends.dtype)
-    return torch.searchsorted(ends, positions, right=True).to(repeats.dtype)
-
-
-def nonzero_by_search(input: torch.Tensor) -> Any:  # noqa: A002
-    """aten.nonzero ([count, dims] coordinates of the nonzero elements, in row-major order): the flat positions
-    are `repeated_indices` of the nonzero flags (each position repeated once if set, never if not), then
-    unravelled; NotImplemented for a 0-d tensor."""
-    if input.dim() == 0:
-        return NotImplemented
-    flat = repeated_indices((input != 0).reshape(-1).to(torch.int64))
-    coordinates = []
-    for size in reversed(input.shape):
-        coordinates.append(flat % size)
-        flat = flat // size
-    return torch.stack(coordinates[::-1], dim=1)
-
-
-def masked_select_by_search(input: torch.Tensor, mask: torch.Tensor) -> Any:  # noqa: A002
-    """aten.masked_select: the elements where the (broadcast) mask is set, in row-major order."""
-    values, mask = torch.broadcast_tensors(input, mask)
-    index = nonzero_by_search(mask.reshape(-1))
-    return values.reshape(-1)[index.reshape(-1)]
-
-
 SCATTER_CARRIERS = {torch.int64: torch.float64, torch.bool: torch.uint8}
 
 
@@ -293,6 +254,8 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     """Inductor's decomposition table with the seed's additions."""
     from torch._inductor.decomposition import select_decomp_table
 
+    from aka_tui.agent import seed_data_dependent as sized
+
     table = dict(select_decomp_table())
     table[torch.ops.aten.convolution.default] = convolution_as_products
     table[torch.ops.aten.topk.default] = selection_topk
@@ -301,7 +264,11 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     table[torch.ops.aten.median.dim] = median_by_rank
     table[torch.ops.aten.median.default] = whole_median_by_rank
     table[torch.ops.aten.scatter.src] = scatter_in_a_carrier
-    table[torch.ops.aten.repeat_interleave.Tensor] = repeated_indices
-    table[torch.ops.aten.nonzero.default] = nonzero_by_search
-    table[torch.ops.aten.masked_select.default] = masked_select_by_search
+    table[torch.ops.aten.repeat_interleave.Tensor] = sized.repeated_indices
+    table[torch.ops.aten.nonzero.default] = sized.nonzero_by_search
+    table[torch.ops.aten.masked_select.default] = sized.masked_select_by_search
+    table[torch.ops.aten.index.Tensor] = sized.index_by_coordinates
+    table[torch.ops.aten.index_put.default] = sized.index_put_by_coordinates
+    table[torch.ops.aten.bincount.default] = sized.counts_by_atomic_adds
+    table[torch.ops.aten._unique2.default] = sized.unique_by_rank
     return table

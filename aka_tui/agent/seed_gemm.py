@@ -1,10 +1,10 @@
-"""The compiler seed's own matrix product: where inductor calls a library GEMM (`mm`, `addmm`, `bmm`, `baddbmm`),
-the seed calls this Triton kernel instead, so a projection with a fused epilogue (inductor's own pointwise kernel
+"""The compiler seed's own matrix product: where inductor calls a library GEMM (`mm`, `addmm`, `bmm`, `baddbmm`,
+`_int_mm`), the seed calls this Triton kernel instead, so a projection with a fused epilogue (inductor's own pointwise kernel
 after the product) is the candidate's kernels from end to end.
 
-One kernel serves all four: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
-fp32 accumulation, an optional broadcast bias scaled by `beta` (`addmm`, `baddbmm`), the result cast to the
-output's dtype.
+One kernel serves all five: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
+fp32 accumulation (int32 for `_int_mm`'s int8 operands, exact as the library's), an optional broadcast bias scaled
+by `beta` (`addmm`, `baddbmm`), the result cast to the output's dtype.
 fp32 operands use IEEE dots (the library's default precision for fp32); fp16/bf16 use tensor cores. On the CPU
 bf16 tiles are widened to fp32 first (exact) and use IEEE dots: Triton's interpreter computes bf16 dots wrongly
 (3.7.1: an error of 5e10 on a 32 x 32 product of unit normals; fp16 and fp32 are right). Tiles,
@@ -24,7 +24,7 @@ GEMM_SOURCE = '''
 @triton.jit
 def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb, s_cm,
                         s_cn, s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS: tl.constexpr, IEEE: tl.constexpr,
-                        WIDEN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        WIDEN: tl.constexpr, INTEGER: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                         GROUP_M: tl.constexpr):
     """c[b] = alpha * a[b] @ b[b] (+ beta * bias[b]); programs walk GROUP_M row tiles per column tile."""
     pid = tl.program_id(0)
@@ -43,12 +43,15 @@ def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, s_ab, s_am, s_ak
     n_ok = offs_n < N
     a_rows = a_ptr + batch * s_ab + offs_m.to(tl.int64)[:, None] * s_am
     b_cols = b_ptr + batch * s_bb + offs_n.to(tl.int64)[None, :] * s_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if INTEGER:  # int8 operands: an exact int32 sum
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         ks = k0 + offs_k
         k_ok = ks < K
-        a = tl.load(a_rows + ks.to(tl.int64)[None, :] * s_ak, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-        b = tl.load(b_cols + ks.to(tl.int64)[:, None] * s_bk, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        a = tl.load(a_rows + ks.to(tl.int64)[None, :] * s_ak, mask=m_ok[:, None] & k_ok[None, :], other=0)
+        b = tl.load(b_cols + ks.to(tl.int64)[:, None] * s_bk, mask=k_ok[:, None] & n_ok[None, :], other=0)
         if WIDEN:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -56,7 +59,8 @@ def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, s_ab, s_am, s_ak
             acc += tl.dot(a, b, input_precision="ieee")
         else:
             acc += tl.dot(a, b)
-    acc = acc * alpha
+    if not INTEGER:
+        acc = acc * alpha
     tile_ok = m_ok[:, None] & n_ok[None, :]
     if HAS_BIAS:
         bias = tl.load(bias_ptr + batch * s_xb + offs_m.to(tl.int64)[:, None] * s_xm
@@ -86,6 +90,7 @@ def _seed_gemm(a, b, out, bias=None, alpha=1.0, beta=1.0):
     _seed_matmul_kernel[grid](
         a3, b3, c3, x3, m, n, k, *a3.stride(), *b3.stride(), *c3.stride(), *x3.stride(), float(alpha),
         float(beta), HAS_BIAS=bias is not None, IEEE=a.dtype == torch.float32 or widen, WIDEN=widen,
+        INTEGER=a.dtype == torch.int8,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=TUNABLES["mm_BLOCK_K"], GROUP_M=TUNABLES["mm_GROUP_M"],
         num_warps=TUNABLES["mm_num_warps"], num_stages=TUNABLES["mm_num_stages"])
     return out
@@ -97,6 +102,10 @@ def _seed_mm(a, b, *, out):
 
 def _seed_addmm(bias, a, b, *, alpha=1, beta=1, out):
     return _seed_gemm(a, b, out, bias, alpha, beta)
+
+
+def _seed_int_mm(a, b, *, out):
+    return _seed_gemm(a, b, out)
 
 
 def _seed_bmm(a, b, *, out):

@@ -255,7 +255,6 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
     from aka_tui.agent.probe import load_modules
     from aka_tui.bench.problem.module_loading import import_file
 
-    tolerance = problem.tolerance_for(problem.dtype)
     with tempfile.TemporaryDirectory(prefix="aka-seed-") as tmp:
         path = Path(tmp) / f"{problem.name}_seed.py"
         path.write_text(source)
@@ -283,6 +282,7 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
                     flat, _ = flatten_outputs(model(**{k: (v.clone() if isinstance(v, torch.Tensor) else v)
                                                        for k, v in probe.inputs.items()}))
                 for i, (want, got) in enumerate(zip(probe.outputs, flat)):
+                    tolerance = problem.tolerance_for(want.dtype)  # the output's dtype, as the evaluator's
                     if not outputs_close(want, got, tolerance.atol, tolerance.rtol):
                         return (f"the compiler seed does not reproduce the reference: output {i} differs on "
                                 f"{probe.shape.shape_id}", unchecked)

@@ -180,11 +180,14 @@ def _run_kb(semantics: KbSemantics, init_map: dict[str, list[Any]], arg_map: dic
         return None
 
 
-def _match_outputs(probe: Probe, produced: list[torch.Tensor], tolerance: Any) -> list[list[Any]] | None:
-    """For each problem output, a kernel output that equals it (directly, or viewed as an input's shape)."""
+def _match_outputs(probe: Probe, produced: list[torch.Tensor],
+                   tolerance_for: Callable[[torch.dtype], Any]) -> list[list[Any]] | None:
+    """For each problem output, a kernel output that equals it (directly, or viewed as an input's shape), at the
+    tolerance for that output's dtype."""
     out_map: list[list[Any]] = []
     for expected in probe.outputs:
         found: list[Any] | None = None
+        tolerance = tolerance_for(expected.dtype)
         for index, actual in enumerate(produced):
             if outputs_close(expected, actual, tolerance.atol, tolerance.rtol):
                 found = [index]
@@ -205,8 +208,10 @@ def _match_outputs(probe: Probe, produced: list[torch.Tensor], tolerance: Any) -
     return out_map
 
 
-def _out_map_holds(probe: Probe, produced: list[torch.Tensor], out_map: list[list[Any]], tolerance: Any) -> bool:
+def _out_map_holds(probe: Probe, produced: list[torch.Tensor], out_map: list[list[Any]],
+                   tolerance_for: Callable[[torch.dtype], Any]) -> bool:
     for expected, spec in zip(probe.outputs, out_map):
+        tolerance = tolerance_for(expected.dtype)
         if spec[0] >= len(produced):
             return False
         actual = produced[spec[0]]
@@ -248,7 +253,7 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
     """The first mapping under which the kernel reproduces every output on every probe, or None."""
     first = probes[0]
     init = first.init or dict(first.shape.init_kwargs or {})
-    tolerance = problem.tolerance_for(problem.dtype)
+    tolerance = problem.tolerance_for  # each output at its dtype's tolerance, as the evaluator compares
     dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in first.outputs})
     # optional inputs some shapes leave out: every input name any probe has, with the first value seen
     union: dict[str, Any] = {}

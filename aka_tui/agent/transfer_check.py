@@ -33,7 +33,6 @@ def adapted_kernel_fails(problem: Problem, source: str, probes: list[Probe]) -> 
     line)."""
     from aka_tui.agent.own_semantics import import_interpreted
 
-    tolerance = problem.tolerance_for(problem.dtype)
     with tempfile.TemporaryDirectory(prefix="aka-transfer-") as tmp:
         path = Path(tmp) / "transferred_candidate.py"
         path.write_text(source)
@@ -49,7 +48,8 @@ def adapted_kernel_fails(problem: Problem, source: str, probes: list[Probe]) -> 
         except Exception as exc:
             first = str(exc).splitlines()[0] if str(exc) else ""
             return f"raises on {probe.shape.shape_id}: {type(exc).__name__}: {first[:200]}"
-        if len(produced) != len(probe.outputs) or not all(
-                outputs_close(e, a, tolerance.atol, tolerance.rtol) for e, a in zip(probe.outputs, produced)):
+        if len(produced) != len(probe.outputs) or not all(  # each at its dtype's tolerance, as the evaluator's
+                outputs_close(e, a, problem.tolerance_for(e.dtype).atol, problem.tolerance_for(e.dtype).rtol)
+                for e, a in zip(probe.outputs, produced)):
             return f"disagrees with the reference on {probe.shape.shape_id}"
     return None

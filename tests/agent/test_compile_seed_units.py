@@ -366,7 +366,8 @@ def test_a_size_of_one_in_the_tier_is_not_captured_when_another_tier_has_it_wide
 @pytest.mark.parametrize("descending", [False, True])
 def test_a_sort_is_a_stable_ranking_with_torchs_values_and_indices(descending: bool) -> None:
     """aten.sort as the seed decomposes it: torch's stable sort exactly, NaN last ascending and first
-    descending, ties in their order, along any dimension; integers are left to inductor."""
+    descending, ties in their order, along any dimension (integers: test_seed_index_forms.py); complex
+    numbers are left to inductor."""
     import torch
 
     from aka_tui.agent.seed_decompositions import rank_sort
@@ -380,7 +381,7 @@ def test_a_sort_is_a_stable_ranking_with_torchs_values_and_indices(descending: b
         want = torch.sort(x, dim=dim, descending=descending, stable=True)
         assert torch.equal(indices, want.indices), dim
         torch.testing.assert_close(values, want.values, equal_nan=True)
-    assert rank_sort(torch.arange(5), 0, descending) is NotImplemented
+    assert rank_sort(torch.ones(5, dtype=torch.complex64), 0, descending) is NotImplemented
 
 
 def test_a_scans_combine_function_comes_with_its_kernel_under_the_kernels_name() -> None:
@@ -425,7 +426,7 @@ def test_a_small_top_k_is_rounds_of_selection_with_torchs_values() -> None:
         assert all(len(set(row.tolist())) == 4 for row in indices)
         torch.testing.assert_close(torch.gather(x, 1, indices), values, equal_nan=True)
     assert selection_topk(x, MAX_TOPK + 1) is NotImplemented  # longer than the row: torch's own error
-    assert selection_topk(torch.arange(10), 2) is NotImplemented  # integers stay with inductor
+    assert selection_topk(torch.ones(10, dtype=torch.complex64), 2) is NotImplemented  # complex: inductor's
 
 
 @pytest.mark.parametrize("k", [3, 70])
@@ -536,7 +537,7 @@ def test_a_wide_top_k_is_the_head_of_the_ranking() -> None:
         want = torch.topk(x, k, dim, largest)
         assert torch.equal(indices, want.indices), (dim, largest)
         torch.testing.assert_close(values, want.values, equal_nan=True)
-    assert selection_topk(torch.arange(300), k) is NotImplemented
+    assert selection_topk(torch.ones(300, dtype=torch.complex64), k) is NotImplemented
 
 
 def test_a_capture_failure_names_the_error_dynamo_wrapped() -> None:
@@ -556,7 +557,7 @@ def test_repeated_indices_are_a_search_of_the_running_totals() -> None:
 
     from aka_tui.agent.compile_seed import extern_calls
     from aka_tui.agent.inductor_capture import capture
-    from aka_tui.agent.seed_decompositions import repeated_indices
+    from aka_tui.agent.seed_data_dependent import repeated_indices
 
     for repeats in (torch.tensor([2, 0, 3, 1, 0]), torch.tensor([0, 0]), torch.randint(0, 5, (40,))):
         want = torch.repeat_interleave(repeats)

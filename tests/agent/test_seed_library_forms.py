@@ -13,13 +13,8 @@ import torch.nn.functional as F
 
 from aka_tui.agent.compile_seed import OWN_GEMMS, extern_calls
 from aka_tui.agent.inductor_capture import capture
-from aka_tui.agent.seed_decompositions import (
-    convolution_as_products,
-    masked_select_by_search,
-    median_by_rank,
-    nonzero_by_search,
-    whole_median_by_rank,
-)
+from aka_tui.agent.seed_data_dependent import masked_select_by_search, nonzero_by_search
+from aka_tui.agent.seed_decompositions import convolution_as_products, median_by_rank, whole_median_by_rank
 from tests.agent.optimize_runs import UNSEEN, started_correct_and_real
 
 

@@ -1,4 +1,4 @@
-"""The CPU interpreter's bf16 dot and fp8 casts, once a kernel module is imported through the evaluator's loader:
+"""The CPU interpreter's bf16 dot, fp8 casts and atomics, once a kernel module is imported through the evaluator's loader:
 exact products of the bf16 values accumulated in fp32, as the GPU's MMA gives (unpatched, Triton 3.7.1
 multiplies the bit patterns: errors of about 1e9); fp8 codes rounded to nearest even with finite values
 saturated, as the GPU's conversion gives (unpatched: a rounding carry is lost, 7.9 becomes 4.0)."""
@@ -49,3 +49,12 @@ def test_an_fp8_cast_in_the_interpreter_rounds_to_nearest_even_and_saturates(dty
     nan = x.isnan()
     assert torch.equal(got.view(torch.uint8)[~nan], want.view(torch.uint8)[~nan]), (got.float(), want.float())
     assert got.float()[nan].isnan().all()
+
+
+def test_atomics_in_the_interpreter_read_a_broadcast_value_once_per_pointer() -> None:
+    """Unpatched, the interpreter reads a stride-0 value as contiguous memory: the counts are garbage."""
+    module = import_file(Path(__file__).parent / "kernels" / "broadcast_atomics.py", "broadcast_atomics")
+    index = torch.tensor([1, 1, 2, 1, 0, 2, 5, 7, 7, 3, 3, 3, 3], dtype=torch.int64)
+    assert torch.equal(module.counts(index, 8).long(), torch.bincount(index, minlength=8))
+    slots = torch.tensor([0, 3, 0, 0, 9, 0, 1, 0], dtype=torch.int32)
+    assert torch.equal(module.claim_zeros(slots), torch.where(slots == 0, 7, slots))

@@ -10,6 +10,10 @@ Its casts down to fp8 are wrong too (3.7.1): a rounding carry out of the mantiss
 instead of 8.0 in e4m3fn), halves round up instead of to even, and finite values past the largest are not
 saturated. Those casts are redone with torch's conversion (round to nearest even) after saturating finite
 values to the format's largest, as the GPU's `cvt.rn.satfinite` does; NaN stays NaN.
+
+Its atomics read their operands' memory as if contiguous (3.7.1): a value broadcast to the pointers' shape (a
+stride-0 NumPy view, as inductor's `tl.atomic_add(ptrs, tl.full([1], 1, tl.int32), mask)` of a count makes it)
+is read past its one element, and the counts are garbage. The operands are made contiguous first.
 """
 
 from __future__ import annotations
@@ -48,7 +52,28 @@ def install_if_interpreting() -> bool:
     setattr(create_dot_widening_bf16, _INSTALLED, True)
     builder.create_dot = create_dot_widening_bf16
     _install_fp8_downcast(builder, interpreter)
+    _install_contiguous_atomics(builder, interpreter)
     return True
+
+
+def _install_contiguous_atomics(builder: Any, interpreter: Any) -> None:
+    """Atomic read-modify-writes and compare-and-swaps on contiguous copies of their operands."""
+    import numpy as np
+
+    def contiguous(handle: Any) -> Any:
+        return interpreter.TensorHandle(np.ascontiguousarray(handle.data), handle.dtype)
+
+    create_atomic_rmw = builder.create_atomic_rmw
+    create_atomic_cas = builder.create_atomic_cas
+
+    def create_atomic_rmw_contiguous(self: Any, op: Any, ptr: Any, val: Any, mask: Any, sem: Any, scope: Any) -> Any:
+        return create_atomic_rmw(self, op, contiguous(ptr), contiguous(val), contiguous(mask), sem, scope)
+
+    def create_atomic_cas_contiguous(self: Any, ptr: Any, cmp: Any, val: Any, sem: Any, scope: Any) -> Any:
+        return create_atomic_cas(self, contiguous(ptr), contiguous(cmp), contiguous(val), sem, scope)
+
+    builder.create_atomic_rmw = create_atomic_rmw_contiguous
+    builder.create_atomic_cas = create_atomic_cas_contiguous
 
 
 def _install_fp8_downcast(builder: Any, interpreter: Any) -> None:
