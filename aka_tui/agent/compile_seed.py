@@ -7,9 +7,10 @@ TUNABLES, so the offline loop searches them. The wrapper's buffer allocation and
 call it makes into a library (extern GEMMs, attention, aten fallbacks) is refused: such a seed would not be
 the candidate's own kernels, so the agent falls back to transfer or to the model — except the matrix products
 (`mm`, `addmm`, `bmm`, `baddbmm`, `_int_mm`), which the seed computes with a Triton GEMM of its own
-(`seed_gemm.py`), so that a projection with a fused epilogue becomes the candidate's own kernels too. One program is generated
-per combination of init arguments and input dtypes among the problem's shapes (both are constants of a traced
-graph); input sizes stay symbolic.
+(`seed_gemm.py`), so that a projection with a fused epilogue becomes the candidate's own kernels too. One program
+is generated per combination of init arguments and input dtypes among the problem's shapes (both are constants of
+a traced graph); input sizes stay symbolic, but those a trace holds fixed (`fixed_sizes`: a loop ran over them) are
+recorded, and shapes that need other values get programs of their own (`seed_source.build_seed`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from aka_tui.agent.inductor_capture import CapturedGraph
+from aka_tui.agent.inductor_capture import HELD_PREFIX, CapturedGraph
 
 _KERNEL_RE = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''\n(.*?)''', device_str='(\w+)'\)",
                         re.MULTILINE | re.DOTALL)
@@ -57,6 +58,7 @@ class SeedProgram:
     arg_exprs: list[str]
     kernels: list[str] = field(default_factory=list)
     gemms: list[str] = field(default_factory=list)  # the library products it computes with the seed's GEMM
+    fixed: list[tuple[str, int, int]] = field(default_factory=list)  # (input, dim, size) the trace fixed
 
 
 _VIEW_DTYPE = "aten.view.dtype("
@@ -190,6 +192,30 @@ def arg_expressions(graph: CapturedGraph) -> list[str]:
     return exprs
 
 
+_ASSERT_RE = re.compile(r"^assert_size_stride\((\w+), \(([^()]*)\)")
+
+
+def fixed_sizes(graph: CapturedGraph) -> list[tuple[str, int, int]]:
+    """The sizes of forward inputs the traced program holds fixed, as (input name, dimension, size): those the
+    wrapper asserts as a number rather than a symbol. A Python loop over a size (`range(tokens)`, a list of
+    sequence bounds read with `.tolist()`) fixes it; so does a size of 0 or 1. The program is only right for
+    inputs of those sizes."""
+    body = _call_body(graph.source)
+    names = next((re.findall(r"\w+", line.split("=", 1)[0]) for line in body if re.search(r"=\s*args\s*$", line)),
+                 [])
+    inputs = {var: p.input_name for var, p in zip(names, graph.placeholders)
+              if p.prop is None and not p.input_name.startswith(HELD_PREFIX)}
+    fixed = []
+    for line in body:
+        found = _ASSERT_RE.match(line.strip())
+        if found is None or found.group(1) not in inputs:
+            continue
+        for dim, size in enumerate(part.strip() for part in found.group(2).split(",") if part.strip()):
+            if size.isdigit():
+                fixed.append((inputs[found.group(1)], dim, int(size)))
+    return fixed
+
+
 def parse_program(key: str, graph: CapturedGraph, kernels: dict[str, SeedKernel]) -> SeedProgram:
     """One captured graph as a program of the seed; its kernels are added to `kernels` (deduplicated)."""
     externs = extern_calls(graph.source, tuple(OWN_GEMMS))
@@ -216,7 +242,7 @@ def parse_program(key: str, graph: CapturedGraph, kernels: dict[str, SeedKernel]
         used.append(same.name)
     if not names and not gemms:
         raise SeedError("inductor generated no Triton kernel for this reference (nothing is computed?)")
-    return SeedProgram(key, translate_body(body, names), arg_expressions(graph), used, gemms)
+    return SeedProgram(key, translate_body(body, names), arg_expressions(graph), used, gemms, fixed_sizes(graph))
 
 
 def kernel_tunables(kernel: SeedKernel) -> tuple[dict[str, object], dict[str, list[object]]]:

@@ -118,7 +118,8 @@ def assemble(problem: Problem, reference_model: Any, programs: list[SeedProgram]
         parts.append(GEMM_SOURCE)
     parts += ["\n\n" + _launcher(k) for k in kernels.values()]
     parts += ["\n\n" + _program_source(i, p) for i, p in enumerate(programs)]
-    table = "".join(f"\n    ({keys[p.key][0]!r}, {keys[p.key][1]!r}, _program_{i})," for i, p in enumerate(programs))
+    table = "".join(f"\n    ({keys[p.key][0]!r}, {keys[p.key][1]!r}, _program_{i}, {p.fixed!r}),"
+                    for i, p in enumerate(programs))
     parts.append(f"\n\n_PROGRAMS = [{table}\n]\n_STRUCTURE = {structure!r}\n_ALIASES = {tuple(aliases)!r}\n")
     held = any(e.startswith("inputs['" + HELD_PREFIX) for p in programs for e in p.arg_exprs)
     if tables:
@@ -198,6 +199,25 @@ def _capture_shapes(problem: Problem, tier: str | None) -> list[Shape]:
                      if _group_key(s) not in covered and _size(s) <= bound]
 
 
+MAX_PROGRAMS = 8  # programs a seed captures in all (each a trace and a lowering: seconds to a minute on a CPU)
+
+
+def _fixed_size_candidates(problem: Problem, tier: str | None, chosen: list[Shape]) -> list[Shape]:
+    """The shapes a program with fixed sizes may not serve, up to WIDEN_LIMIT times the largest shape captured:
+    the tier's, then the other tiers' (a candidate built on one tier is timed on others), smallest first."""
+    bound = WIDEN_LIMIT * max((_size(s) for s in chosen), default=0.0)
+    taken = {s.shape_id for s in chosen}
+    own = problem.shapes_for(tier) or problem.shapes_for(None)
+    rest = [s for s in problem.shapes_for(None) if s.shape_id not in {o.shape_id for o in own}]
+    return [s for group in (own, rest) for s in sorted(group, key=_size)
+            if s.shape_id not in taken and _size(s) <= bound]
+
+
+def _fits(fixed: list[tuple[str, int, int]], inputs: dict[str, Any]) -> bool:
+    return all(isinstance(inputs.get(name), torch.Tensor) and inputs[name].dim() > dim
+               and inputs[name].shape[dim] == size for name, dim, size in fixed)
+
+
 def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: str) -> SeedResult:
     """Capture every program the problem's shapes of `tier` need, write the candidate, verify it on the probes."""
     from aka_tui.agent.probe import load_modules, reference_tensors
@@ -206,7 +226,8 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
     reference, input_module = load_modules(problem)
     tables = reference_tensors(reference.Model, problem)[1]
     groups: dict[str, tuple[Shape, dict[str, Any], tuple[dict[str, Any], list[str]]]] = {}
-    for index, shape in enumerate(_capture_shapes(problem, tier)):
+    chosen = _capture_shapes(problem, tier)
+    for index, shape in enumerate(chosen):
         inputs = make_inputs(problem, input_module, shape, device, 7 + index)
         key, dtypes = _key(reference.Model, shape, inputs)
         groups.setdefault(key, (shape, inputs, dtypes))
@@ -214,11 +235,29 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
         key, dtypes = _key(reference.Model, probe.shape, probe.inputs)
         groups.setdefault(key, (probe.shape, probe.inputs, dtypes))
     kernels: dict[str, SeedKernel] = {}
-    programs = []
+    programs: list[SeedProgram] = []
+
+    def add(key: str, shape: Shape, inputs: dict[str, Any]) -> None:
+        model = reference.Model(**(shape.init_kwargs or {})).to(device).eval()
+        programs.append(parse_program(key, capture(model, inputs), kernels))
+
     try:
         for key, (shape, inputs, _dtypes) in groups.items():
-            model = reference.Model(**(shape.init_kwargs or {})).to(device).eval()
-            programs.append(parse_program(key, capture(model, inputs), kernels))
+            add(key, shape, inputs)
+        # shapes whose sizes a program holds fixed otherwise (a loop over them) get programs of their own
+        others = [(p.shape, p.inputs) for p in probes] + [
+            (s, None) for s in _fixed_size_candidates(problem, tier, chosen)]
+        for index, (shape, given) in enumerate(others):
+            if len(programs) >= MAX_PROGRAMS or not any(p.fixed for p in programs):
+                break
+            try:  # a shape that cannot be made or traced here is left to the programs there are
+                inputs = given if given is not None else make_inputs(problem, input_module, shape, device,
+                                                                     101 + index)
+                key = _key(reference.Model, shape, inputs)[0]
+                if key in groups and not any(p.key == key and _fits(p.fixed, inputs) for p in programs):
+                    add(key, shape, inputs)
+            except (CaptureError, SeedError, RuntimeError):
+                continue
         source = assemble(problem, reference.Model, programs, kernels, probes[0].structure,
                           {k: v[2] for k, v in groups.items()}, probes[0].aliases, tables)
     except (CaptureError, SeedError, TablesError) as exc:

@@ -4,7 +4,8 @@ stand-ins for libdevice, TUNABLES), the runtime helpers its programs call, and i
 
 HEADER = '''"""Compiler seed for {problem}: torch.compile (inductor, torch {torch_version}) lowered the reference to
 Triton; its kernels are this file's own, launched by plain launchers whose block sizes, warps and stages are
-TUNABLES. One program per combination of init arguments and input dtypes of the problem's shapes."""
+TUNABLES. One program per combination of init arguments and input dtypes of the problem's shapes, and more where
+a trace held sizes fixed."""
 
 import math
 import os
@@ -106,13 +107,16 @@ def _seed_reinterpret(tensor, size, stride, offset):
 
 
 def _seed_program(init, inputs):
-    """The program of a call: the one traced for its input dtypes and init arguments, else the one of the same
-    dtypes whose init arguments differ in the fewest values."""
+    """The program of a call: of those traced for its input dtypes, the one whose init arguments differ in the
+    fewest values and, among those, whose fixed sizes (the sizes a trace held fixed: a Python loop ran over
+    them) the inputs miss in the fewest places."""
     dtypes = [str(v.dtype) for v in inputs.values() if isinstance(v, torch.Tensor)]
     best = None
-    for program_init, program_dtypes, program in _PROGRAMS:
+    for program_init, program_dtypes, program, fixed in _PROGRAMS:
         if program_dtypes == dtypes:
-            distance = sum(program_init.get(k) != v for k, v in init.items())
+            misfits = sum(not isinstance(inputs.get(name), torch.Tensor) or inputs[name].dim() <= dim
+                          or inputs[name].shape[dim] != size for name, dim, size in fixed)
+            distance = (sum(program_init.get(k) != v for k, v in init.items()), misfits)
             if best is None or distance < best[0]:
                 best = (distance, program)
     return None if best is None else best[1]
