@@ -77,7 +77,7 @@ def _placeholders(gm: Any) -> list[Placeholder]:
 @contextlib.contextmanager
 def _inductor_settings(device_type: str) -> Iterator[None]:
     """Inductor configured for a capture: Triton on every device, no caches (a cache hit skips codegen), one
-    symbol per traced size."""
+    symbol per traced size, scans unsplit."""
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
     import torch.fx.experimental._config as symbolic_config
@@ -92,6 +92,16 @@ def _inductor_settings(device_type: str) -> Iterator[None]:
     for module, name, value in settings:
         if hasattr(module, name):
             setattr(module, name, value)
+    from torch._inductor import ir
+
+    # A long scan on CUDA is a split scan (its blocks pass partial sums through a workspace): one program per
+    # row instead, a kernel the seed launches as any other (the loop's to make faster).
+    scan_splits = ir.Scan.__dict__.get("num_splits")
+    if isinstance(scan_splits, classmethod):
+        def unsplit(cls: Any, *args: Any, **kwargs: Any) -> Any:
+            return scan_splits.__func__(cls, *args, **kwargs)[0], 1
+
+        ir.Scan.num_splits = classmethod(unsplit)  # type: ignore[assignment,method-assign]
     patched = None
     if device_type != "cuda":
         import torch.utils._triton as torch_triton
@@ -104,6 +114,8 @@ def _inductor_settings(device_type: str) -> Iterator[None]:
     finally:
         for module, name, value in saved:
             setattr(module, name, value)
+        if isinstance(scan_splits, classmethod):
+            ir.Scan.num_splits = scan_splits  # type: ignore[assignment,method-assign]
         if patched is not None:
             import torch.utils._triton as torch_triton
 

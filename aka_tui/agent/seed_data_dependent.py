@@ -83,9 +83,10 @@ def unique_by_rank(input: torch.Tensor, sorted: bool = True, return_inverse: boo
         group = torch.cumsum(first.to(torch.int64), 0) - 1
         inverse = torch.empty(n, dtype=torch.int64, device=input.device).scatter(0, order, group).view(input.shape)
     counts = none
-    if return_counts:
-        ends = torch.cat([starts[1:], torch.full((1,), n, dtype=starts.dtype, device=input.device)])
-        counts = ends - starts
+    if return_counts:  # the distances between the starts and n (no slice of the starts alone: its size u - 1
+        # is no size torch can bind to the library call's result)
+        bounds = torch.cat([starts, torch.full((1,), n, dtype=starts.dtype, device=input.device)])
+        counts = bounds[1:] - bounds[:-1]
     return values[starts], inverse, counts
 
 
