@@ -24,8 +24,7 @@ def recorder() -> Iterator[TritonLaunchRecorder]:
     try:
         yield rec
     finally:
-        for cls, original in rec._originals:  # undo the class patch for the rest of the session
-            cls.run = original
+        rec.uninstall()  # the class patch and the wrapped read-backs, for the rest of the session
 
 
 def _launch() -> None:
