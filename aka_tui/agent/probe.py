@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -218,6 +218,13 @@ def full_init(model_class: Any, init_kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 _SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def output_matches(tolerance_for: Callable[[torch.dtype], Any], expected: torch.Tensor, actual: Any) -> bool:
+    """`outputs_close` at the tolerance for the expected output's own dtype (`Problem.tolerance_for`), as the
+    evaluator compares each output."""
+    tolerance = tolerance_for(expected.dtype)
+    return outputs_close(expected, actual, tolerance.atol, tolerance.rtol)
 
 
 def outputs_close(expected: torch.Tensor, actual: Any, atol: float, rtol: float,

@@ -23,14 +23,14 @@ op has a cheap formulation in ops inductor fuses into its own kernels, the captu
   A wider top-k, or one of integers, is the first k places of the ranking below (the same values, ties and NaN
   order), n comparisons an element whatever k is.
 
-- a sort (of any real dtype: floating, integer or bool) is a ranking: each element's place is the number of elements ahead of it
-  (larger for a descending sort, smaller for an ascending one; NaN ahead of every number when descending and
-  behind when ascending, as torch.sort places it; equal values keep their order: a stable sort), computed as
-  one row reduction of comparisons that inductor writes as its own kernel, and the values and indices are
-  scattered to their places. That costs n comparisons an element (n^2 a row, no n x n tensor is formed):
-  a real starting point for references that sort (top-p filters), not a fast sort.
-  A median is the lower middle place of that ranking (the index of the first of equal values, as torch gives it
-  on the CPU), or NaN at the first NaN's index for a slice holding one.
+- a sort (of any real dtype: floating, integer or bool) is a ranking: each element's place is the number of
+  elements ahead of it (larger for a descending sort, smaller for an ascending one; NaN ahead of every number when
+  descending and behind when ascending, as torch.sort places it; equal values keep their order: a stable sort),
+  computed as one row reduction of comparisons that inductor writes as its own kernel, and the values and indices
+  are scattered to their places. That costs n comparisons an element (n^2 a row, no n x n tensor is formed): a
+  real starting point for references that sort (top-p filters), not a fast sort. A median is the lower middle
+  place of that ranking (the index of the first of equal values, as torch gives it on the CPU), or NaN at the
+  first NaN's index for a slice holding one.
 
 - a scatter without a reduction of int64 or bool values moves them in a carrier dtype inductor scatters in its
   own kernels: int64 as the bits of float64 (a bitcast view: no arithmetic touches them), bool as uint8. On a GPU

@@ -1,6 +1,6 @@
 """The compiler seed's own matrix product: where inductor calls a library GEMM (`mm`, `addmm`, `bmm`, `baddbmm`,
-`_int_mm`), the seed calls this Triton kernel instead, so a projection with a fused epilogue (inductor's own pointwise kernel
-after the product) is the candidate's kernels from end to end.
+`_int_mm`), the seed calls this Triton kernel instead, so a projection with a fused epilogue (inductor's own
+pointwise kernel after the product) is the candidate's kernels from end to end.
 
 One kernel serves all five: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
 fp32 accumulation (int32 for `_int_mm`'s int8 operands, exact as the library's), an optional broadcast bias scaled
@@ -24,8 +24,8 @@ GEMM_SOURCE = '''
 @triton.jit
 def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb, s_cm,
                         s_cn, s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS: tl.constexpr, IEEE: tl.constexpr,
-                        WIDEN: tl.constexpr, INTEGER: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                        GROUP_M: tl.constexpr):
+                        WIDEN: tl.constexpr, INTEGER: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """c[b] = alpha * a[b] @ b[b] (+ beta * bias[b]); programs walk GROUP_M row tiles per column tile."""
     pid = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)

@@ -13,7 +13,7 @@ import torch
 
 from aka_tui.agent.compile_seed import SeedError, SeedKernel, SeedProgram, kernel_tunables, parse_program
 from aka_tui.agent.inductor_capture import HELD_PREFIX, CaptureError, capture
-from aka_tui.agent.probe import Probe, flatten_outputs, inputs_device, outputs_close, reference_model
+from aka_tui.agent.probe import Probe, flatten_outputs, inputs_device, output_matches, reference_model
 from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
 from aka_tui.agent.seed_tables import TABLES_INIT, TABLES_METHOD, TablesError, embedded_reference
 from aka_tui.agent.seed_templates import HEADER, MODEL, RUNTIME
@@ -208,7 +208,8 @@ def _fixed_size_candidates(problem: Problem, tier: str | None, chosen: list[Shap
     bound = WIDEN_LIMIT * max((_size(s) for s in chosen), default=0.0)
     taken = {s.shape_id for s in chosen}
     own = problem.shapes_for(tier) or problem.shapes_for(None)
-    rest = [s for s in problem.shapes_for(None) if s.shape_id not in {o.shape_id for o in own}]
+    own_ids = {s.shape_id for s in own}
+    rest = [s for s in problem.shapes_for(None) if s.shape_id not in own_ids]
     return [s for group in (own, rest) for s in sorted(group, key=_size)
             if s.shape_id not in taken and _size(s) <= bound]
 
@@ -321,8 +322,7 @@ def verify_seed(source: str, problem: Problem, probes: list[Probe], device: str)
                     flat, _ = flatten_outputs(model(**{k: (v.clone() if isinstance(v, torch.Tensor) else v)
                                                        for k, v in probe.inputs.items()}))
                 for i, (want, got) in enumerate(zip(probe.outputs, flat)):
-                    tolerance = problem.tolerance_for(want.dtype)  # the output's dtype, as the evaluator's
-                    if not outputs_close(want, got, tolerance.atol, tolerance.rtol):
+                    if not output_matches(problem.tolerance_for, want, got):
                         return (f"the compiler seed does not reproduce the reference: output {i} differs on "
                                 f"{probe.shape.shape_id}", unchecked)
                 if len(flat) != len(probe.outputs):

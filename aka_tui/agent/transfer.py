@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from aka_tui.agent.own_semantics import declared_examples, import_interpreted
-from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
+from aka_tui.agent.probe import Probe, flatten_outputs, output_matches
 from aka_tui.agent.transfer_params import (
     Param,
     arg_candidates,
@@ -187,9 +187,8 @@ def _match_outputs(probe: Probe, produced: list[torch.Tensor],
     out_map: list[list[Any]] = []
     for expected in probe.outputs:
         found: list[Any] | None = None
-        tolerance = tolerance_for(expected.dtype)
         for index, actual in enumerate(produced):
-            if outputs_close(expected, actual, tolerance.atol, tolerance.rtol):
+            if output_matches(tolerance_for, expected, actual):
                 found = [index]
                 break
         if found is None:
@@ -198,8 +197,7 @@ def _match_outputs(probe: Probe, produced: list[torch.Tensor],
                     continue
                 same_shape = [n for n, v in probe.inputs.items()
                               if isinstance(v, torch.Tensor) and v.shape == expected.shape]
-                if same_shape and outputs_close(expected, actual.reshape(expected.shape), tolerance.atol,
-                                                tolerance.rtol):
+                if same_shape and output_matches(tolerance_for, expected, actual.reshape(expected.shape)):
                     found = [index, "view_as", same_shape[0]]
                     break
         if found is None:
@@ -211,7 +209,6 @@ def _match_outputs(probe: Probe, produced: list[torch.Tensor],
 def _out_map_holds(probe: Probe, produced: list[torch.Tensor], out_map: list[list[Any]],
                    tolerance_for: Callable[[torch.dtype], Any]) -> bool:
     for expected, spec in zip(probe.outputs, out_map):
-        tolerance = tolerance_for(expected.dtype)
         if spec[0] >= len(produced):
             return False
         actual = produced[spec[0]]
@@ -219,7 +216,7 @@ def _out_map_holds(probe: Probe, produced: list[torch.Tensor], out_map: list[lis
             if actual.numel() != expected.numel():
                 return False
             actual = actual.reshape(probe.inputs[spec[2]].shape)
-        if not outputs_close(expected, actual, tolerance.atol, tolerance.rtol):
+        if not output_matches(tolerance_for, expected, actual):
             return False
     return True
 
@@ -253,7 +250,6 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
     """The first mapping under which the kernel reproduces every output on every probe, or None."""
     first = probes[0]
     init = first.init or dict(first.shape.init_kwargs or {})
-    tolerance = problem.tolerance_for  # each output at its dtype's tolerance, as the evaluator compares
     dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in first.outputs})
     # optional inputs some shapes leave out: every input name any probe has, with the first value seen
     union: dict[str, Any] = {}
@@ -288,12 +284,12 @@ def match_kernel(problem: Problem, probes: list[Probe], semantics: KbSemantics,
                 continue
             ran_any = True
             produced, kb_structure, _ = ran
-            out_map = _match_outputs(first, produced, tolerance)
+            out_map = _match_outputs(first, produced, problem.tolerance_for)
             if out_map is None:
                 continue
             others = [(_run_kb(semantics, init_map, arg_map, p, read_only, copied) or ([], ()))[0]
                       for p in probes[1:]]
-            if all(_out_map_holds(p, flat, out_map, tolerance) for p, flat in zip(probes[1:], others)):
+            if all(_out_map_holds(p, flat, out_map, problem.tolerance_for) for p, flat in zip(probes[1:], others)):
                 renamed = {k: v[1] if v[0] == "input" else f"{v[0]} as long as {v[1]}'s last axis"
                            for k, v in arg_map.items() if (v[0] == "input" and v[1] != k) or v[0] in ("ones", "zeros")}
                 why = (f"transfer from the knowledge base's {semantics.kernel.entry_id}: reproduces every output "

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from aka_tui.agent.probe import Probe, flatten_outputs, outputs_close
+from aka_tui.agent.probe import Probe, flatten_outputs, output_matches
 from aka_tui.bench.problem.inputs import clone_inputs
 from aka_tui.bench.problem.model import Problem
 
@@ -48,8 +48,7 @@ def adapted_kernel_fails(problem: Problem, source: str, probes: list[Probe]) -> 
         except Exception as exc:
             first = str(exc).splitlines()[0] if str(exc) else ""
             return f"raises on {probe.shape.shape_id}: {type(exc).__name__}: {first[:200]}"
-        if len(produced) != len(probe.outputs) or not all(  # each at its dtype's tolerance, as the evaluator's
-                outputs_close(e, a, problem.tolerance_for(e.dtype).atol, problem.tolerance_for(e.dtype).rtol)
-                for e, a in zip(probe.outputs, produced)):
+        if len(produced) != len(probe.outputs) or not all(
+                output_matches(problem.tolerance_for, e, a) for e, a in zip(probe.outputs, produced)):
             return f"disagrees with the reference on {probe.shape.shape_id}"
     return None
