@@ -1,10 +1,13 @@
 """The compiler seed's own matrix product: where inductor calls a library GEMM (`mm`, `addmm`, `bmm`, `baddbmm`,
-`_int_mm`), the seed calls this Triton kernel instead, so a projection with a fused epilogue (inductor's own
-pointwise kernel after the product) is the candidate's kernels from end to end.
+`_int_mm`, `_scaled_mm`), the seed calls this Triton kernel instead, so a projection with a fused epilogue
+(inductor's own pointwise kernel after the product) is the candidate's kernels from end to end.
 
-One kernel serves all five: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
-fp32 accumulation (int32 for `_int_mm`'s int8 operands, exact as the library's), an optional broadcast bias scaled
-by `beta` (`addmm`, `baddbmm`), the result cast to the output's dtype.
+One kernel serves all six: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
+fp32 accumulation (int32 for `_int_mm`'s int8 operands, exact as the library's), `_scaled_mm`'s fp8 operands with
+their tensor-wise or row/column-wise scales applied to the sum, an optional broadcast bias scaled by `beta`
+(`addmm`, `baddbmm`; `_scaled_mm`'s bias is added after the scales, unscaled), the result cast to the output's
+dtype. fp8 tiles are widened to fp32 on the CPU (the interpreter has no fp8 dot) and go to fp8 tensor cores on a
+GPU.
 fp32 operands use IEEE dots (the library's default precision for fp32); fp16/bf16 use tensor cores. On the CPU
 bf16 tiles are widened to fp32 first (exact) and use IEEE dots: Triton's interpreter computes bf16 dots wrongly
 (3.7.1: an error of 5e10 on a 32 x 32 product of unit normals; fp16 and fp32 are right). Tiles,
@@ -22,11 +25,12 @@ GEMM_SPACE: dict[str, list[object]] = {"mm_BLOCK_M": [16, 32, 64, 128, 256], "mm
 GEMM_SOURCE = '''
 
 @triton.jit
-def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb, s_cm,
-                        s_cn, s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS: tl.constexpr, IEEE: tl.constexpr,
-                        WIDEN: tl.constexpr, INTEGER: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    """c[b] = alpha * a[b] @ b[b] (+ beta * bias[b]); programs walk GROUP_M row tiles per column tile."""
+def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sa_ptr, sb_ptr, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn,
+                        s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, s_sa, s_sb, alpha, beta, HAS_BIAS: tl.constexpr,
+                        SCALED: tl.constexpr, IEEE: tl.constexpr, WIDEN: tl.constexpr, INTEGER: tl.constexpr,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """c[b] = alpha * a[b] @ b[b] (* sa[m] * sb[n]) (+ beta * bias[b]); programs walk GROUP_M row tiles per column
+    tile."""
     pid = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -50,17 +54,27 @@ def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, s_ab, s_am, s_ak
     for k0 in range(0, K, BLOCK_K):
         ks = k0 + offs_k
         k_ok = ks < K
-        a = tl.load(a_rows + ks.to(tl.int64)[None, :] * s_ak, mask=m_ok[:, None] & k_ok[None, :], other=0)
-        b = tl.load(b_cols + ks.to(tl.int64)[:, None] * s_bk, mask=k_ok[:, None] & n_ok[None, :], other=0)
-        if WIDEN:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
+        a_ok = m_ok[:, None] & k_ok[None, :]
+        b_ok = k_ok[:, None] & n_ok[None, :]
+        if WIDEN and SCALED:  # fp8 on the interpreter, which cannot fill fp8 lanes: zeroed once widened
+            a = tl.where(a_ok, tl.load(a_rows + ks.to(tl.int64)[None, :] * s_ak, mask=a_ok).to(tl.float32), 0.0)
+            b = tl.where(b_ok, tl.load(b_cols + ks.to(tl.int64)[:, None] * s_bk, mask=b_ok).to(tl.float32), 0.0)
+        else:
+            a = tl.load(a_rows + ks.to(tl.int64)[None, :] * s_ak, mask=a_ok, other=0)
+            b = tl.load(b_cols + ks.to(tl.int64)[:, None] * s_bk, mask=b_ok, other=0)
+            if WIDEN:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
         if IEEE:
             acc += tl.dot(a, b, input_precision="ieee")
         else:
             acc += tl.dot(a, b)
     if not INTEGER:
         acc = acc * alpha
+    if SCALED:  # _scaled_mm: a scale per row of a and per column of b (stride 0 for one scale per tensor)
+        sa = tl.load(sa_ptr + offs_m.to(tl.int64) * s_sa, mask=m_ok, other=0.0).to(tl.float32)
+        sb = tl.load(sb_ptr + offs_n.to(tl.int64) * s_sb, mask=n_ok, other=0.0).to(tl.float32)
+        acc = acc * sa[:, None] * sb[None, :]
     tile_ok = m_ok[:, None] & n_ok[None, :]
     if HAS_BIAS:
         bias = tl.load(bias_ptr + batch * s_xb + offs_m.to(tl.int64)[:, None] * s_xm
@@ -70,8 +84,9 @@ def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, s_ab, s_am, s_ak
              acc.to(c_ptr.dtype.element_ty), mask=tile_ok)
 
 
-def _seed_gemm(a, b, out, bias=None, alpha=1.0, beta=1.0):
-    """out = alpha * a @ b (+ beta * bias) for 2-D or batched 3-D operands, written into `out` (any strides)."""
+def _seed_gemm(a, b, out, bias=None, alpha=1.0, beta=1.0, scales=None):
+    """out = alpha * a @ b (* scale_a * scale_b) (+ beta * bias) for 2-D or batched 3-D operands, written into `out`
+    (any strides); `scales` is (scale_a, scale_b) as flat vectors over rows and columns with their strides."""
     if a.dim() == 2:
         a3, b3, c3 = a.unsqueeze(0), b.unsqueeze(0), out.unsqueeze(0)
     else:
@@ -85,12 +100,15 @@ def _seed_gemm(a, b, out, bias=None, alpha=1.0, beta=1.0):
         x3 = torch.broadcast_to(bias, out.shape)
         x3 = x3.unsqueeze(0) if a.dim() == 2 else x3
     bm, bn = TUNABLES["mm_BLOCK_M"], TUNABLES["mm_BLOCK_N"]
-    widen = a.dtype == torch.bfloat16 and a.device.type == "cpu"  # the interpreter's bf16 dot is wrong
+    fp8 = a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+    # the interpreter's bf16 dot is wrong and it has no fp8 dot: widened to fp32 there (exact)
+    widen = (a.dtype == torch.bfloat16 or fp8) and a.device.type == "cpu"
+    sa, s_sa, sb, s_sb = scales if scales is not None else (c3, 0, c3, 0)
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), batch)
     _seed_matmul_kernel[grid](
-        a3, b3, c3, x3, m, n, k, *a3.stride(), *b3.stride(), *c3.stride(), *x3.stride(), float(alpha),
-        float(beta), HAS_BIAS=bias is not None, IEEE=a.dtype == torch.float32 or widen, WIDEN=widen,
-        INTEGER=a.dtype == torch.int8,
+        a3, b3, c3, x3, sa, sb, m, n, k, *a3.stride(), *b3.stride(), *c3.stride(), *x3.stride(), s_sa, s_sb,
+        float(alpha), float(beta), HAS_BIAS=bias is not None, SCALED=scales is not None,
+        IEEE=a.dtype == torch.float32 or widen, WIDEN=widen, INTEGER=a.dtype == torch.int8,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=TUNABLES["mm_BLOCK_K"], GROUP_M=TUNABLES["mm_GROUP_M"],
         num_warps=TUNABLES["mm_num_warps"], num_stages=TUNABLES["mm_num_stages"])
     return out
@@ -106,6 +124,20 @@ def _seed_addmm(bias, a, b, *, alpha=1, beta=1, out):
 
 def _seed_int_mm(a, b, *, out):
     return _seed_gemm(a, b, out)
+
+
+def _seed_scaled_mm(a, b, scale_a, scale_b, bias=None, scale_result=None, *, out_dtype=None, use_fast_accum=False,
+                    out):
+    """torch._scaled_mm with one scale per tensor or per row of `a` and column of `b` (fp32 sums either way)."""
+    m, n = a.shape[0], b.shape[1]
+    if scale_result is not None:
+        raise ValueError("the seed's GEMM applies no scale_result (an fp8 output's scale)")
+    if scale_a.numel() not in (1, m) or scale_b.numel() not in (1, n):
+        raise ValueError(f"the seed's GEMM takes tensor-wise or row/column-wise scales, not {tuple(scale_a.shape)} "
+                         f"and {tuple(scale_b.shape)}")
+    sa, sb = scale_a.reshape(-1), scale_b.reshape(-1)
+    scales = (sa, sa.stride(0) if sa.numel() > 1 else 0, sb, sb.stride(0) if sb.numel() > 1 else 0)
+    return _seed_gemm(a, b, out, bias, scales=scales)
 
 
 def _seed_bmm(a, b, *, out):

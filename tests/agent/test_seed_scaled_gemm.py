@@ -1,0 +1,73 @@
+"""`torch._scaled_mm` (fp8 operands, tensor-wise or row/column-wise scales, a bias added after them) on the compiler
+seed's own GEMM, against the library on the CPU interpreter, and end to end in `aka optimize`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from aka_tui.agent.compile_seed import OWN_GEMMS, extern_calls, parse_program
+from aka_tui.agent.inductor_capture import capture
+from tests.agent.optimize_runs import UNSEEN, started_correct_and_real
+from tests.agent.test_compile_seed_units import _gemm_module
+
+
+class _ScaledProduct(torch.nn.Module):
+    def forward(self, a: torch.Tensor, w: torch.Tensor, sa: torch.Tensor, sw: torch.Tensor) -> torch.Tensor:
+        return torch._scaled_mm(a, w.t(), sa, sw, out_dtype=torch.bfloat16).float().relu()
+
+
+def test_a_scaled_product_is_the_seeds_gemm_in_the_program() -> None:
+    graph = capture(_ScaledProduct(), {"a": torch.randn(32, 64).to(torch.float8_e4m3fn),
+                                        "w": torch.randn(48, 64).to(torch.float8_e4m3fn),
+                                        "sa": torch.tensor(0.5), "sw": torch.tensor(2.0)})
+    assert extern_calls(graph.source, tuple(OWN_GEMMS)) == [], extern_calls(graph.source)
+    program = parse_program("key", graph, {})
+    assert program.gemms == ["extern_kernels._scaled_mm"] and "_seed_scaled_mm(" in "\n".join(program.body)
+
+
+@pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("rowwise", [False, True])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_the_seeds_scaled_gemm_matches_the_library(tmp_path: Path, fp8: str, rowwise: bool, with_bias: bool) -> None:
+    """Odd sizes over several tiles and a ragged K chunk; the scales multiply the fp32 sum, the bias comes after."""
+    gemm = _gemm_module(tmp_path, mm_BLOCK_M=16, mm_BLOCK_N=32, mm_BLOCK_K=16, mm_GROUP_M=2)
+    torch.manual_seed(1)
+    kind = getattr(torch, fp8)
+    a = torch.randn(37, 50).to(kind)
+    w = torch.randn(70, 50).to(kind)
+    sa = torch.rand(37, 1) + 0.5 if rowwise else torch.tensor(0.75)
+    sw = torch.rand(1, 70) + 0.5 if rowwise else torch.tensor(1.5)
+    bias = torch.randn(70).to(torch.bfloat16) if with_bias else None
+    want = torch._scaled_mm(a, w.t(), sa, sw, bias=bias, out_dtype=torch.bfloat16)
+    out = torch.empty(37, 70, dtype=torch.bfloat16)
+    got = gemm._seed_scaled_mm(a, w.t(), sa, sw, bias, out_dtype=torch.bfloat16, use_fast_accum=False, out=out)
+    torch.testing.assert_close(got, want, atol=2e-2, rtol=2e-2)
+    out32 = torch.empty(37, 70)
+    got32 = gemm._seed_scaled_mm(a, w.t(), sa, sw, out_dtype=torch.float32, out=out32)
+    torch.testing.assert_close(got32, torch._scaled_mm(a, w.t(), sa, sw, out_dtype=torch.float32), atol=1e-3,
+                               rtol=1e-4)
+
+
+def test_scales_the_seeds_gemm_does_not_apply_are_a_clear_error(tmp_path: Path) -> None:
+    gemm = _gemm_module(tmp_path)
+    a = torch.randn(8, 256).to(torch.float8_e4m3fn)
+    w = torch.randn(16, 256).to(torch.float8_e4m3fn)
+    out = torch.empty(8, 16, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="tensor-wise or row/column-wise scales"):
+        gemm._seed_scaled_mm(a, w.t(), torch.rand(8, 2), torch.rand(2, 16), out=out)  # blocks of 128 along K
+    with pytest.raises(ValueError, match="scale_result"):
+        gemm._seed_scaled_mm(a, w.t(), torch.tensor(1.0), torch.tensor(1.0), None, torch.tensor(2.0), out=out)
+
+
+@pytest.mark.slow
+def test_optimize_seeds_an_fp8_projection_with_the_seeds_own_gemm(tmp_path: Path) -> None:
+    """A per-token / per-channel fp8 projection with a bias and a SiLU gate (published format, no roofline file):
+    `_scaled_mm` on the seed's GEMM and inductor's gate kernel, correct and real. The transfer search is off (the
+    KB's block-scaled fp8 GEMM is a different scaling)."""
+    result = started_correct_and_real(UNSEEN / "fp8_row_scaled_projection", tmp_path / "sessions",
+                                       "the seed's own GEMM for _scaled_mm", "compiler seed (inductor)",
+                                       "--transfer-budget", "0")
+    assert all(name.startswith("_seed_") for s in result["shapes"] for name in s["audit"]["own_kernels"])
