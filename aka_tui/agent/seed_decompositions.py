@@ -255,6 +255,7 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     from torch._inductor.decomposition import select_decomp_table
 
     from aka_tui.agent import seed_data_dependent as sized
+    from aka_tui.agent import seed_reductions as reductions
 
     table = dict(select_decomp_table())
     table[torch.ops.aten.convolution.default] = convolution_as_products
@@ -271,4 +272,9 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     table[torch.ops.aten.index_put.default] = sized.index_put_by_coordinates
     table[torch.ops.aten.bincount.default] = sized.counts_by_atomic_adds
     table[torch.ops.aten._unique2.default] = sized.unique_by_rank
+    table[torch.ops.aten.scatter_reduce.two] = reductions.scatter_reduce_by_comparison
+    table[torch.ops.aten.index_reduce.default] = reductions.index_reduce_by_comparison
+    table[torch.ops.aten.kthvalue.default] = reductions.kthvalue_by_rank
+    table[torch.ops.aten.histc.default] = reductions.histc_by_adds
+    table[torch.ops.aten._cdist_forward.default] = reductions.cdist_directly
     return table

@@ -39,6 +39,9 @@ def _launcher(kernel: SeedKernel) -> str:
     for c in kernel.constexprs:
         if c == "R0_BLOCK" and kernel.kind == "persistent_reduction":
             lines.append('    meta["R0_BLOCK"] = triton.next_power_of_2(max(int(named["r0_numel"]), 1))')
+        elif c == "R0_BLOCK":  # no wider than the row: lanes past it are masked work (the interpreter's time)
+            lines.append(f'    meta["R0_BLOCK"] = min(TUNABLES["{prefix}R0_BLOCK"], '
+                         'triton.next_power_of_2(max(int(named["r0_numel"]), 1)))')
         else:
             lines.append(f'    meta["{c}"] = TUNABLES["{prefix}{c}"]')
     lines += [f"    {line}" for line in _grid_lines(kernel)]

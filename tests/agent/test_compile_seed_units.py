@@ -176,6 +176,33 @@ def test_the_seeds_launcher_sizes_each_grid_type_as_inductor_does(grid_type: str
     assert scope["grid"] == want
 
 
+@pytest.mark.parametrize(("kind", "r0_numel", "tuned", "want"), [
+    ("reduction", 48, 1024, 64), ("reduction", 5000, 1024, 1024), ("reduction", 48, 32, 32),
+    ("persistent_reduction", 48, None, 64)])
+def test_a_reductions_block_is_no_wider_than_its_row(kind: str, r0_numel: int, tuned: int | None,
+                                                     want: int) -> None:
+    """A looped reduction's R0_BLOCK is the tuned one, cut to the row's next power of two (lanes past the row are
+    masked work: on the interpreter a 1024-wide block over a 48-long row made a seed's call take 25 s, not 13)."""
+    import triton
+
+    from aka_tui.agent.compile_seed import SeedKernel
+    from aka_tui.agent.seed_source import _launcher
+
+    kernel = SeedKernel("_seed_kernel_0", "", kind, ["xnumel", "r0_numel"], ["XBLOCK", "R0_BLOCK"], "Grid1D")
+    launched: dict[str, Any] = {}
+
+    class Recorder:
+        def __getitem__(self, grid: tuple) -> Any:
+            return lambda *args, **meta: launched.update(meta)
+
+    scope: dict[str, Any] = {"triton": triton, "_seed_kernel_0": Recorder(),
+                             "TUNABLES": {"k0_XBLOCK": 1, "k0_R0_BLOCK": tuned, "k0_num_warps": 8,
+                                          "k0_num_stages": 1}}
+    exec(_launcher(kernel), scope)
+    scope["_launch_0"](4, r0_numel)
+    assert launched["R0_BLOCK"] == want
+
+
 def test_equal_sizes_in_the_traced_inputs_stay_separate_symbols() -> None:
     """Traced on a square input, rows and columns must still be two arguments of the program: one shared
     symbol made the seed return (rows, rows) for every non-square input."""

@@ -42,12 +42,14 @@ def _evaluate(problem_name: str, source: str) -> object:
 # biased_score_softmax: baddbmm on the seed's GEMM; expert_row_order: a sort of integers, boolean indexing and a
 # bincount (atomic adds); int8_row_scaled_gemm: _int_mm on the seed's GEMM (int8 dots); token_group_means:
 # torch.unique with its inverse and counts; blockwise_row_softmax: a loop over the width, a program per width;
-# fp8_row_scaled_projection: _scaled_mm on the seed's GEMM (fp8 dots, row and column scales)
+# fp8_row_scaled_projection: _scaled_mm on the seed's GEMM (fp8 dots, row and column scales);
+# routed_rows_scatter_combine: scatter_reduce (sum, amax) and kthvalue as inductor's own reductions
 @pytest.mark.parametrize("name", ["centered_swish", "seen_token_penalty", "held_scale_norm", "complex_rotation",
                                   "longest_prefix_mean", "init_table_rope", "distance_biased_attention",
                                   "kept_token_rows", "channel_mixing_conv", "biased_score_softmax",
                                   "expert_row_order", "int8_row_scaled_gemm", "token_group_means",
-                                  "blockwise_row_softmax", "fp8_row_scaled_projection"])
+                                  "blockwise_row_softmax", "fp8_row_scaled_projection",
+                                  "routed_rows_scatter_combine"])
 def test_compiler_seed_on_cuda_is_real_and_timed(name: str) -> None:
     problem = load_problem(UNSEEN / name)
     probes = make_probes(problem, "cuda")
