@@ -182,7 +182,7 @@ def test_the_seeds_launcher_sizes_each_grid_type_as_inductor_does(grid_type: str
 def test_a_reductions_block_is_no_wider_than_its_row(kind: str, r0_numel: int, tuned: int | None,
                                                      want: int) -> None:
     """A looped reduction's R0_BLOCK is the tuned one, cut to the row's next power of two (lanes past the row are
-    masked work: on the interpreter a 1024-wide block over a 48-long row made a seed's call take 25 s, not 13)."""
+    masked work)."""
     import triton
 
     from aka_tui.agent.compile_seed import SeedKernel
