@@ -1,13 +1,14 @@
 """The compiler seed's own matrix product: where inductor calls a library GEMM (`mm`, `addmm`, `bmm`, `baddbmm`,
-`_int_mm`, `_scaled_mm`), the seed calls this Triton kernel instead, so a projection with a fused epilogue
-(inductor's own pointwise kernel after the product) is the candidate's kernels from end to end.
+`_int_mm`, `_scaled_mm`, `_grouped_mm`), the seed calls this Triton kernel instead, so a projection with a fused
+epilogue (inductor's own pointwise kernel after the product) is the candidate's kernels from end to end.
 
-One kernel serves all six: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
+One kernel serves all seven: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
 fp32 accumulation (int32 for `_int_mm`'s int8 operands, exact as the library's), `_scaled_mm`'s fp8 operands with
 their tensor-wise or row/column-wise scales applied to the sum, an optional broadcast bias scaled by `beta`
-(`addmm`, `baddbmm`; `_scaled_mm`'s bias is added after the scales, unscaled), the result cast to the output's
-dtype. fp8 tiles are widened to fp32 on the CPU (the interpreter has no fp8 dot) and go to fp8 tensor cores on a
-GPU.
+(`addmm`, `baddbmm`; `_scaled_mm`'s bias is added after the scales, unscaled), `_grouped_mm`'s groups of rows
+(a mixture of experts' tokens sorted by expert: one program per row tile and group, skipping the groups its tile
+does not hold), the result cast to the output's dtype. fp8 tiles are widened to fp32 on the CPU (the interpreter
+has no fp8 dot) and go to fp8 tensor cores on a GPU.
 fp32 operands use IEEE dots (the library's default precision for fp32); fp16/bf16 use tensor cores. On the CPU
 bf16 tiles are widened to fp32 first (exact) and use IEEE dots: Triton's interpreter computes bf16 dots wrongly
 (3.7.1: an error of 5e10 on a 32 x 32 product of unit normals; fp16 and fp32 are right). Tiles,
@@ -25,12 +26,14 @@ GEMM_SPACE: dict[str, list[object]] = {"mm_BLOCK_M": [16, 32, 64, 128, 256], "mm
 GEMM_SOURCE = '''
 
 @triton.jit
-def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sa_ptr, sb_ptr, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn,
-                        s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, s_sa, s_sb, alpha, beta, HAS_BIAS: tl.constexpr,
-                        SCALED: tl.constexpr, IEEE: tl.constexpr, WIDEN: tl.constexpr, INTEGER: tl.constexpr,
-                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sa_ptr, sb_ptr, ends_ptr, M, N, K, s_ab, s_am, s_ak, s_bb,
+                        s_bk, s_bn, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, s_sa, s_sb, alpha, beta,
+                        HAS_BIAS: tl.constexpr, SCALED: tl.constexpr, GROUPED: tl.constexpr, IEEE: tl.constexpr,
+                        WIDEN: tl.constexpr, INTEGER: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """c[b] = alpha * a[b] @ b[b] (* sa[m] * sb[n]) (+ beta * bias[b]); programs walk GROUP_M row tiles per column
-    tile."""
+    tile. GROUPED: b is group b's weight, and only rows ends[b - 1] <= m < ends[b] are group b's (a and c have batch
+    stride 0; a program whose tile holds none of them returns at once)."""
     pid = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -45,6 +48,12 @@ def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sa_ptr, sb_ptr, M, N, K, 
     offs_k = tl.arange(0, BLOCK_K)
     m_ok = offs_m < M
     n_ok = offs_n < N
+    if GROUPED:
+        row_end = tl.load(ends_ptr + batch).to(tl.int64)
+        row_start = tl.load(ends_ptr + batch - 1, mask=batch > 0, other=0).to(tl.int64)
+        if (pid_m * BLOCK_M >= row_end) | ((pid_m + 1) * BLOCK_M <= row_start):
+            return
+        m_ok = m_ok & (offs_m >= row_start) & (offs_m < row_end)
     a_rows = a_ptr + batch * s_ab + offs_m.to(tl.int64)[:, None] * s_am
     b_cols = b_ptr + batch * s_bb + offs_n.to(tl.int64)[None, :] * s_bn
     if INTEGER:  # int8 operands: an exact int32 sum
@@ -84,10 +93,13 @@ def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sa_ptr, sb_ptr, M, N, K, 
              acc.to(c_ptr.dtype.element_ty), mask=tile_ok)
 
 
-def _seed_gemm(a, b, out, bias=None, alpha=1.0, beta=1.0, scales=None):
+def _seed_gemm(a, b, out, bias=None, alpha=1.0, beta=1.0, scales=None, ends=None):
     """out = alpha * a @ b (* scale_a * scale_b) (+ beta * bias) for 2-D or batched 3-D operands, written into `out`
-    (any strides); `scales` is (scale_a, scale_b) as flat vectors over rows and columns with their strides."""
-    if a.dim() == 2:
+    (any strides); `scales` is (scale_a, scale_b) as flat vectors over rows and columns with their strides; `ends`
+    (with 2-D a and out, 3-D b) is each group's end row: rows of group g take b[g]."""
+    if ends is not None:
+        a3, b3, c3 = a.unsqueeze(0).expand(b.shape[0], -1, -1), b, out.unsqueeze(0).expand(b.shape[0], -1, -1)
+    elif a.dim() == 2:
         a3, b3, c3 = a.unsqueeze(0), b.unsqueeze(0), out.unsqueeze(0)
     else:
         a3, b3, c3 = a, b, out
@@ -104,10 +116,12 @@ def _seed_gemm(a, b, out, bias=None, alpha=1.0, beta=1.0, scales=None):
     # the interpreter's bf16 dot is wrong and it has no fp8 dot: widened to fp32 there (exact)
     widen = (a.dtype == torch.bfloat16 or fp8) and a.device.type == "cpu"
     sa, s_sa, sb, s_sb = scales if scales is not None else (c3, 0, c3, 0)
+    ends_or_any = ends if ends is not None else c3
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), batch)
     _seed_matmul_kernel[grid](
-        a3, b3, c3, x3, sa, sb, m, n, k, *a3.stride(), *b3.stride(), *c3.stride(), *x3.stride(), s_sa, s_sb,
-        float(alpha), float(beta), HAS_BIAS=bias is not None, SCALED=scales is not None,
+        a3, b3, c3, x3, sa, sb, ends_or_any, m, n, k, *a3.stride(), *b3.stride(), *c3.stride(), *x3.stride(), s_sa,
+        s_sb, float(alpha), float(beta), HAS_BIAS=bias is not None, SCALED=scales is not None,
+        GROUPED=ends is not None,
         IEEE=a.dtype == torch.float32 or widen, WIDEN=widen, INTEGER=a.dtype == torch.int8,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=TUNABLES["mm_BLOCK_K"], GROUP_M=TUNABLES["mm_GROUP_M"],
         num_warps=TUNABLES["mm_num_warps"], num_stages=TUNABLES["mm_num_stages"])
@@ -138,6 +152,23 @@ def _seed_scaled_mm(a, b, scale_a, scale_b, bias=None, scale_result=None, *, out
     sa, sb = scale_a.reshape(-1), scale_b.reshape(-1)
     scales = (sa, sa.stride(0) if sa.numel() > 1 else 0, sb, sb.stride(0) if sb.numel() > 1 else 0)
     return _seed_gemm(a, b, out, bias, scales=scales)
+
+
+def _seed_grouped_mm(a, b, offs=None, bias=None, out_dtype=None):
+    """torch._grouped_mm of rows [M, K] by groups [G, K, N] with offs (each group's end row; rows past the last end
+    are not written), or of [G, M, K] by [G, K, N] without; the result's rows padded to 16 bytes, as the library's."""
+    if bias is not None:
+        raise ValueError("the seed's GEMM adds no bias to a grouped product")
+    dtype = out_dtype or a.dtype
+    if a.dim() == 3 and b.dim() == 3 and offs is None:
+        return _seed_gemm(a, b, torch.empty(a.shape[0], a.shape[1], b.shape[2], dtype=dtype, device=a.device))
+    if a.dim() != 2 or b.dim() != 3 or offs is None:
+        raise ValueError("the seed's GEMM takes a grouped product of 2-D rows by 3-D groups with offsets, or of two "
+                         f"3-D operands, not {a.dim()}-D by {b.dim()}-D")
+    m, n = a.shape[0], b.shape[2]
+    align = max(16 // torch.empty((), dtype=dtype).element_size(), 1)
+    out = torch.empty_strided((m, n), (triton.cdiv(n, align) * align, 1), dtype=dtype, device=a.device)
+    return _seed_gemm(a, b, out, ends=offs)
 
 
 def _seed_bmm(a, b, *, out):

@@ -71,3 +71,49 @@ def test_optimize_seeds_an_fp8_projection_with_the_seeds_own_gemm(tmp_path: Path
                                        "the seed's own GEMM for _scaled_mm", "compiler seed (inductor)",
                                        "--transfer-budget", "0")
     assert all(name.startswith("_seed_") for s in result["shapes"] for name in s["audit"]["own_kernels"])
+
+
+@pytest.mark.parametrize("ends", [[8, 16, 24, 37], [0, 13, 13, 37], [5, 6, 30, 37]])
+def test_the_seeds_grouped_gemm_matches_the_library(tmp_path: Path, ends: list[int]) -> None:
+    """Rows sorted by group (a mixture of experts' tokens) times each group's weight: tiles that straddle groups,
+    empty groups, and groups smaller than a tile; and the batched 3-D form. The result's rows are padded to 16
+    bytes as the library's."""
+    gemm = _gemm_module(tmp_path, mm_BLOCK_M=16, mm_BLOCK_N=32, mm_BLOCK_K=16, mm_GROUP_M=2)
+    torch.manual_seed(2)
+    a = torch.randn(37, 56).bfloat16()  # the library takes bf16 only, strides of 16 bytes
+    w = torch.randn(4, 70, 56).bfloat16()  # [groups, out, in], used transposed
+    offs = torch.tensor(ends, dtype=torch.int32)
+    want = torch._grouped_mm(a, w.transpose(-2, -1), offs=offs)
+    got = gemm._seed_grouped_mm(a, w.transpose(-2, -1), offs, out_dtype=None)
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got, want, atol=2e-2, rtol=2e-2)
+    x = torch.randn(4, 9, 56).bfloat16()
+    torch.testing.assert_close(gemm._seed_grouped_mm(x, w.transpose(-2, -1)),
+                               torch._grouped_mm(x, w.transpose(-2, -1)), atol=2e-2, rtol=2e-2)
+
+
+class _GroupedProjection(torch.nn.Module):
+    def forward(self, rows: torch.Tensor, weights: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.silu(torch._grouped_mm(rows, weights.transpose(-2, -1), offs=ends)) * 2.0
+
+
+def test_a_grouped_product_is_the_seeds_gemm_in_the_program() -> None:
+    graph = capture(_GroupedProjection(), {"rows": torch.randn(32, 64).bfloat16(),
+                                           "weights": torch.randn(4, 48, 64).bfloat16(),
+                                           "ends": torch.tensor([8, 16, 24, 32], dtype=torch.int32)})
+    assert extern_calls(graph.source, tuple(OWN_GEMMS)) == [], extern_calls(graph.source)
+    program = parse_program("key", graph, {})
+    assert program.gemms == ["extern_kernels._grouped_mm"] and "_seed_grouped_mm(" in "\n".join(program.body)
+
+
+def test_an_expert_mlp_on_grouped_products_is_seeded() -> None:
+    """A mixture of experts' MLP on rows sorted by expert (two `_grouped_mm`s, SiLU-and-mul between; published
+    format): both products on the seed's GEMM, and the seed reproduces the reference."""
+    from aka_tui.agent.probe import make_probes
+    from aka_tui.agent.seed_source import build_seed
+    from aka_tui.bench.problem.lookup import load_problem
+
+    problem = load_problem(UNSEEN / "grouped_expert_mlp")
+    seeded = build_seed(problem, make_probes(problem, "cpu")[:1], None, "cpu")
+    assert seeded.source is not None, seeded.reason
+    assert "the seed's own GEMM for _grouped_mm" in seeded.reason
