@@ -277,4 +277,6 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     table[torch.ops.aten.kthvalue.default] = reductions.kthvalue_by_rank
     table[torch.ops.aten.histc.default] = reductions.histc_by_adds
     table[torch.ops.aten._cdist_forward.default] = reductions.cdist_directly
+    table[torch.ops.aten._embedding_bag_forward_only.default] = reductions.embedding_bag_by_adds
+    table[torch.ops.aten._embedding_bag.default] = reductions.embedding_bag_by_adds
     return table

@@ -9,7 +9,9 @@
 - a histc is adds at each element's bin (the bin as CUDA's kernel computes it, elements outside the range
   counted nowhere, the maximum in the last bin); with no range given, the data's minimum and maximum;
 - a cdist is the p-norm of the pairwise differences, one reduction over the feature axis (no GEMM: the direct
-  form, exact where the library's GEMM form for p = 2 rounds).
+  form, exact where the library's GEMM form for p = 2 rounds);
+- an embedding_bag (sum or mean, per-sample weights, a padding index) gathers the rows and adds each into its bag
+  (fp32 atomic adds; a bag is the last offset at or before the row), the mean over the rows kept.
 
 Every decomposition returns `NotImplemented` for the cases it does not cover, which leaves the op to inductor.
 """
@@ -142,3 +144,33 @@ def cdist_directly(x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: i
     else:
         out = diff.pow(p).sum(-1).pow(1.0 / p)
     return out.to(x1.dtype)
+
+
+def embedding_bag_by_adds(weight: torch.Tensor, indices: torch.Tensor, offsets: torch.Tensor,
+                          scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False,
+                          per_sample_weights: torch.Tensor | None = None, include_last_offset: bool = False,
+                          padding_idx: int = -1) -> Any:
+    """aten._embedding_bag_forward_only / _embedding_bag in sum (0) or mean (1) mode over 1-D indices: (the bags,
+    each index's bag, each bag's size, zeros where max mode keeps its argmax); NotImplemented for max mode."""
+    if mode not in (0, 1) or indices.dim() != 1 or offsets.dim() != 1:
+        return NotImplemented
+    bags = offsets.numel() - 1 if include_last_offset else offsets.numel()
+    position = torch.arange(indices.numel(), device=indices.device)
+    bag_of = torch.searchsorted(offsets[:bags].to(torch.int64), position, right=True) - 1
+    keep = bag_of >= 0
+    if include_last_offset:
+        keep = keep & (position < offsets[-1])
+    if padding_idx >= 0:
+        keep = keep & (indices != padding_idx)
+    rows = weight[indices].float()
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.float().unsqueeze(-1)
+    rows = torch.where(keep.unsqueeze(-1), rows, torch.zeros_like(rows))
+    target = torch.where(keep, bag_of, torch.zeros_like(bag_of))
+    sums = torch.zeros(bags, weight.shape[-1], dtype=torch.float32, device=weight.device)
+    sums = sums.index_put((target,), rows, accumulate=True)
+    sizes = torch.zeros(bags, dtype=torch.int32, device=weight.device).index_put(  # int64 adds: a library call
+        (target,), keep.to(torch.int32), accumulate=True).to(torch.int64)
+    if mode == 1:
+        sums = sums / sizes.clamp(min=1).unsqueeze(-1).float()
+    return sums.to(weight.dtype), bag_of, sizes, torch.zeros_like(sizes)

@@ -1,5 +1,5 @@
 """The compiler seed's decompositions of reductions inductor leaves to the library (scatter_reduce, index_reduce,
-kthvalue, histc, cdist): each against torch's own result, each lowered to inductor's own kernels, and a made-up
+kthvalue, histc, cdist, embedding_bag): each against torch's own result, each lowered to inductor's own kernels, and a made-up
 problem in the published format seeded from them."""
 
 from __future__ import annotations
@@ -63,6 +63,26 @@ def test_kthvalue_histc_and_cdist_match_torch() -> None:
         torch.testing.assert_close(reductions.cdist_directly(a, b, p), torch.cdist(a, b, p), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("include_last_offset", [False, True])
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_embedding_bags_match_torch(mode: str, include_last_offset: bool, padding_idx: int | None) -> None:
+    """Bags of gathered rows: an empty bag, a padding index left out of the sum and of the mean's count, per-sample
+    weights (sum mode), offsets in CSR form (the last one the number of indices)."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(5)
+    weight, indices = torch.randn(20, 8), torch.randint(0, 20, (30,))
+    offsets = torch.tensor([0, 4, 4, 17, 30] if include_last_offset else [0, 4, 4, 17])
+    for per_sample in ([None, torch.rand(30)] if mode == "sum" else [None]):
+        want = F.embedding_bag(indices, weight, offsets, mode=mode, per_sample_weights=per_sample,
+                               include_last_offset=include_last_offset, padding_idx=padding_idx)
+        got = reductions.embedding_bag_by_adds(weight, indices, offsets, False, ["sum", "mean"].index(mode), False,
+                                               per_sample, include_last_offset,
+                                               -1 if padding_idx is None else padding_idx)[0]
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
 def _module(fn: Any) -> torch.nn.Module:
     class Wrapped(torch.nn.Module):
         def forward(self, a0: torch.Tensor, a1: torch.Tensor | None = None) -> Any:
@@ -80,6 +100,8 @@ def test_these_reductions_lower_to_inductors_own_kernels() -> None:
         "kthvalue": (lambda x: torch.kthvalue(x, 3, dim=-1), (x,)),
         "histc": (lambda x: torch.histc(x, bins=10, min=-3, max=3), (x,)),
         "cdist": (lambda x: torch.cdist(x, x), (x,)),
+        "embedding_bag": (lambda i, w: torch.nn.functional.embedding_bag(i.view(5, 8), w, mode="mean"),
+                          (ids, torch.randn(10, 4))),
     }
     for name, (fn, args) in forms.items():
         graph = capture(_module(fn), {f"a{i}": a for i, a in enumerate(args)})
