@@ -84,7 +84,8 @@ def test_cuda_wrapper_becomes_plain_torch_and_our_launchers() -> None:
 @pytest.mark.parametrize("call, named", [
     ("            buf1 = extern_kernels.convolution(buf0, arg1_1, None, (1,), (0,), (1,), False, (0,), 1)\n",
      "extern_kernels.convolution"),
-    ("            extern_kernels._scaled_mm(buf0, arg1_1, out=buf1)\n", "extern_kernels._scaled_mm"),
+    ("            buf1 = extern_kernels._weight_int8pack_mm(buf0, arg1_1, arg2_1)\n",
+     "extern_kernels._weight_int8pack_mm"),
     ("            buf1 = torch.ops.aten._scaled_dot_product_flash_attention.default(buf0)\n",
      "torch.ops.aten._scaled_dot_product_flash_attention.default"),
 ])
