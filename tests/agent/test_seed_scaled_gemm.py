@@ -1,5 +1,6 @@
-"""`torch._scaled_mm` (fp8 operands, tensor-wise or row/column-wise scales, a bias added after them) on the compiler
-seed's own GEMM, against the library on the CPU interpreter, and end to end in `aka optimize`."""
+"""`torch._scaled_mm` (fp8 operands, tensor-wise or row/column-wise scales, a bias added after them) and
+`torch._grouped_mm` (rows sorted by group) on the compiler seed's own GEMM, against the library on the CPU
+interpreter, and made-up problems in the published format seeded with them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 
 from aka_tui.agent.compile_seed import OWN_GEMMS, extern_calls, parse_program
 from aka_tui.agent.inductor_capture import capture
-from tests.agent.optimize_runs import UNSEEN, started_correct_and_real
+from tests.agent.optimize_runs import UNSEEN
 from tests.agent.test_compile_seed_units import _gemm_module
 
 
@@ -62,15 +63,17 @@ def test_scales_the_seeds_gemm_does_not_apply_are_a_clear_error(tmp_path: Path) 
         gemm._seed_scaled_mm(a, w.t(), torch.tensor(1.0), torch.tensor(1.0), None, torch.tensor(2.0), out=out)
 
 
-@pytest.mark.slow
-def test_optimize_seeds_an_fp8_projection_with_the_seeds_own_gemm(tmp_path: Path) -> None:
+def test_an_fp8_projection_is_seeded_with_the_seeds_own_gemm() -> None:
     """A per-token / per-channel fp8 projection with a bias and a SiLU gate (published format, no roofline file):
-    `_scaled_mm` on the seed's GEMM and inductor's gate kernel, correct and real. The transfer search is off (the
-    KB's block-scaled fp8 GEMM is a different scaling)."""
-    result = started_correct_and_real(UNSEEN / "fp8_row_scaled_projection", tmp_path / "sessions",
-                                       "the seed's own GEMM for _scaled_mm", "compiler seed (inductor)",
-                                       "--transfer-budget", "0")
-    assert all(name.startswith("_seed_") for s in result["shapes"] for name in s["audit"]["own_kernels"])
+    `_scaled_mm` on the seed's GEMM beside inductor's gate kernel, and the seed reproduces the reference."""
+    from aka_tui.agent.probe import make_probes
+    from aka_tui.agent.seed_source import build_seed
+    from aka_tui.bench.problem.lookup import load_problem
+
+    problem = load_problem(UNSEEN / "fp8_row_scaled_projection")
+    seeded = build_seed(problem, make_probes(problem, "cpu")[:1], None, "cpu")
+    assert seeded.source is not None, seeded.reason
+    assert "the seed's own GEMM for _scaled_mm" in seeded.reason
 
 
 @pytest.mark.parametrize("ends", [[8, 16, 24, 37], [0, 13, 13, 37], [5, 6, 30, 37]])
