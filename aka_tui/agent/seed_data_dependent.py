@@ -13,7 +13,7 @@ the host, once, as the library call does (a data-dependent size is a host read e
   minlength);
 - a unique (over all elements) is the stable ranking of `seed_decompositions.rank_sort`: the distinct values are
   the sorted elements that differ from their predecessor, each element's group the running count of those, a
-  group's count the distance to the next. n comparisons an element, as the sort: a real start, not a fast one.
+  group's count adds of one into its group. n comparisons an element, as the sort: a real start, not a fast one.
 
 Every decomposition returns `NotImplemented` for the cases it does not cover, which leaves the op to inductor.
 """
@@ -67,7 +67,7 @@ def unique_by_rank(input: torch.Tensor, sorted: bool = True, return_inverse: boo
     """aten._unique2 (torch.unique over all elements) from the stable ranking: the distinct values are the sorted
     elements that differ from their predecessor (found by `nonzero_by_search`, the count read on the host as
     the library reads it); each element's group is the running count of those firsts, scattered back to its
-    place for the inverse; a group's count is the distance to the next first. NaNs are distinct (NaN != NaN),
+    place for the inverse; a group's count is adds of one into it. NaNs are distinct (NaN != NaN),
     as the library's are. The values come sorted either way, as a GPU gives them; NotImplemented for an empty
     or complex tensor."""
     if input.is_complex() or input.numel() == 0:
@@ -79,14 +79,15 @@ def unique_by_rank(input: torch.Tensor, sorted: bool = True, return_inverse: boo
     starts = nonzero_by_search(first).reshape(-1)
     none = torch.empty(0, dtype=torch.int64, device=input.device)
     inverse = none
+    group = torch.cumsum(first.to(torch.int64), 0) - 1
     if return_inverse:
-        group = torch.cumsum(first.to(torch.int64), 0) - 1
         inverse = torch.empty(n, dtype=torch.int64, device=input.device).scatter(0, order, group).view(input.shape)
     counts = none
-    if return_counts:  # the distances between the starts and n (no slice of the starts alone: its size u - 1
-        # is no size torch can bind to the library call's result)
-        bounds = torch.cat([starts, torch.full((1,), n, dtype=starts.dtype, device=input.device)])
-        counts = bounds[1:] - bounds[:-1]
+    if return_counts:  # adds into each group (int32: inductor leaves int64 adds to the library). Not the distances
+        # between the starts: a slice of a tensor whose size is read from the data fails in torch 2.11's inductor
+        # (KeyError 'unbacked_bindings', an H100, 2026-12-07) or gets a size torch cannot bind (u - 1)
+        counts = torch.zeros(starts.shape[0], dtype=torch.int32, device=input.device).index_put(
+            (group,), torch.ones_like(group, dtype=torch.int32), accumulate=True).to(torch.int64)
     return values[starts], inverse, counts
 
 

@@ -65,15 +65,15 @@ def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sa_ptr, sb_ptr, ends_ptr,
         k_ok = ks < K
         a_ok = m_ok[:, None] & k_ok[None, :]
         b_ok = k_ok[:, None] & n_ok[None, :]
-        if WIDEN and SCALED:  # fp8 on the interpreter, which cannot fill fp8 lanes: zeroed once widened
-            a = tl.where(a_ok, tl.load(a_rows + ks.to(tl.int64)[None, :] * s_ak, mask=a_ok).to(tl.float32), 0.0)
-            b = tl.where(b_ok, tl.load(b_cols + ks.to(tl.int64)[:, None] * s_bk, mask=b_ok).to(tl.float32), 0.0)
+        if SCALED:  # fp8 lanes are filled from a float zero (Triton casts no integer to fp8)
+            a = tl.load(a_rows + ks.to(tl.int64)[None, :] * s_ak, mask=a_ok, other=0.0)
+            b = tl.load(b_cols + ks.to(tl.int64)[:, None] * s_bk, mask=b_ok, other=0.0)
         else:
             a = tl.load(a_rows + ks.to(tl.int64)[None, :] * s_ak, mask=a_ok, other=0)
             b = tl.load(b_cols + ks.to(tl.int64)[:, None] * s_bk, mask=b_ok, other=0)
-            if WIDEN:
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
+        if WIDEN:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
         if IEEE:
             acc += tl.dot(a, b, input_precision="ieee")
         else:
