@@ -6,10 +6,10 @@ each launch goes through a launcher of ours whose block sizes, warps and stages 
 TUNABLES, so the offline loop searches them. The wrapper's buffer allocation and launch order are kept; any
 call it makes into a library (extern GEMMs, attention, aten fallbacks) is refused: such a seed would not be
 the candidate's own kernels, so the agent falls back to transfer or to the model — except the matrix products
-(`mm`, `addmm`, `bmm`, `baddbmm`, `_int_mm`, `_scaled_mm`, `_grouped_mm`), which the seed computes with a
-Triton GEMM of its own (`seed_gemm.py`), so that a projection with a fused epilogue becomes the candidate's own
-kernels too. One program is generated per combination of init arguments and input dtypes among the problem's
-shapes (both are constants of a traced graph); input sizes stay symbolic, but those a trace holds fixed
+(`mm`, `addmm`, `bmm`, `baddbmm`, `_int_mm`, `_scaled_mm`, `_grouped_mm`, `_weight_int8pack_mm`), which the seed
+computes with a Triton GEMM of its own (`seed_gemm.py`), so that a projection with a fused epilogue becomes the
+candidate's own kernels too. One program is generated per combination of init arguments and input dtypes among the
+problem's shapes (both are constants of a traced graph); input sizes stay symbolic, but those a trace holds fixed
 (`fixed_sizes`: a loop ran over them) are recorded, and shapes that need other values get programs of their own
 (`seed_source.build_seed`).
 """
@@ -27,7 +27,8 @@ _EXTERN_MARKERS = ("extern_kernels.", "async_compile.cpp", "torch.ops.", "aten."
 # library matrix products the seed computes itself: the wrapper's call -> the seed's launcher (seed_gemm.py)
 OWN_GEMMS = {"extern_kernels.mm": "_seed_mm", "extern_kernels.addmm": "_seed_addmm", "extern_kernels.bmm": "_seed_bmm",
              "extern_kernels.baddbmm": "_seed_baddbmm", "extern_kernels._int_mm": "_seed_int_mm",
-             "extern_kernels._scaled_mm": "_seed_scaled_mm", "extern_kernels._grouped_mm": "_seed_grouped_mm"}
+             "extern_kernels._scaled_mm": "_seed_scaled_mm", "extern_kernels._grouped_mm": "_seed_grouped_mm",
+             "extern_kernels._weight_int8pack_mm": "_seed_weight_int8pack_mm"}
 _GRID_TYPES = ("Grid1D", "Grid2D", "Grid2DWithYZOverflow", "Grid3D")
 BLOCK_SPACE = {"pointwise": [128, 256, 512, 1024, 2048, 4096], "x-reduction": [1, 2, 4, 8, 16, 32]}
 R_BLOCK_SPACE = [64, 128, 256, 512, 1024, 2048, 4096]

@@ -1,13 +1,15 @@
 """The compiler seed's own matrix product: where inductor calls a library GEMM (`mm`, `addmm`, `bmm`, `baddbmm`,
-`_int_mm`, `_scaled_mm`, `_grouped_mm`), the seed calls this Triton kernel instead, so a projection with a fused
-epilogue (inductor's own pointwise kernel after the product) is the candidate's kernels from end to end.
+`_int_mm`, `_scaled_mm`, `_grouped_mm`, `_weight_int8pack_mm`), the seed calls this Triton kernel instead, so a
+projection with a fused epilogue (inductor's own pointwise kernel after the product) is the candidate's kernels
+from end to end.
 
-One kernel serves all seven: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
+One kernel serves all eight: a batch axis (stride 0 for `mm`), any strides (inductor passes transposed views),
 fp32 accumulation (int32 for `_int_mm`'s int8 operands, exact as the library's), `_scaled_mm`'s fp8 operands with
 their tensor-wise or row/column-wise scales applied to the sum, an optional broadcast bias scaled by `beta`
 (`addmm`, `baddbmm`; `_scaled_mm`'s bias is added after the scales, unscaled), `_grouped_mm`'s groups of rows
 (a mixture of experts' tokens sorted by expert: one program per row tile and group, skipping the groups its tile
-does not hold), the result cast to the output's dtype. fp8 tiles are widened to fp32 on the CPU (the interpreter
+does not hold), `_weight_int8pack_mm`'s int8 weights taken as the activations' dtype with a scale per column,
+the result cast to the output's dtype. fp8 tiles are widened to fp32 on the CPU (the interpreter
 has no fp8 dot) and go to fp8 tensor cores on a GPU.
 fp32 operands use IEEE dots (the library's default precision for fp32); fp16/bf16 use tensor cores. On the CPU
 bf16 tiles are widened to fp32 first (exact) and use IEEE dots: Triton's interpreter computes bf16 dots wrongly
@@ -29,11 +31,11 @@ GEMM_SOURCE = '''
 def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sa_ptr, sb_ptr, ends_ptr, M, N, K, s_ab, s_am, s_ak, s_bb,
                         s_bk, s_bn, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, s_sa, s_sb, alpha, beta,
                         HAS_BIAS: tl.constexpr, SCALED: tl.constexpr, GROUPED: tl.constexpr, IEEE: tl.constexpr,
-                        WIDEN: tl.constexpr, INTEGER: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                        WIDEN: tl.constexpr, INTEGER: tl.constexpr, B_AS_A: tl.constexpr, BLOCK_M: tl.constexpr,
+                        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """c[b] = alpha * a[b] @ b[b] (* sa[m] * sb[n]) (+ beta * bias[b]); programs walk GROUP_M row tiles per column
     tile. GROUPED: b is group b's weight, and only rows ends[b - 1] <= m < ends[b] are group b's (a and c have batch
-    stride 0; a program whose tile holds none of them returns at once)."""
+    stride 0; a program whose tile holds none of them returns at once). B_AS_A: b's int8 weights take a's dtype."""
     pid = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -71,9 +73,11 @@ def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sa_ptr, sb_ptr, ends_ptr,
         else:
             a = tl.load(a_rows + ks.to(tl.int64)[None, :] * s_ak, mask=a_ok, other=0)
             b = tl.load(b_cols + ks.to(tl.int64)[:, None] * s_bk, mask=b_ok, other=0)
-        if WIDEN:
+        if WIDEN:  # (the interpreter's int8-to-bf16 cast is wrong too: int8 weights go straight to fp32 there)
             a = a.to(tl.float32)
             b = b.to(tl.float32)
+        elif B_AS_A:
+            b = b.to(a.dtype)
         if IEEE:
             acc += tl.dot(a, b, input_precision="ieee")
         else:
@@ -123,6 +127,7 @@ def _seed_gemm(a, b, out, bias=None, alpha=1.0, beta=1.0, scales=None, ends=None
         s_sb, float(alpha), float(beta), HAS_BIAS=bias is not None, SCALED=scales is not None,
         GROUPED=ends is not None,
         IEEE=a.dtype == torch.float32 or widen, WIDEN=widen, INTEGER=a.dtype == torch.int8,
+        B_AS_A=b.dtype != a.dtype,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=TUNABLES["mm_BLOCK_K"], GROUP_M=TUNABLES["mm_GROUP_M"],
         num_warps=TUNABLES["mm_num_warps"], num_stages=TUNABLES["mm_num_stages"])
     return out
@@ -169,6 +174,13 @@ def _seed_grouped_mm(a, b, offs=None, bias=None, out_dtype=None):
     align = max(16 // torch.empty((), dtype=dtype).element_size(), 1)
     out = torch.empty_strided((m, n), (triton.cdiv(n, align) * align, 1), dtype=dtype, device=a.device)
     return _seed_gemm(a, b, out, ends=offs)
+
+
+def _seed_weight_int8pack_mm(x, w, scales):
+    """torch._weight_int8pack_mm: x [M, K] times int8 weights w [N, K] taken as x's dtype, a scale per column."""
+    out = torch.empty(x.shape[0], w.shape[0], dtype=x.dtype, device=x.device)
+    one = torch.ones(1, dtype=torch.float32, device=x.device)
+    return _seed_gemm(x, w.t(), out, scales=(one, 0, scales, scales.stride(0)))
 
 
 def _seed_bmm(a, b, *, out):

@@ -84,8 +84,8 @@ def test_cuda_wrapper_becomes_plain_torch_and_our_launchers() -> None:
 @pytest.mark.parametrize("call, named", [
     ("            buf1 = extern_kernels.convolution(buf0, arg1_1, None, (1,), (0,), (1,), False, (0,), 1)\n",
      "extern_kernels.convolution"),
-    ("            buf1 = extern_kernels._weight_int8pack_mm(buf0, arg1_1, arg2_1)\n",
-     "extern_kernels._weight_int8pack_mm"),
+    ("            buf1 = extern_kernels._weight_int4pack_mm(buf0, arg1_1, 128, arg2_1)\n",
+     "extern_kernels._weight_int4pack_mm"),
     ("            buf1 = torch.ops.aten._scaled_dot_product_flash_attention.default(buf0)\n",
      "torch.ops.aten._scaled_dot_product_flash_attention.default"),
 ])

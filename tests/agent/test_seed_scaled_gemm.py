@@ -1,6 +1,7 @@
-"""`torch._scaled_mm` (fp8 operands, tensor-wise or row/column-wise scales, a bias added after them) and
-`torch._grouped_mm` (rows sorted by group) on the compiler seed's own GEMM, against the library on the CPU
-interpreter, and made-up problems in the published format seeded with them."""
+"""`torch._scaled_mm` (fp8 operands, tensor-wise or row/column-wise scales, a bias added after them),
+`torch._grouped_mm` (rows sorted by group) and `torch._weight_int8pack_mm` (weight-only int8) on the compiler seed's
+own GEMM, against the library on the CPU interpreter, and made-up problems in the published format seeded with
+them."""
 
 from __future__ import annotations
 
@@ -120,3 +121,33 @@ def test_an_expert_mlp_on_grouped_products_is_seeded() -> None:
     seeded = build_seed(problem, make_probes(problem, "cpu")[:1], None, "cpu")
     assert seeded.source is not None, seeded.reason
     assert "the seed's own GEMM for _grouped_mm" in seeded.reason
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_the_seeds_int8_weight_gemm_matches_the_library(tmp_path: Path, dtype: torch.dtype) -> None:
+    """Weight-only int8 (`_weight_int8pack_mm`): the weights taken as the activations' dtype, a scale per output
+    column, the result in the activations' dtype."""
+    gemm = _gemm_module(tmp_path, mm_BLOCK_M=16, mm_BLOCK_N=32, mm_BLOCK_K=16, mm_GROUP_M=2)
+    torch.manual_seed(3)
+    x = (torch.randn(37, 64) * 0.1).to(dtype)  # the CPU library crashes for K = 56
+    w = torch.randint(-128, 128, (70, 64), dtype=torch.int8)
+    scales = (torch.rand(70) * 0.01).to(dtype)
+    want = torch._weight_int8pack_mm(x, w, scales)
+    got = gemm._seed_weight_int8pack_mm(x, w, scales)
+    assert got.dtype == want.dtype
+    tolerance = {"atol": 1e-4, "rtol": 1e-4} if dtype == torch.float32 else {"atol": 2e-2, "rtol": 2e-2}
+    torch.testing.assert_close(got, want, **tolerance)
+
+
+class _Int8WeightProjection(torch.nn.Module):
+    def forward(self, x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(torch._weight_int8pack_mm(x, w, scales))
+
+
+def test_an_int8_weight_projection_is_the_seeds_gemm_in_the_program() -> None:
+    graph = capture(_Int8WeightProjection(), {"x": torch.randn(16, 64).bfloat16(),
+                                              "w": torch.randint(-128, 128, (48, 64), dtype=torch.int8),
+                                              "scales": torch.rand(48).bfloat16()})
+    assert extern_calls(graph.source, tuple(OWN_GEMMS)) == [], extern_calls(graph.source)
+    program = parse_program("key", graph, {})
+    assert program.gemms == ["extern_kernels._weight_int8pack_mm"]
