@@ -151,3 +151,14 @@ def test_an_int8_weight_projection_is_the_seeds_gemm_in_the_program() -> None:
     assert extern_calls(graph.source, tuple(OWN_GEMMS)) == [], extern_calls(graph.source)
     program = parse_program("key", graph, {})
     assert program.gemms == ["extern_kernels._weight_int8pack_mm"]
+
+
+def test_a_weight_only_int8_projection_is_seeded() -> None:
+    from aka_tui.agent.probe import make_probes
+    from aka_tui.agent.seed_source import build_seed
+    from aka_tui.bench.problem.lookup import load_problem
+
+    problem = load_problem(UNSEEN / "int8_weight_projection")
+    seeded = build_seed(problem, make_probes(problem, "cpu")[:1], None, "cpu")
+    assert seeded.source is not None, seeded.reason
+    assert "the seed's own GEMM for _weight_int8pack_mm" in seeded.reason

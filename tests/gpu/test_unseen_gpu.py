@@ -44,13 +44,15 @@ def _evaluate(problem_name: str, source: str) -> object:
 # torch.unique with its inverse and counts; blockwise_row_softmax: a loop over the width, a program per width;
 # fp8_row_scaled_projection: _scaled_mm on the seed's GEMM (fp8 dots, row and column scales);
 # routed_rows_scatter_combine: scatter_reduce (sum, amax) and kthvalue as inductor's own reductions;
-# grouped_expert_mlp: _grouped_mm on the seed's GEMM (a program per row tile and expert)
+# grouped_expert_mlp: _grouped_mm on the seed's GEMM (a program per row tile and expert);
+# int8_weight_projection: _weight_int8pack_mm on the seed's GEMM (int8 weights taken as bf16 in the kernel)
 @pytest.mark.parametrize("name", ["centered_swish", "seen_token_penalty", "held_scale_norm", "complex_rotation",
                                   "longest_prefix_mean", "init_table_rope", "distance_biased_attention",
                                   "kept_token_rows", "channel_mixing_conv", "biased_score_softmax",
                                   "expert_row_order", "int8_row_scaled_gemm", "token_group_means",
                                   "blockwise_row_softmax", "fp8_row_scaled_projection",
-                                  "routed_rows_scatter_combine", "grouped_expert_mlp"])
+                                  "routed_rows_scatter_combine", "grouped_expert_mlp",
+                                  "int8_weight_projection"])
 def test_compiler_seed_on_cuda_is_real_and_timed(name: str) -> None:
     problem = load_problem(UNSEEN / name)
     probes = make_probes(problem, "cuda")
