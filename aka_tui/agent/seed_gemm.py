@@ -31,8 +31,8 @@ GEMM_SOURCE = '''
 def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sa_ptr, sb_ptr, ends_ptr, M, N, K, s_ab, s_am, s_ak, s_bb,
                         s_bk, s_bn, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, s_sa, s_sb, alpha, beta,
                         HAS_BIAS: tl.constexpr, SCALED: tl.constexpr, GROUPED: tl.constexpr, IEEE: tl.constexpr,
-                        WIDEN: tl.constexpr, INTEGER: tl.constexpr, B_AS_A: tl.constexpr, BLOCK_M: tl.constexpr,
-                        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                        WIDEN: tl.constexpr, INTEGER: tl.constexpr, FP8: tl.constexpr, B_AS_A: tl.constexpr,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """c[b] = alpha * a[b] @ b[b] (* sa[m] * sb[n]) (+ beta * bias[b]); programs walk GROUP_M row tiles per column
     tile. GROUPED: b is group b's weight, and only rows ends[b - 1] <= m < ends[b] are group b's (a and c have batch
     stride 0; a program whose tile holds none of them returns at once). B_AS_A: b's int8 weights take a's dtype."""
@@ -67,7 +67,7 @@ def _seed_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sa_ptr, sb_ptr, ends_ptr,
         k_ok = ks < K
         a_ok = m_ok[:, None] & k_ok[None, :]
         b_ok = k_ok[:, None] & n_ok[None, :]
-        if SCALED:  # fp8 lanes are filled from a float zero (Triton casts no integer to fp8)
+        if FP8:  # fp8 lanes are filled from a float zero (Triton casts no integer to fp8)
             a = tl.load(a_rows + ks.to(tl.int64)[None, :] * s_ak, mask=a_ok, other=0.0)
             b = tl.load(b_cols + ks.to(tl.int64)[:, None] * s_bk, mask=b_ok, other=0.0)
         else:
@@ -126,7 +126,7 @@ def _seed_gemm(a, b, out, bias=None, alpha=1.0, beta=1.0, scales=None, ends=None
         a3, b3, c3, x3, sa, sb, ends_or_any, m, n, k, *a3.stride(), *b3.stride(), *c3.stride(), *x3.stride(), s_sa,
         s_sb, float(alpha), float(beta), HAS_BIAS=bias is not None, SCALED=scales is not None,
         GROUPED=ends is not None,
-        IEEE=a.dtype == torch.float32 or widen, WIDEN=widen, INTEGER=a.dtype == torch.int8,
+        IEEE=a.dtype == torch.float32 or widen, WIDEN=widen, INTEGER=a.dtype == torch.int8, FP8=fp8,
         B_AS_A=b.dtype != a.dtype,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=TUNABLES["mm_BLOCK_K"], GROUP_M=TUNABLES["mm_GROUP_M"],
         num_warps=TUNABLES["mm_num_warps"], num_stages=TUNABLES["mm_num_stages"])
@@ -171,7 +171,7 @@ def _seed_grouped_mm(a, b, offs=None, bias=None, out_dtype=None):
         raise ValueError("the seed's GEMM takes a grouped product of 2-D rows by 3-D groups with offsets, or of two "
                          f"3-D operands, not {a.dim()}-D by {b.dim()}-D")
     m, n = a.shape[0], b.shape[2]
-    align = max(16 // torch.empty((), dtype=dtype).element_size(), 1)
+    align = max(16 // dtype.itemsize, 1)
     out = torch.empty_strided((m, n), (triton.cdiv(n, align) * align, 1), dtype=dtype, device=a.device)
     return _seed_gemm(a, b, out, ends=offs)
 

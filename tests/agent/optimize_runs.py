@@ -45,3 +45,16 @@ def correct_and_real(result: dict) -> bool:
     timed = [s for s in result["shapes"] if not s["shape_id"].startswith("fuzz.")]
     return bool(timed) and all(s["status"] == "passed" for s in result["shapes"]) and \
         all(s["audit"]["real"] for s in timed)
+
+
+def seeded_on_the_cpu(problem_name: str) -> str:
+    """The compiler seed of the made-up problem `problem_name`, built and checked in this process on its smallest
+    probe (the CPU interpreter): the reason it records; the test fails when no seed is built."""
+    from aka_tui.agent.probe import make_probes
+    from aka_tui.agent.seed_source import build_seed
+    from aka_tui.bench.problem.lookup import load_problem
+
+    problem = load_problem(UNSEEN / problem_name)
+    seeded = build_seed(problem, make_probes(problem, "cpu")[:1], None, "cpu")
+    assert seeded.source is not None, seeded.reason
+    return seeded.reason

@@ -13,7 +13,7 @@ import torch
 from aka_tui.agent import seed_reductions as reductions
 from aka_tui.agent.compile_seed import OWN_GEMMS, extern_calls
 from aka_tui.agent.inductor_capture import capture
-from tests.agent.optimize_runs import UNSEEN
+from tests.agent.optimize_runs import seeded_on_the_cpu
 
 _TOLERANCE = {torch.bfloat16: {"atol": 2e-2, "rtol": 2e-2}}
 
@@ -111,11 +111,5 @@ def test_these_reductions_lower_to_inductors_own_kernels() -> None:
 def test_routed_rows_combined_by_scatter_reduce_are_seeded() -> None:
     """Rows combined into tokens with scatter_reduce (a sum and a peak, the destination left out) and a kthvalue
     per token: the seed is inductor's own kernels, and it reproduces the reference."""
-    from aka_tui.agent.probe import make_probes
-    from aka_tui.agent.seed_source import build_seed
-    from aka_tui.bench.problem.lookup import load_problem
-
-    problem = load_problem(UNSEEN / "routed_rows_scatter_combine")
-    seeded = build_seed(problem, make_probes(problem, "cpu")[:1], None, "cpu")
-    assert seeded.source is not None, seeded.reason
-    assert "seed's own GEMM" not in seeded.reason and "Triton kernel(s)" in seeded.reason
+    reason = seeded_on_the_cpu("routed_rows_scatter_combine")
+    assert "seed's own GEMM" not in reason and "Triton kernel(s)" in reason

@@ -12,7 +12,7 @@ import torch
 
 from aka_tui.agent.compile_seed import OWN_GEMMS, extern_calls, parse_program
 from aka_tui.agent.inductor_capture import capture
-from tests.agent.optimize_runs import UNSEEN
+from tests.agent.optimize_runs import seeded_on_the_cpu
 from tests.agent.test_compile_seed_units import _gemm_module
 
 
@@ -67,14 +67,7 @@ def test_scales_the_seeds_gemm_does_not_apply_are_a_clear_error(tmp_path: Path) 
 def test_an_fp8_projection_is_seeded_with_the_seeds_own_gemm() -> None:
     """A per-token / per-channel fp8 projection with a bias and a SiLU gate (published format, no roofline file):
     `_scaled_mm` on the seed's GEMM beside inductor's gate kernel, and the seed reproduces the reference."""
-    from aka_tui.agent.probe import make_probes
-    from aka_tui.agent.seed_source import build_seed
-    from aka_tui.bench.problem.lookup import load_problem
-
-    problem = load_problem(UNSEEN / "fp8_row_scaled_projection")
-    seeded = build_seed(problem, make_probes(problem, "cpu")[:1], None, "cpu")
-    assert seeded.source is not None, seeded.reason
-    assert "the seed's own GEMM for _scaled_mm" in seeded.reason
+    assert "the seed's own GEMM for _scaled_mm" in seeded_on_the_cpu("fp8_row_scaled_projection")
 
 
 @pytest.mark.parametrize("ends", [[8, 16, 24, 37], [0, 13, 13, 37], [5, 6, 30, 37]])
@@ -113,14 +106,7 @@ def test_a_grouped_product_is_the_seeds_gemm_in_the_program() -> None:
 def test_an_expert_mlp_on_grouped_products_is_seeded() -> None:
     """A mixture of experts' MLP on rows sorted by expert (two `_grouped_mm`s, SiLU-and-mul between; published
     format): both products on the seed's GEMM, and the seed reproduces the reference."""
-    from aka_tui.agent.probe import make_probes
-    from aka_tui.agent.seed_source import build_seed
-    from aka_tui.bench.problem.lookup import load_problem
-
-    problem = load_problem(UNSEEN / "grouped_expert_mlp")
-    seeded = build_seed(problem, make_probes(problem, "cpu")[:1], None, "cpu")
-    assert seeded.source is not None, seeded.reason
-    assert "the seed's own GEMM for _grouped_mm" in seeded.reason
+    assert "the seed's own GEMM for _grouped_mm" in seeded_on_the_cpu("grouped_expert_mlp")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
@@ -154,11 +140,4 @@ def test_an_int8_weight_projection_is_the_seeds_gemm_in_the_program() -> None:
 
 
 def test_a_weight_only_int8_projection_is_seeded() -> None:
-    from aka_tui.agent.probe import make_probes
-    from aka_tui.agent.seed_source import build_seed
-    from aka_tui.bench.problem.lookup import load_problem
-
-    problem = load_problem(UNSEEN / "int8_weight_projection")
-    seeded = build_seed(problem, make_probes(problem, "cpu")[:1], None, "cpu")
-    assert seeded.source is not None, seeded.reason
-    assert "the seed's own GEMM for _weight_int8pack_mm" in seeded.reason
+    assert "the seed's own GEMM for _weight_int8pack_mm" in seeded_on_the_cpu("int8_weight_projection")
