@@ -20,6 +20,7 @@ import torch
 from aka_tui.bench.problem.inputs import clone_inputs, make_inputs, modified_inputs
 from aka_tui.bench.problem.model import Problem, Shape
 from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.problem.settled_order import import_reference
 from aka_tui.bench.problem.tolerance import Tolerance, output_rms, scaled_to
 
 PROBE_SEED = 20261201
@@ -117,7 +118,7 @@ def _semantic_group(shape: Shape) -> str:
 
 def load_modules(problem: Problem) -> tuple[ModuleType, ModuleType]:
     """The problem's reference and input modules."""
-    return import_file(problem.reference_path, "probe_ref"), import_file(problem.input_path, "probe_in")
+    return import_reference(problem.reference_path, "probe_ref"), import_file(problem.input_path, "probe_in")
 
 
 HELD_SEED = 20261207  # the random generator's seed while a probe's reference Model is built

@@ -18,6 +18,7 @@ from aka_tui.agent.seed_gemm import GEMM_SOURCE, GEMM_SPACE, GEMM_TUNABLES
 from aka_tui.agent.seed_tables import TABLES_INIT, TABLES_METHOD, TablesError, embedded_reference
 from aka_tui.agent.seed_templates import HEADER, MODEL, RUNTIME
 from aka_tui.bench.problem.model import Problem, Shape
+from aka_tui.bench.problem.settled_order import as_written
 
 
 @dataclass
@@ -242,7 +243,7 @@ def build_seed(problem: Problem, probes: list[Probe], tier: str | None, device: 
     programs: list[SeedProgram] = []
 
     def add(key: str, shape: Shape, inputs: dict[str, Any]) -> None:
-        model = reference.Model(**(shape.init_kwargs or {})).to(device).eval()
+        model = as_written(reference.Model)(**(shape.init_kwargs or {})).to(device).eval()
         programs.append(parse_program(key, capture(model, inputs), kernels))
 
     try:

@@ -47,6 +47,7 @@ from aka_tui.bench.problem.inputs import make_inputs
 from aka_tui.bench.problem.model import Problem, RooflineEntry, Shape
 from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.bench.problem.seeds import derive_seed
+from aka_tui.bench.problem.settled_order import import_reference
 from aka_tui.bench.roofline.bound import bound, measure_entry
 from aka_tui.bench.roofline.hardware import HardwareProfile
 from aka_tui.knowledge.reference_kernels import ReferenceKernel
@@ -141,7 +142,7 @@ class OpSweeper:
 
     def load(self) -> None:
         """Import the reference, the input maker and the kernel (once, as this op's own module)."""
-        self.ref_module = import_file(self.problem.reference_path, "ref")
+        self.ref_module = import_reference(self.problem.reference_path, "ref")
         self.input_module = import_file(self.problem.input_path, "inp")
         path = self.kernel.path
         if self.kernel.text is not None:  # a candidate's text (its file may be out of this process's sight)

@@ -45,14 +45,19 @@ def _evaluate(problem_name: str, source: str) -> object:
 # fp8_row_scaled_projection: _scaled_mm on the seed's GEMM (fp8 dots, row and column scales);
 # routed_rows_scatter_combine: scatter_reduce (sum, amax) and kthvalue as inductor's own reductions;
 # grouped_expert_mlp: _grouped_mm on the seed's GEMM (a program per row tile and expert);
-# int8_weight_projection: _weight_int8pack_mm on the seed's GEMM (int8 weights taken as bf16 in the kernel)
+# int8_weight_projection: _weight_int8pack_mm on the seed's GEMM (int8 weights taken as bf16 in the kernel);
+# int4_group_dequant_gemm: packed 4-bit codes unpacked by shifts into the seed's GEMM; gathered_adapter_delta:
+# per-token adapters gathered by index; merged_partial_attention: two partial results merged by log-sum-exp;
+# fp4_block_codes: e2m1 codes by bucketize, fp8 block scales, two codes a byte; grouped_biased_routing: unsorted
+# top-k calls compared in the sorted order (settled_order.py)
 @pytest.mark.parametrize("name", ["centered_swish", "seen_token_penalty", "held_scale_norm", "complex_rotation",
                                   "longest_prefix_mean", "init_table_rope", "distance_biased_attention",
                                   "kept_token_rows", "channel_mixing_conv", "biased_score_softmax",
                                   "expert_row_order", "int8_row_scaled_gemm", "token_group_means",
                                   "blockwise_row_softmax", "fp8_row_scaled_projection",
                                   "routed_rows_scatter_combine", "grouped_expert_mlp",
-                                  "int8_weight_projection"])
+                                  "int8_weight_projection", "int4_group_dequant_gemm", "gathered_adapter_delta",
+                                  "merged_partial_attention", "fp4_block_codes", "grouped_biased_routing"])
 def test_compiler_seed_on_cuda_is_real_and_timed(name: str) -> None:
     problem = load_problem(UNSEEN / name)
     probes = make_probes(problem, "cuda")

@@ -41,12 +41,13 @@ def _compile_one(problem_dir: str, shape_id: str, device: str, cache_kind: str) 
     from aka_tui.bench.problem.inputs import make_inputs
     from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.bench.problem.module_loading import import_file
+    from aka_tui.bench.problem.settled_order import import_reference
 
     problem = load_problem(problem_dir)
     try:
         shape = problem.shapes[shape_id]
         # what the compile baselines compile: the problem's compile form where it has one (measure/session.py)
-        compiled = import_file(problem.compile_form_path or problem.reference_path, "ref")
+        compiled = import_reference(problem.compile_form_path or problem.reference_path, "ref")
         inputs_module = import_file(problem.input_path, "inp")
         inputs = make_inputs(problem, inputs_module, shape, device, 0)
         model = compiled.Model(**shape.init_kwargs).to(device).eval()

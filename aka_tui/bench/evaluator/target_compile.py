@@ -129,6 +129,7 @@ def _run_candidate(problem_dir: Path, candidate: Path, shape_ids: list[str] | No
     from aka_tui.bench.problem.inputs import make_inputs
     from aka_tui.bench.problem.lookup import load_problem
     from aka_tui.bench.problem.module_loading import import_file
+    from aka_tui.bench.problem.settled_order import import_reference
 
     problem = load_problem(problem_dir)
     with host_reads(str(candidate), replay, lambda: bool(compiled)) as reads:
@@ -136,7 +137,7 @@ def _run_candidate(problem_dir: Path, candidate: Path, shape_ids: list[str] | No
             shapes = [problem.shapes[s] for s in shape_ids] if shape_ids else problem.shapes_for("smoke")[:1]
             module = import_file(candidate, "target_compile_candidate")
             inputs_module = import_file(problem.input_path, "target_compile_inputs")
-            reference = import_file(problem.reference_path, "target_compile_reference")
+            reference = import_reference(problem.reference_path, "target_compile_reference")
             for shape in shapes:
                 inputs = make_inputs(problem, inputs_module, shape, "cpu", 0)
                 model = module.Model(**shape.init_kwargs)

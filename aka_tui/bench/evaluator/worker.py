@@ -36,6 +36,7 @@ from aka_tui.bench.problem.inputs import clone_inputs, make_inputs
 from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.problem.settled_order import import_reference
 from aka_tui.bench.problem.tolerance import compare_outputs
 
 
@@ -141,7 +142,7 @@ def run(job_data: dict[str, Any], emit: Callable[[dict[str, Any]], None],
     recorder.install()
     try:
         problem = load_problem(job.problem_dir)
-        ref_module = import_file(problem.reference_path, "ref")
+        ref_module = import_reference(problem.reference_path, "ref")
         input_module = import_file(problem.input_path, "inp")
     except Exception as exc:
         emit({"event": "compiled", "ok": False, "error": asdict(StageError(

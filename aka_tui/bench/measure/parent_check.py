@@ -28,6 +28,7 @@ from aka_tui.bench.problem.fuzz import resolve_shape
 from aka_tui.bench.problem.inputs import make_inputs, upcast_inputs
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.problem.module_loading import import_file
+from aka_tui.bench.problem.settled_order import import_reference
 from aka_tui.bench.problem.tolerance import output_rms, row_atol, scaled_to
 
 TOLERANCE_SCALE = 4.0
@@ -39,7 +40,7 @@ _MODULES: dict[str, tuple[Any, Any]] = {}
 def _modules(problem: Problem) -> tuple[Any, Any]:
     key = f"{problem.directory.resolve()}@{problem.content_hash}"
     if key not in _MODULES:
-        _MODULES[key] = (import_file(problem.reference_path, "parent_ref"), import_file(problem.input_path, "parent_inp"))
+        _MODULES[key] = (import_reference(problem.reference_path, "parent_ref"), import_file(problem.input_path, "parent_inp"))
     return _MODULES[key]
 
 

@@ -20,8 +20,8 @@ from aka_tui.bench.measure.timed_checks import drive_protocol
 from aka_tui.bench.measure.timing import Timers, TimingHooks, cpu_protocol, cuda_protocol
 from aka_tui.bench.problem.inputs import make_inputs
 from aka_tui.bench.problem.model import COMPILE_FORM, Problem, Shape
-from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.bench.problem.seeds import derive_seed
+from aka_tui.bench.problem.settled_order import import_reference
 from aka_tui.bench.problem.tolerance import compare_outputs
 
 
@@ -111,7 +111,7 @@ def compile_form_model(problem: Problem, shape: Shape, ref_model: torch.nn.Modul
         return None
 
     def build() -> torch.nn.Module:
-        form = import_file(path, "compile_form").Model(**shape.init_kwargs).to(device).eval()
+        form = import_reference(path, "compile_form").Model(**shape.init_kwargs).to(device).eval()
         state = ref_model.state_dict()
         if state:
             form.load_state_dict(state)

@@ -18,6 +18,7 @@ from aka_tui.bench.problem.lookup import load_problem
 from aka_tui.bench.problem.model import Problem
 from aka_tui.bench.problem.module_loading import import_file
 from aka_tui.bench.problem.seeds import derive_seed
+from aka_tui.bench.problem.settled_order import import_reference
 from aka_tui.bench.problem.tolerance import compare_outputs
 from aka_tui.errors import AkaError
 
@@ -25,7 +26,7 @@ from aka_tui.errors import AkaError
 def check(problem: Problem) -> list[str]:
     """Problems found (empty when the directory is sound)."""
     issues: list[str] = []
-    ref = import_file(problem.reference_path, "ref")
+    ref = import_reference(problem.reference_path, "ref")
     inp = import_file(problem.input_path, "inp")
     for shape in problem.shapes.values():
         seed = derive_seed(problem.name, shape.shape_id, 0)

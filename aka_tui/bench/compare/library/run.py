@@ -184,6 +184,7 @@ def _compare_op(problem: Problem, candidates_dir: Path, device: str, tier: str, 
                 after_shape: Callable[[], None]) -> None:
     """One op: load its reference, inputs and candidate, then compare each selected shape."""
     from aka_tui.bench.problem.module_loading import import_file
+    from aka_tui.bench.problem.settled_order import import_reference
     from aka_tui.bench.scoring.bench_report import find_candidate
 
     op = problem.name
@@ -193,7 +194,7 @@ def _compare_op(problem: Problem, candidates_dir: Path, device: str, tier: str, 
         log(f"{op}: {errors[op]}")
         return
     try:
-        ref_module = import_file(problem.reference_path, "ref")
+        ref_module = import_reference(problem.reference_path, "ref")
         input_module = import_file(problem.input_path, "inp")
         cand_cls = import_file(path, "cand").Model
     except Exception as exc:
