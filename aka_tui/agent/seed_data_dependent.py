@@ -13,13 +13,18 @@ the host, once, as the library call does (a data-dependent size is a host read e
   minlength);
 - a unique (over all elements) is the stable ranking of `seed_decompositions.rank_sort`: the distinct values are
   the sorted elements that differ from their predecessor, each element's group the running count of those, a
-  group's count adds of one into its group. n comparisons an element, as the sort: a real start, not a fast one.
+  group's count adds of one into its group. n comparisons an element, as the sort: a real start, not a fast one;
+- a slice whose bounds were read from the data (`x[:n]` with n from `.item()`) slices a gather of its whole
+  input along that dimension: inductor cannot slice a view of its own computed values (a gather reshaped, say)
+  at such bounds ("NotImplementedError: View", torch 2.13), and slices the gather; the slice itself stays
+  the library's op, so its size is the same unbacked size the traced graph holds.
 
 Every decomposition returns `NotImplemented` for the cases it does not cover, which leaves the op to inductor.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
@@ -142,3 +147,25 @@ def counts_by_atomic_adds(input: torch.Tensor, weights: torch.Tensor | None = No
         return counts.index_add(0, index, torch.ones_like(index, dtype=torch.int32)).to(torch.int64)
     dtype = torch.float32 if weights.dtype == torch.float32 else torch.float64
     return torch.zeros(size, dtype=dtype, device=input.device).index_add(0, index, weights.to(dtype))
+
+
+_SLICING = threading.local()  # set while the decomposition slices its gather (the op itself then, no recursion)
+
+
+def slice_by_positions(x: torch.Tensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Any:
+    """aten.slice.Tensor whose start, end or step holds a size read from the data, taken from a gather of its
+    whole input along `dim` (an index_select of every position, which inductor slices at such bounds where it
+    cannot slice a view of a computed value; a copy, clone included, did not do). NotImplemented (a view, as
+    inductor slices) for any other slice."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    bounds = [b for b in (start, end, step) if isinstance(b, torch.SymInt)]
+    if getattr(_SLICING, "on", False) or not any(free_unbacked_symbols(b) for b in bounds):
+        return NotImplemented
+    _SLICING.on = True
+    try:
+        dim = dim % x.dim()
+        whole = torch.index_select(x, dim, torch.arange(x.shape[dim], device=x.device))
+        return torch.ops.aten.slice.Tensor(whole, dim, start, end, step)
+    finally:
+        _SLICING.on = False

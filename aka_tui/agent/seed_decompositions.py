@@ -272,6 +272,7 @@ def seed_decompositions() -> dict[Any, Callable[..., Any]]:
     table[torch.ops.aten.index_put.default] = sized.index_put_by_coordinates
     table[torch.ops.aten.bincount.default] = sized.counts_by_atomic_adds
     table[torch.ops.aten._unique2.default] = sized.unique_by_rank
+    table[torch.ops.aten.slice.Tensor] = sized.slice_by_positions
     table[torch.ops.aten.scatter_reduce.two] = reductions.scatter_reduce_by_comparison
     table[torch.ops.aten.index_reduce.default] = reductions.index_reduce_by_comparison
     table[torch.ops.aten.kthvalue.default] = reductions.kthvalue_by_rank

@@ -49,7 +49,8 @@ def _evaluate(problem_name: str, source: str) -> object:
 # int4_group_dequant_gemm: packed 4-bit codes unpacked by shifts into the seed's GEMM; gathered_adapter_delta:
 # per-token adapters gathered by index; merged_partial_attention: two partial results merged by log-sum-exp;
 # fp4_block_codes: e2m1 codes by bucketize, fp8 block scales, two codes a byte; grouped_biased_routing: unsorted
-# top-k calls compared in the sorted order (settled_order.py)
+# top-k calls compared in the sorted order (settled_order.py); block_table_gather: a slice at a length read on
+# the host, of a gather; selective_state_step: a state-space decode step writing its state in place
 @pytest.mark.parametrize("name", ["centered_swish", "seen_token_penalty", "held_scale_norm", "complex_rotation",
                                   "longest_prefix_mean", "init_table_rope", "distance_biased_attention",
                                   "kept_token_rows", "channel_mixing_conv", "biased_score_softmax",
@@ -57,7 +58,8 @@ def _evaluate(problem_name: str, source: str) -> object:
                                   "blockwise_row_softmax", "fp8_row_scaled_projection",
                                   "routed_rows_scatter_combine", "grouped_expert_mlp",
                                   "int8_weight_projection", "int4_group_dequant_gemm", "gathered_adapter_delta",
-                                  "merged_partial_attention", "fp4_block_codes", "grouped_biased_routing"])
+                                  "merged_partial_attention", "fp4_block_codes", "grouped_biased_routing",
+                                  "block_table_gather", "selective_state_step"])
 def test_compiler_seed_on_cuda_is_real_and_timed(name: str) -> None:
     problem = load_problem(UNSEEN / name)
     probes = make_probes(problem, "cuda")
