@@ -173,6 +173,17 @@ def run_reference(reference: ModuleType, shape: Shape,
     return result, written, tuple(names.get(id(t)) for t in flatten_outputs(result)[0])
 
 
+def gives_the_same_outputs_again(problem: Problem, reference: ModuleType, probe: Probe) -> bool:
+    """Whether the reference, run again on the probe's inputs, returns the probe's outputs within the problem's
+    tolerance (not for one that draws random numbers in its forward: no kernel can be checked against it)."""
+    try:
+        again, _ = flatten_outputs(run_reference(reference, probe.shape, probe.inputs)[0])
+    except Exception:  # a reference that fails now failed its probes too: the reason given there stands
+        return True
+    return len(again) == len(probe.outputs) and all(
+        output_matches(problem.tolerance_for, want, got) for want, got in zip(probe.outputs, again))
+
+
 def make_probes(problem: Problem, device: str, count: int = 2) -> list[Probe]:
     """Probe inputs and reference outputs on the `count` smallest shapes."""
     reference, input_module = load_modules(problem)

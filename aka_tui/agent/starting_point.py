@@ -115,7 +115,7 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
                         start_text: str | None = None) -> StartingPoint:
     """The first path that applies; ProposerError with one line naming what would help when none does.
     `start_text`: a person's kernel written in the app (as `start_file` is one on disk)."""
-    from aka_tui.agent.probe import load_modules, reference_tensors
+    from aka_tui.agent.probe import gives_the_same_outputs_again, load_modules, reference_tensors
     from aka_tui.knowledge.reference_kernels import reference_kernels
     from aka_tui.knowledge.store import default_kb_dir, load_kb
 
@@ -165,6 +165,11 @@ def find_starting_point(problem: Any, device: str, tier: str | None, kb_dir: Pat
                                         problem.family)
             return StartingPoint(kernel, "compiler-seed", seed.reason, tried)
         tried.append(seed.reason)
+    if probes and not gives_the_same_outputs_again(problem, reference, probes[0]):
+        raise ProposerError(f"no starting kernel for {problem.name}: its reference returns other outputs when run "
+                            "again on the same inputs (random draws in its forward?), so no kernel can be checked "
+                            "against it. What would help: a reference that takes its random numbers as inputs "
+                            "(drawn in its input file)")
     raise ProposerError(f"no starting kernel for {problem.name}: " + "; ".join(tried)
                         + ". What would help: a reference kernel for this computation in kb/family/ (TUNABLES / "
                         "SEARCH_SPACE), a kernel of yours with `aka optimize --start FILE`, or `--proposer "

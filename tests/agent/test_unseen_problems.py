@@ -67,6 +67,21 @@ def test_no_path_is_one_line_naming_what_would_help(tmp_path: Path) -> None:
     assert "--start FILE" in message and "--proposer anthropic" in message
 
 
+def test_a_reference_that_draws_random_numbers_is_one_line_saying_so(tmp_path: Path) -> None:
+    """A forward that adds noise it draws itself gives other outputs on the same inputs: no path can be checked
+    against it, and the line says that rather than listing the paths tried."""
+    directory = tmp_path / "noisy_swish"
+    shutil.copytree(UNSEEN / "centered_swish", directory)
+    silu = "y = torch.nn.functional.silu(x.float())"
+    (directory / "reference.py").write_text((directory / "reference.py").read_text().replace(
+        silu, silu + " + torch.rand_like(x.float())"))
+    with pytest.raises(ProposerError) as raised:
+        find_starting_point(load_problem(directory), "cpu", "smoke", transfer_budget_s=5.0)
+    message = str(raised.value)
+    assert "\n" not in message and "random draws in its forward" in message
+    assert "takes its random numbers as inputs" in message
+
+
 def test_the_semantic_match_probes_on_the_cpu_when_the_reference_runs_there() -> None:
     # a trial mapping's out-of-range index is a device-side assert on CUDA (the process's CUDA context ends);
     # the match therefore probes on the CPU even when the session runs on "cuda" (no CUDA touched here)
